@@ -1,0 +1,75 @@
+import Foundation
+import IntentStore
+
+/// The Hairdressers app's own SQLite database: hairdressers, groups, the
+/// messages sent to them, the soup menu and orders, and `intent_effect`, the
+/// once-only record of handled intents.
+public final class HairdressersDatabase: Sendable {
+    public let queue: DatabaseQueue
+    public let path: String
+
+    public static let environmentVariable = "HAIRDRESSERS_DB"
+
+    static let migrations = [
+        """
+        CREATE TABLE hairdresser (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE
+        );
+        CREATE TABLE "group" (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE
+        );
+        CREATE TABLE group_member (
+            group_id INTEGER NOT NULL REFERENCES "group"(id),
+            hairdresser_id INTEGER NOT NULL REFERENCES hairdresser(id),
+            PRIMARY KEY (group_id, hairdresser_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE message (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            hairdresser TEXT NOT NULL,
+            content TEXT NOT NULL,
+            group_name TEXT,
+            intent_id TEXT NOT NULL
+        );
+        CREATE INDEX message_by_intent ON message(intent_id);
+        CREATE TABLE soup (
+            name TEXT PRIMARY KEY NOT NULL,
+            price_cents INTEGER NOT NULL,
+            available INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE soup_order (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            soup TEXT NOT NULL REFERENCES soup(name),
+            quantity INTEGER NOT NULL,
+            total_cents INTEGER NOT NULL,
+            intent_id TEXT NOT NULL UNIQUE
+        );
+        """ + OnceOnly.schema + seed,
+    ]
+
+    /// The seed data of the tutorial app, created on first start.
+    static let seed = """
+        INSERT INTO hairdresser(name) VALUES
+            ('Alice Smith'), ('Bob Jones'), ('Jeff Baker'), ('Jeff Chen'), ('Carol White'), ('Dan Brown'), ('Erin Davis');
+        INSERT INTO "group"(name) VALUES ('neighbors'), ('coworkers'), ('developers');
+        INSERT INTO group_member(group_id, hairdresser_id)
+            SELECT g.id, h.id FROM "group" g, hairdresser h
+            WHERE (g.name = 'neighbors' AND h.name IN ('Alice Smith', 'Bob Jones'))
+               OR (g.name = 'coworkers' AND h.name IN ('Carol White', 'Dan Brown', 'Jeff Baker'))
+               OR (g.name = 'developers' AND h.name IN ('Erin Davis', 'Jeff Chen'));
+        INSERT INTO soup(name, price_cents, available) VALUES
+            ('Tomato Soup', 450, 1), ('Clam Chowder', 650, 1), ('Chicken Noodle Soup', 550, 1), ('Minestrone', 500, 0);
+        """
+
+    /// Opens (creating and seeding on first start) the database at `path`.
+    public init(path: String) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.path = path
+        queue = try DatabaseQueue(path: path, label: "hairdressers.database")
+        try queue.sync { db in try db.migrate(Self.migrations) }
+    }
+}

@@ -1,0 +1,475 @@
+import CRabbitMQ
+import Foundation
+
+/// One rabbitmq-c connection with one channel.
+///
+/// rabbitmq-c is not thread-safe and services heartbeats only inside its own
+/// calls, so a connection belongs to the single thread that opened it; it is
+/// deliberately not `Sendable`. Every call that returns a reply goes through
+/// `check(_:context:)`.
+public final class AMQPConnection {
+    public let url: BrokerURL
+    private var state: amqp_connection_state_t?
+    private let channel: amqp_channel_t = 1
+    private var nextPublishSequence: UInt64 = 1
+    private var confirmsEnabled = false
+
+    /// What a call to `nextEvent` found.
+    public enum Event {
+        case delivery(Delivery)
+        /// Publisher confirm: every sequence number up to and including this one
+        /// when `multiple`, else just this one.
+        case confirmed(sequence: UInt64, multiple: Bool)
+        case rejected(sequence: UInt64, multiple: Bool)
+        case returned(ReturnedMessage)
+    }
+
+    /// Opens a TCP (or TLS) connection, logs in and opens channel 1.
+    /// - Parameters:
+    ///   - heartbeat: seconds; the broker and this side each expect traffic at that interval.
+    ///   - connectTimeout: how long the TCP connect may take.
+    ///   - generation: stamped on every delivery tag of this connection.
+    public init(url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, generation: UInt64 = 0) throws(AMQPError) {
+        self.url = url
+        self.generation = generation
+        guard let state = amqp_new_connection() else {
+            throw AMQPError(.library, context: "connecting to \(url)", detail: "out of memory")
+        }
+        self.state = state
+        do {
+            try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    public let generation: UInt64
+
+    private func open(state: amqp_connection_state_t, heartbeat: Int, connectTimeout: Double) throws(AMQPError) {
+        let context = "connecting to \(url)"
+        guard url.tls == false else {
+            throw AMQPError(.configuration, context: context, detail: "amqps:// is not supported by this build yet; use amqp:// on a trusted network")
+        }
+        guard let socket = amqp_tcp_socket_new(state) else {
+            throw AMQPError(.library, context: context, detail: "could not create a socket")
+        }
+        var timeout = timeval(seconds: connectTimeout)
+        let status = amqp_socket_open_noblock(socket, url.host, Int32(url.port), &timeout)
+        guard status == AMQP_STATUS_OK.rawValue else {
+            throw AMQPError(.connection, context: context, detail: Self.statusString(status))
+        }
+        try check(
+            iq_amqp_login_plain(state, url.virtualHost, 0, 131_072, Int32(heartbeat), url.user, url.password),
+            context: "logging in to \(url)")
+        amqp_channel_open(state, channel)
+        try check(amqp_get_rpc_reply(state), context: "opening a channel on \(url)")
+    }
+
+    deinit { close() }
+
+    /// Closes the channel and connection politely when possible, and frees the
+    /// connection. Safe to call more than once.
+    public func close() {
+        guard let state else { return }
+        self.state = nil
+        if amqp_get_socket(state) != nil, amqp_get_sockfd(state) >= 0 {
+            _ = amqp_channel_close(state, channel, Int32(AMQP_REPLY_SUCCESS))
+            _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
+        }
+        amqp_destroy_connection(state)
+    }
+
+    /// Drops the connection without the closing handshake (after a failure).
+    public func abandon() {
+        guard let state else { return }
+        self.state = nil
+        amqp_destroy_connection(state)
+    }
+
+    public var isOpen: Bool { state != nil }
+
+    private func live(_ context: @autoclosure () -> String) throws(AMQPError) -> amqp_connection_state_t {
+        guard let state else { throw AMQPError(.connection, context: context(), detail: "the connection is closed") }
+        return state
+    }
+
+    // MARK: - The gate
+
+    /// The one gate for rabbitmq-c replies: maps the four reply kinds to an
+    /// `AMQPError` carrying the context and the server's or library's reason.
+    func check(_ reply: amqp_rpc_reply_t, context: @autoclosure () -> String) throws(AMQPError) {
+        switch reply.reply_type {
+        case AMQP_RESPONSE_NORMAL:
+            return
+        case AMQP_RESPONSE_NONE:
+            throw AMQPError(.library, context: context(), detail: "missing RPC reply type")
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+            let kind: AMQPError.Kind = reply.library_error == AMQP_STATUS_TIMEOUT.rawValue ? .timeout : .connection
+            throw AMQPError(kind, context: context(), detail: Self.statusString(reply.library_error))
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            throw serverError(method: reply.reply.id, decoded: reply.reply.decoded, context: context())
+        default:
+            throw AMQPError(.library, context: context(), detail: "unknown reply type \(reply.reply_type.rawValue)")
+        }
+    }
+
+    private func checkStatus(_ status: Int32, context: @autoclosure () -> String) throws(AMQPError) {
+        guard status == AMQP_STATUS_OK.rawValue else {
+            throw AMQPError(.connection, context: context(), detail: Self.statusString(status))
+        }
+    }
+
+    private func serverError(method: amqp_method_number_t, decoded: UnsafeMutableRawPointer?, context: String) -> AMQPError {
+        switch method {
+        case AMQP_CONNECTION_CLOSE_METHOD:
+            let close = decoded!.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
+            if let state { _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, nil) }
+            return AMQPError(.server, context: context, detail: "the broker closed the connection: \(close.reply_text.string)", replyCode: close.reply_code)
+        case AMQP_CHANNEL_CLOSE_METHOD:
+            let close = decoded!.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+            if let state { _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, nil) }
+            return AMQPError(.server, context: context, detail: "the broker closed the channel: \(close.reply_text.string)", replyCode: close.reply_code)
+        default:
+            return AMQPError(.server, context: context, detail: String(format: "unexpected server method 0x%08X", method))
+        }
+    }
+
+    static func statusString(_ status: Int32) -> String {
+        String(cString: amqp_error_string2(status))
+    }
+
+    // MARK: - Topology
+
+    /// A queue argument (`x-queue-type`, `x-delivery-limit`, …).
+    public enum Argument: Sendable, Hashable {
+        case string(String, String)
+        case integer(String, Int64)
+    }
+
+    public func declareExchange(_ name: String, type: String = "topic", durable: Bool = true) throws(AMQPError) {
+        let state = try live("declaring exchange \(name)")
+        withBytes(name) { exchange in
+            withBytes(type) { kind in
+                _ = amqp_exchange_declare(state, channel, exchange, kind, 0, durable ? 1 : 0, 0, 0, amqp_empty_table)
+            }
+        }
+        try check(amqp_get_rpc_reply(state), context: "declaring exchange '\(name)'")
+    }
+
+    public func declareQueue(_ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
+                             arguments: [Argument] = []) throws(AMQPError) {
+        let state = try live("declaring queue \(name)")
+        let strings = arguments.flatMap { argument -> [String] in
+            switch argument {
+            case .string(let key, let value): [key, value]
+            case .integer(let key, _): [key]
+            }
+        }
+        let cStrings = strings.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        var position = 0
+        var entries: [amqp_table_entry_t] = arguments.map { argument in
+            switch argument {
+            case .string:
+                defer { position += 2 }
+                return iq_amqp_entry_string(cStrings[position], cStrings[position + 1])
+            case .integer(_, let value):
+                defer { position += 1 }
+                return iq_amqp_entry_int(cStrings[position], value)
+            }
+        }
+        entries.withUnsafeMutableBufferPointer { buffer in
+            let table = amqp_table_t(num_entries: Int32(buffer.count), entries: buffer.baseAddress)
+            withBytes(name) { queue in
+                _ = amqp_queue_declare(state, channel, queue, 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
+            }
+        }
+        try check(amqp_get_rpc_reply(state), context: "declaring queue '\(name)'")
+    }
+
+    public func bindQueue(_ queue: String, exchange: String, routingKey: String) throws(AMQPError) {
+        let state = try live("binding queue \(queue)")
+        withBytes(queue) { queueBytes in
+            withBytes(exchange) { exchangeBytes in
+                withBytes(routingKey) { keyBytes in
+                    _ = amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, amqp_empty_table)
+                }
+            }
+        }
+        try check(amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
+    }
+
+    /// Puts the channel in confirm mode: every publish is then acked or nacked by the broker.
+    public func enableConfirms() throws(AMQPError) {
+        let state = try live("enabling publisher confirms")
+        _ = amqp_confirm_select(state, channel)
+        try check(amqp_get_rpc_reply(state), context: "enabling publisher confirms")
+        confirmsEnabled = true
+        nextPublishSequence = 1
+    }
+
+    /// How many unacked deliveries the broker may send this channel.
+    public func setPrefetch(_ count: UInt16) throws(AMQPError) {
+        let state = try live("setting prefetch")
+        _ = amqp_basic_qos(state, channel, 0, count, 0)
+        try check(amqp_get_rpc_reply(state), context: "setting prefetch to \(count)")
+    }
+
+    /// Starts consuming `queue` with manual acks; returns the consumer tag.
+    @discardableResult
+    public func consume(_ queue: String) throws(AMQPError) -> String {
+        let state = try live("consuming \(queue)")
+        let ok = withBytes(queue) { queueBytes in
+            amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, 0, 0, amqp_empty_table)
+        }
+        try check(amqp_get_rpc_reply(state), context: "consuming queue '\(queue)'")
+        return ok?.pointee.consumer_tag.string ?? ""
+    }
+
+    /// Stops a consumer: the broker sends nothing more to it.
+    public func cancel(consumerTag: String) throws(AMQPError) {
+        let state = try live("canceling consumer")
+        withBytes(consumerTag) { tag in
+            _ = amqp_basic_cancel(state, channel, tag)
+        }
+        try check(amqp_get_rpc_reply(state), context: "canceling consumer \(consumerTag)")
+    }
+
+    // MARK: - Publish, ack
+
+    /// Publishes a message and returns its confirm sequence number (when confirms are on).
+    @discardableResult
+    public func publish(_ message: OutgoingMessage) throws(AMQPError) -> UInt64 {
+        let state = try live("publishing to \(message.exchange)")
+        var arena = ByteArena()
+        let exchange = arena.add(message.exchange)
+        let routingKey = arena.add(message.routingKey)
+        let contentType = arena.add(message.contentType)
+        let messageID = message.messageID.map { arena.add($0) }
+        let type = message.type.map { arena.add($0) }
+        let userID = message.userID.map { arena.add($0) }
+        let status: Int32 = arena.withBytes { bytes in
+            var properties = amqp_basic_properties_t()
+            properties._flags = amqp_flags_t(AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG)
+            properties.content_type = bytes(contentType)
+            properties.delivery_mode = message.persistent ? 2 : 1
+            if let messageID {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG)
+                properties.message_id = bytes(messageID)
+            }
+            if let type {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_TYPE_FLAG)
+                properties.type = bytes(type)
+            }
+            if let userID {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_USER_ID_FLAG)
+                properties.user_id = bytes(userID)
+            }
+            if let timestamp = message.timestampSeconds {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_TIMESTAMP_FLAG)
+                properties.timestamp = timestamp
+            }
+            return message.body.withUnsafeBytes { body in
+                amqp_basic_publish(
+                    state, channel, bytes(exchange), bytes(routingKey), message.mandatory ? 1 : 0, 0, &properties,
+                    amqp_bytes_t(len: body.count, bytes: UnsafeMutableRawPointer(mutating: body.baseAddress)))
+            }
+        }
+        try checkStatus(status, context: "publishing to '\(message.exchange)' with key '\(message.routingKey)'")
+        let sequence = nextPublishSequence
+        if confirmsEnabled { nextPublishSequence += 1 }
+        return sequence
+    }
+
+    public func ack(_ tag: UInt64, multiple: Bool = false) throws(AMQPError) {
+        let state = try live("acking")
+        try checkStatus(amqp_basic_ack(state, channel, tag, multiple ? 1 : 0), context: "acking delivery \(tag)")
+    }
+
+    public func reject(_ tag: UInt64, requeue: Bool) throws(AMQPError) {
+        let state = try live("rejecting")
+        try checkStatus(amqp_basic_reject(state, channel, tag, requeue ? 1 : 0), context: "rejecting delivery \(tag)")
+    }
+
+    // MARK: - Reading
+
+    /// The socket, for `poll(2)` beside a wake-up pipe.
+    public var socketDescriptor: Int32 {
+        state.map { amqp_get_sockfd($0) } ?? -1
+    }
+
+    /// Whether rabbitmq-c already holds unread data, so `poll` on the socket
+    /// would wrongly report nothing to read.
+    public var hasBufferedData: Bool {
+        guard let state else { return false }
+        return amqp_data_in_buffer(state) != 0 || amqp_frames_enqueued(state) != 0
+    }
+
+    /// Waits up to `timeout` seconds (nil: forever) for the next delivery,
+    /// confirm or returned message. Returns nil on timeout. Heartbeats are
+    /// sent and checked inside this call.
+    public func nextEvent(timeout: Double?) throws(AMQPError) -> Event? {
+        let state = try live("reading from the broker")
+        amqp_maybe_release_buffers(state)
+        var envelope = amqp_envelope_t()
+        var reply: amqp_rpc_reply_t
+        if let timeout {
+            var tv = timeval(seconds: timeout)
+            reply = amqp_consume_message(state, &envelope, &tv, 0)
+        } else {
+            reply = amqp_consume_message(state, &envelope, nil, 0)
+        }
+        switch reply.reply_type {
+        case AMQP_RESPONSE_NORMAL:
+            defer { amqp_destroy_envelope(&envelope) }
+            return .delivery(delivery(from: envelope))
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION where reply.library_error == AMQP_STATUS_TIMEOUT.rawValue:
+            return nil
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION where reply.library_error == AMQP_STATUS_UNEXPECTED_STATE.rawValue:
+            return try readMethodFrame(state)
+        default:
+            try check(reply, context: "reading from \(url)")
+            return nil
+        }
+    }
+
+    /// A frame other than a delivery is waiting: a confirm, a returned message,
+    /// or the broker closing something.
+    private func readMethodFrame(_ state: amqp_connection_state_t) throws(AMQPError) -> Event? {
+        var frame = amqp_frame_t()
+        try checkStatus(amqp_simple_wait_frame(state, &frame), context: "reading a frame from \(url)")
+        guard frame.frame_type == AMQP_FRAME_METHOD else { return nil }
+        let method = frame.payload.method
+        switch method.id {
+        case AMQP_BASIC_ACK_METHOD:
+            let ack = method.decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
+            return .confirmed(sequence: ack.delivery_tag, multiple: ack.multiple != 0)
+        case AMQP_BASIC_NACK_METHOD:
+            let nack = method.decoded.assumingMemoryBound(to: amqp_basic_nack_t.self).pointee
+            return .rejected(sequence: nack.delivery_tag, multiple: nack.multiple != 0)
+        case AMQP_BASIC_RETURN_METHOD:
+            let basicReturn = method.decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
+            var returned = ReturnedMessage(
+                replyCode: basicReturn.reply_code, replyText: basicReturn.reply_text.string,
+                exchange: basicReturn.exchange.string, routingKey: basicReturn.routing_key.string, messageID: nil)
+            var message = amqp_message_t()
+            let reply = amqp_read_message(state, frame.channel, &message, 0)
+            try check(reply, context: "reading a returned message")
+            defer { amqp_destroy_message(&message) }
+            if message.properties._flags & amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG) != 0 {
+                returned.messageID = message.properties.message_id.string
+            }
+            return .returned(returned)
+        case AMQP_CHANNEL_CLOSE_METHOD, AMQP_CONNECTION_CLOSE_METHOD:
+            throw serverError(method: method.id, decoded: method.decoded, context: "reading from \(url)")
+        case AMQP_BASIC_CANCEL_METHOD:
+            throw AMQPError(.server, context: "consuming from \(url)", detail: "the broker canceled the consumer (was the queue deleted?)")
+        default:
+            return nil
+        }
+    }
+
+    private func delivery(from envelope: amqp_envelope_t) -> Delivery {
+        let properties = envelope.message.properties
+        func has(_ flag: Int32) -> Bool { properties._flags & amqp_flags_t(flag) != 0 }
+        var deliveryCount: Int?
+        if has(AMQP_BASIC_HEADERS_FLAG), let entries = properties.headers.entries {
+            for index in 0..<Int(properties.headers.num_entries) {
+                var entry = entries[index]
+                if entry.key.string == "x-delivery-count" {
+                    var value: Int64 = 0
+                    if iq_amqp_entry_integer(&entry.value, &value) != 0 { deliveryCount = Int(value) }
+                }
+            }
+        }
+        return Delivery(
+            tag: DeliveryTag(generation: generation, value: envelope.delivery_tag),
+            exchange: envelope.exchange.string,
+            routingKey: envelope.routing_key.string,
+            redelivered: envelope.redelivered != 0,
+            body: envelope.message.body.array,
+            messageID: has(AMQP_BASIC_MESSAGE_ID_FLAG) ? properties.message_id.string : nil,
+            type: has(AMQP_BASIC_TYPE_FLAG) ? properties.type.string : nil,
+            userID: has(AMQP_BASIC_USER_ID_FLAG) ? properties.user_id.string : nil,
+            deliveryCount: deliveryCount)
+    }
+
+    /// Waits for the confirm of one published message, collecting returns on the way.
+    /// Deliveries arriving meanwhile are not expected on a publish-only connection and are ignored.
+    public func waitForConfirm(sequence: UInt64, timeout: Double) throws(AMQPError) -> (confirmed: Bool, returned: ReturnedMessage?) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var returned: ReturnedMessage?
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                throw AMQPError(.timeout, context: "waiting for the broker to confirm a publish", detail: "no confirm within \(timeout) s")
+            }
+            switch try nextEvent(timeout: remaining) {
+            case .confirmed(let confirmed, let multiple) where confirmed == sequence || (multiple && confirmed >= sequence):
+                return (true, returned)
+            case .rejected(let rejected, let multiple) where rejected == sequence || (multiple && rejected >= sequence):
+                return (false, returned)
+            case .returned(let message):
+                returned = message
+            default:
+                continue
+            }
+        }
+    }
+}
+
+extension timeval {
+    init(seconds: Double) {
+        let clamped = max(0, seconds)
+        let whole = clamped.rounded(.down)
+        self.init(tv_sec: Int(whole), tv_usec: Int((clamped - whole) * 1_000_000))
+    }
+}
+
+extension amqp_bytes_t {
+    /// A Swift copy of the bytes, decoded as UTF-8 (invalid bytes are replaced).
+    var string: String {
+        guard len > 0, let bytes else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: len), as: UTF8.self)
+    }
+
+    /// A Swift copy of the bytes; the C buffer may be freed afterwards.
+    var array: [UInt8] {
+        guard len > 0, let bytes else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: len))
+    }
+}
+
+/// Calls `body` with an `amqp_bytes_t` that points into `text` for the duration of the call.
+func withBytes<R>(_ text: String, _ body: (amqp_bytes_t) throws -> R) rethrows -> R {
+    var text = text
+    return try text.withUTF8 { buffer in
+        try body(amqp_bytes_t(len: buffer.count, bytes: UnsafeMutableRawPointer(mutating: buffer.baseAddress)))
+    }
+}
+
+/// Several strings copied into one buffer so a publish needs one closure, not one per string.
+struct ByteArena {
+    private var storage: [UInt8] = []
+
+    struct Slice {
+        let offset: Int
+        let count: Int
+    }
+
+    mutating func add(_ text: String) -> Slice {
+        let slice = Slice(offset: storage.count, count: text.utf8.count)
+        storage.append(contentsOf: text.utf8)
+        return slice
+    }
+
+    mutating func withBytes<R>(_ body: ((Slice) -> amqp_bytes_t) throws -> R) rethrows -> R {
+        if storage.isEmpty { storage.append(0) }
+        return try storage.withUnsafeMutableBytes { base in
+            try body { slice in
+                amqp_bytes_t(len: slice.count, bytes: base.baseAddress!.advanced(by: slice.offset))
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+/// Where the broker is: `amqp://user:password@host:port/vhost` (or `amqps://`).
+///
+/// Parts follow RabbitMQ's URI spec: user, password and vhost are
+/// percent-decoded, an empty path means vhost `/`, and `%2f` spells `/`.
+public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
+    public static let environmentVariable = "INTENT_BROKER_URL"
+    public static let defaultURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
+
+    public var tls: Bool
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String
+    public var virtualHost: String
+
+    public init(_ text: String) throws(AMQPError) {
+        func invalid(_ why: String) -> AMQPError {
+            AMQPError(.configuration, context: "broker URL", detail: why)
+        }
+        var rest = Substring(text.trimmingWhitespace())
+        if rest.hasPrefix("amqps://") {
+            tls = true
+            rest = rest.dropFirst(8)
+        } else if rest.hasPrefix("amqp://") {
+            tls = false
+            rest = rest.dropFirst(7)
+        } else {
+            throw invalid("'\(Self.redacted(text))' does not start with amqp:// or amqps://")
+        }
+        var path = Substring("")
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var userInfo: Substring?
+        if let at = rest.lastIndex(of: "@") {
+            userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+        }
+        user = "guest"
+        password = "guest"
+        if let userInfo {
+            let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = Self.percentDecoded(parts[0]) else { throw invalid("the user name is badly percent-encoded") }
+            user = name
+            if parts.count > 1 {
+                guard let secret = Self.percentDecoded(parts[1]) else { throw invalid("the password is badly percent-encoded") }
+                password = secret
+            }
+        }
+        port = tls ? 5671 : 5672
+        var hostPart = rest
+        if hostPart.hasPrefix("[") {
+            guard let close = hostPart.firstIndex(of: "]") else { throw invalid("unclosed '[' in the host") }
+            host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
+            hostPart = hostPart[hostPart.index(after: close)...]
+            if hostPart.hasPrefix(":") {
+                guard let number = Int(hostPart.dropFirst()), (1...65535).contains(number) else { throw invalid("the port is not a number from 1 to 65535") }
+                port = number
+            }
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            host = String(hostPart[..<colon])
+            guard let number = Int(hostPart[hostPart.index(after: colon)...]), (1...65535).contains(number) else {
+                throw invalid("the port is not a number from 1 to 65535")
+            }
+            port = number
+        } else {
+            host = String(hostPart)
+        }
+        if host.isEmpty { host = "localhost" }
+        if path.isEmpty {
+            virtualHost = "/"
+        } else {
+            guard let vhost = Self.percentDecoded(path) else { throw invalid("the virtual host is badly percent-encoded") }
+            virtualHost = vhost
+        }
+    }
+
+    /// The URL from `INTENT_BROKER_URL`, or the local default.
+    public static func fromEnvironment(_ environment: [String: String]) throws(AMQPError) -> BrokerURL {
+        try BrokerURL(environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? defaultURL)
+    }
+
+    /// The URL without its password, for logs and error messages.
+    public var description: String {
+        let vhost = virtualHost == "/" ? "%2f" : virtualHost
+        return "\(tls ? "amqps" : "amqp")://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(vhost)"
+    }
+
+    static func redacted(_ text: String) -> String {
+        guard let at = text.lastIndex(of: "@"), let scheme = text.range(of: "://") else { return text }
+        let credentials = text[scheme.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> Substring {
+        var slice = Substring(self)
+        while slice.first?.isWhitespace == true { slice.removeFirst() }
+        while slice.last?.isWhitespace == true { slice.removeLast() }
+        return slice
+    }
+}
+
+extension Substring {
+    fileprivate func range(of needle: String) -> Range<Index>? {
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(needle) { return index..<self.index(index, offsetBy: needle.count) }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}
+
+extension String {
+    fileprivate func range(of needle: String) -> Range<Index>? {
+        Substring(self).range(of: needle)
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import IntentKit
+import Synchronization
+
+/// The I/O thread of a consuming process (ARCHITECTURE §5).
+///
+/// One dedicated thread owns the rabbitmq-c connection: it reads deliveries and
+/// hands them to Swift tasks through `deliveries`, and it alone publishes and
+/// acks, on the commands tasks `send` back. Between calls it sleeps in `poll`
+/// on the socket and a wake-up pipe, so a command is acted on at once and
+/// heartbeats are serviced however long a handler runs. When the connection
+/// fails it reconnects with backoff, redeclares, and resumes; commands about
+/// deliveries of an older connection are dropped, since the broker requeued them.
+public final class ConsumerLoop: Sendable {
+    public struct Configuration: Sendable {
+        public var url: BrokerURL
+        public var queue: String
+        public var prefetch: UInt16
+        public var heartbeat: Int
+        /// Declares what the consumer needs; runs on every (re)connection.
+        public var declare: @Sendable (AMQPConnection) throws -> Void
+
+        public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30,
+                    declare: @escaping @Sendable (AMQPConnection) throws -> Void) {
+            self.url = url
+            self.queue = queue
+            self.prefetch = prefetch
+            self.heartbeat = heartbeat
+            self.declare = declare
+        }
+    }
+
+    /// What a task asks the I/O thread to do.
+    public enum Command: Sendable {
+        /// Publish with confirms; when `thenAck` is set, ack that delivery once
+        /// every message is confirmed (or requeue it if the broker refuses one).
+        case publish([OutgoingMessage], thenAck: DeliveryTag?)
+        case ack(DeliveryTag)
+        case reject(DeliveryTag, requeue: Bool)
+    }
+
+    private struct Shared {
+        var commands: [Command] = []
+        var stopConsuming = false
+        var shutdown = false
+        var connected = false
+    }
+
+    public let deliveries: AsyncStream<Delivery>
+    private let continuation: AsyncStream<Delivery>.Continuation
+    private let shared = Mutex(Shared())
+    private let signal = WakeSignal()
+    private let exited = Completion()
+    private let configuration: Configuration
+    private let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        (deliveries, continuation) = AsyncStream.makeStream(of: Delivery.self)
+    }
+
+    /// Starts the I/O thread.
+    public func start() {
+        let thread = Thread { [self] in
+            run()
+        }
+        thread.name = "intentqueue.io.\(configuration.queue)"
+        thread.start()
+    }
+
+    /// Hands a command to the I/O thread; callable from any thread or task.
+    public func send(_ command: Command) {
+        shared.withLock { $0.commands.append(command) }
+        signal.wake()
+    }
+
+    /// Whether the loop currently has a live connection.
+    public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    /// Cancels the consumer: no more deliveries; `deliveries` finishes.
+    public func stopConsuming() {
+        shared.withLock { $0.stopConsuming = true }
+        signal.wake()
+    }
+
+    /// Publishes what was sent, waits for the last confirms (at most `grace`
+    /// seconds), closes the connection and ends the thread. Deliveries still
+    /// unacked then are requeued by the broker.
+    public func shutdown(grace: Double = 5) async {
+        shared.withLock {
+            $0.stopConsuming = true
+            $0.shutdown = true
+        }
+        shutdownDeadline.withLock { $0 = Date().addingTimeInterval(grace) }
+        signal.wake()
+        await exited.wait()
+    }
+
+    private let shutdownDeadline = Mutex(Date.distantFuture)
+
+    // MARK: - The I/O thread
+
+    private func run() {
+        var generation: UInt64 = 0
+        var backoff = 0.2
+        while !shared.withLock({ $0.shutdown }) {
+            generation += 1
+            let connection: AMQPConnection
+            do {
+                connection = try AMQPConnection(url: configuration.url, heartbeat: configuration.heartbeat, generation: generation)
+                try configuration.declare(connection)
+                try connection.enableConfirms()
+                try connection.setPrefetch(configuration.prefetch)
+            } catch {
+                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", backoff)) s: \(error)",
+                               metadata: ["amqp.url": configuration.url.description])
+                sleep(seconds: backoff)
+                backoff = min(backoff * 2, 10) * Double.random(in: 0.8...1.2)
+                continue
+            }
+            backoff = 0.2
+            shared.withLock { $0.connected = true }
+            logger.info("connected", metadata: ["amqp.url": configuration.url.description, "amqp.queue": configuration.queue])
+            do {
+                try serve(connection)
+                shared.withLock { $0.connected = false }
+                connection.close()
+                break
+            } catch {
+                shared.withLock { $0.connected = false }
+                connection.abandon()
+                logger.warning("connection lost, reconnecting: \(error)", metadata: ["amqp.url": configuration.url.description])
+            }
+        }
+        continuation.finish()
+        logger.info("I/O thread stopped", metadata: ["amqp.queue": configuration.queue])
+        exited.complete()
+    }
+
+    private func sleep(seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !shared.withLock({ $0.shutdown }) {
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { return }
+            signal.wait(socket: -1, timeoutMilliseconds: Int32(min(remaining, 0.5) * 1000))
+            signal.drain()
+        }
+    }
+
+    /// One awaited confirm: the delivery to ack when all messages of its command are confirmed.
+    private struct ConfirmGroup {
+        var remaining: Int
+        var tag: UInt64
+        var refused = false
+    }
+
+    private func serve(_ connection: AMQPConnection) throws {
+        let generation = connection.generation
+        var consumerTag: String?
+        if !shared.withLock({ $0.stopConsuming }) {
+            consumerTag = try connection.consume(configuration.queue)
+        }
+        var consuming = consumerTag != nil
+        var outstanding = Set<UInt64>()
+        var pending: [(sequence: UInt64, group: Int)] = []
+        var pendingHead = 0
+        var groups: [Int: ConfirmGroup] = [:]
+        var nextGroup = 0
+        var acks: [UInt64] = []
+        let idleWait = Int32(min(1_000, max(100, configuration.heartbeat * 250)))
+
+        func settle(_ group: Int, refused: Bool) throws {
+            guard var entry = groups[group] else { return }
+            entry.remaining -= 1
+            entry.refused = entry.refused || refused
+            if entry.remaining > 0 {
+                groups[group] = entry
+                return
+            }
+            groups[group] = nil
+            if entry.refused {
+                outstanding.remove(entry.tag)
+                try connection.reject(entry.tag, requeue: true)
+            } else {
+                acks.append(entry.tag)
+            }
+        }
+
+        func confirm(upTo sequence: UInt64, multiple: Bool, refused: Bool) throws {
+            if multiple {
+                while pendingHead < pending.count, pending[pendingHead].sequence <= sequence {
+                    try settle(pending[pendingHead].group, refused: refused)
+                    pendingHead += 1
+                }
+            } else if let index = pending[pendingHead...].firstIndex(where: { $0.sequence == sequence }) {
+                let group = pending[index].group
+                pending.remove(at: index)
+                try settle(group, refused: refused)
+            }
+            if pendingHead > 1024, pendingHead * 2 > pending.count {
+                pending.removeFirst(pendingHead)
+                pendingHead = 0
+            }
+        }
+
+        func flushAcks() throws {
+            guard !acks.isEmpty else { return }
+            acks.sort()
+            let highest = acks[acks.count - 1]
+            // One `multiple` ack covers them all when no other unacked delivery lies below the highest.
+            if outstanding.lazy.filter({ $0 <= highest }).count == acks.count {
+                try connection.ack(highest, multiple: true)
+            } else {
+                for tag in acks { try connection.ack(tag) }
+            }
+            for tag in acks { outstanding.remove(tag) }
+            acks.removeAll(keepingCapacity: true)
+        }
+
+        while true {
+            signal.drain()
+            let (commands, stopConsuming, shutdown) = shared.withLock { state in
+                defer { state.commands.removeAll(keepingCapacity: true) }
+                return (state.commands, state.stopConsuming, state.shutdown)
+            }
+            var busy = !commands.isEmpty
+
+            for command in commands {
+                switch command {
+                case .publish(let messages, let thenAck):
+                    let tag = thenAck.flatMap { $0.generation == generation ? $0.value : nil }
+                    if thenAck != nil, tag == nil { continue }  // its delivery belongs to a dead connection
+                    if messages.isEmpty {
+                        if let tag { acks.append(tag) }
+                        continue
+                    }
+                    var group: Int?
+                    if let tag {
+                        group = nextGroup
+                        groups[nextGroup] = ConfirmGroup(remaining: messages.count, tag: tag)
+                        nextGroup += 1
+                    }
+                    for message in messages {
+                        let sequence = try connection.publish(message)
+                        if let group { pending.append((sequence, group)) }
+                    }
+                case .ack(let tag):
+                    if tag.generation == generation { acks.append(tag.value) }
+                case .reject(let tag, let requeue):
+                    guard tag.generation == generation else { continue }
+                    outstanding.remove(tag.value)
+                    try connection.reject(tag.value, requeue: requeue)
+                }
+            }
+
+            if stopConsuming, consuming {
+                consuming = false
+                if let consumerTag { try connection.cancel(consumerTag: consumerTag) }
+                continuation.finish()
+                logger.info("stopped consuming", metadata: ["amqp.queue": configuration.queue])
+            }
+
+            var budget = 512
+            while budget > 0, let event = try connection.nextEvent(timeout: 0) {
+                budget -= 1
+                busy = true
+                switch event {
+                case .delivery(let delivery):
+                    if consuming {
+                        outstanding.insert(delivery.tag.value)
+                        continuation.yield(delivery)
+                    } else {
+                        try connection.reject(delivery.tag.value, requeue: true)
+                    }
+                case .confirmed(let sequence, let multiple):
+                    try confirm(upTo: sequence, multiple: multiple, refused: false)
+                case .rejected(let sequence, let multiple):
+                    logger.warning("the broker refused a status event; its intent will be delivered again")
+                    try confirm(upTo: sequence, multiple: multiple, refused: true)
+                case .returned(let message):
+                    logger.warning("a status event was returned: \(message.replyText)",
+                                   metadata: ["amqp.routing_key": message.routingKey])
+                }
+            }
+            try flushAcks()
+
+            if shutdown {
+                let confirmsDone = groups.isEmpty && commands.isEmpty
+                if confirmsDone || Date() >= shutdownDeadline.withLock({ $0 }) { return }
+            }
+            if !busy {
+                signal.wait(socket: connection.hasBufferedData ? -1 : connection.socketDescriptor,
+                            timeoutMilliseconds: connection.hasBufferedData ? 0 : idleWait)
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// A message to publish.
+public struct OutgoingMessage: Sendable {
+    public var exchange: String
+    public var routingKey: String
+    public var body: [UInt8]
+    /// `message_id`: the intent id, so a returned message can be told apart.
+    public var messageID: String?
+    /// `type`: the intent type.
+    public var type: String?
+    /// `user_id`: RabbitMQ checks it against the connection's user.
+    public var userID: String?
+    public var contentType: String
+    /// Persistent (delivery mode 2) unless told otherwise.
+    public var persistent: Bool
+    /// Return the message (basic.return) when no queue is bound for it.
+    public var mandatory: Bool
+    public var timestampSeconds: UInt64?
+
+    public init(
+        exchange: String, routingKey: String, body: [UInt8], messageID: String? = nil, type: String? = nil,
+        userID: String? = nil, contentType: String = "application/json", persistent: Bool = true,
+        mandatory: Bool = false, timestampSeconds: UInt64? = nil
+    ) {
+        self.exchange = exchange
+        self.routingKey = routingKey
+        self.body = body
+        self.messageID = messageID
+        self.type = type
+        self.userID = userID
+        self.contentType = contentType
+        self.persistent = persistent
+        self.mandatory = mandatory
+        self.timestampSeconds = timestampSeconds
+    }
+}
+
+/// A message the broker delivered to a consumer, copied out of rabbitmq-c's buffers.
+public struct Delivery: Sendable {
+    /// The delivery tag, valid only on the connection `generation` that received it.
+    public var tag: DeliveryTag
+    public var exchange: String
+    public var routingKey: String
+    public var redelivered: Bool
+    public var body: [UInt8]
+    public var messageID: String?
+    public var type: String?
+    public var userID: String?
+    /// `x-delivery-count` from a quorum queue: how many earlier deliveries failed.
+    public var deliveryCount: Int?
+
+    /// 1 for the first delivery of the message.
+    public var attempt: Int {
+        if let deliveryCount { return deliveryCount + 1 }
+        return redelivered ? 2 : 1
+    }
+}
+
+/// A delivery tag together with the connection it belongs to. Acks for a tag of
+/// an earlier connection are dropped: the broker has already requeued it.
+public struct DeliveryTag: Sendable, Hashable {
+    public var generation: UInt64
+    public var value: UInt64
+}
+
+/// A message the broker sent back because nothing was bound for it.
+public struct ReturnedMessage: Sendable {
+    public var replyCode: UInt16
+    public var replyText: String
+    public var exchange: String
+    public var routingKey: String
+    public var messageID: String?
+}

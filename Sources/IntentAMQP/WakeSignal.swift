@@ -1,0 +1,77 @@
+import Foundation
+import Synchronization
+
+/// A pipe that lets other threads wake the I/O thread out of `poll(2)`.
+/// Writes are coalesced: at most one byte is in flight between two waits.
+final class WakeSignal: Sendable {
+    private let readEnd: Int32
+    private let writeEnd: Int32
+    private let pending = Atomic<Bool>(false)
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            fatalError("IntentQueue could not create a pipe: \(String(cString: strerror(errno)))")
+        }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+
+    func wake() {
+        if pending.exchange(true, ordering: .acquiringAndReleasing) { return }
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    /// Clears the pipe before the waiter looks at what it was woken for.
+    func drain() {
+        pending.store(false, ordering: .sequentiallyConsistent)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(readEnd, &buffer, buffer.count) > 0 {}
+    }
+
+    /// Waits until `socket` is readable, `wake()` is called, or `timeout` passes.
+    func wait(socket: Int32, timeoutMilliseconds: Int32) {
+        var descriptors = [
+            pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+        ]
+        _ = poll(&descriptors, socket >= 0 ? 2 : 1, timeoutMilliseconds)
+    }
+}
+
+/// A one-time event async code can wait for.
+final class Completion: Sendable {
+    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func complete() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    var isComplete: Bool { state.withLock { $0.done } }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

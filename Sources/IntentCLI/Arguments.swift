@@ -1,0 +1,85 @@
+/// A command line split into flags, options with values and positional words,
+/// parsed from an explicit array so tests can pass one.
+///
+/// `--name value` and `--name=value` are both accepted; `--` ends the options.
+public struct Arguments: Sendable {
+    public private(set) var flags: Set<String> = []
+    public private(set) var options: [String: [String]] = [:]
+    public private(set) var positionals: [String] = []
+
+    /// - Parameters:
+    ///   - flags: options without a value, such as `--json` (with their dashes).
+    ///   - options: options that take a value, such as `--timeout`.
+    ///   - aliases: short spellings, such as `-h` for `--help`.
+    public init(_ words: [String], flags knownFlags: Set<String>, options knownOptions: Set<String>,
+                aliases: [String: String] = ["-h": "--help"]) throws(UsageError) {
+        var index = 0
+        var optionsEnded = false
+        while index < words.count {
+            let word = words[index]
+            index += 1
+            if optionsEnded || !word.hasPrefix("-") || word == "-" {
+                positionals.append(word)
+                continue
+            }
+            if word == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name = word
+            var inlineValue: String?
+            if let equals = word.firstIndex(of: "="), word.hasPrefix("--") {
+                name = String(word[..<equals])
+                inlineValue = String(word[word.index(after: equals)...])
+            }
+            name = aliases[name] ?? name
+            if knownFlags.contains(name) {
+                guard inlineValue == nil else { throw UsageError("option \(name) takes no value") }
+                flags.insert(name)
+            } else if knownOptions.contains(name) {
+                if let inlineValue {
+                    options[name, default: []].append(inlineValue)
+                } else {
+                    guard index < words.count else { throw UsageError("option \(name) needs a value") }
+                    options[name, default: []].append(words[index])
+                    index += 1
+                }
+            } else {
+                throw UsageError("unknown option '\(name)'")
+            }
+        }
+    }
+
+    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    /// The value of an option given at most once.
+    public func value(_ option: String) throws(UsageError) -> String? {
+        guard let values = options[option] else { return nil }
+        guard values.count == 1 else { throw UsageError("option \(option) is given more than once") }
+        return values[0]
+    }
+
+    /// A positive number of seconds, or nil when absent.
+    public func seconds(_ option: String) throws(UsageError) -> Double? {
+        guard let text = try value(option) else { return nil }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
+            throw UsageError("\(option) must be a positive number of seconds, not '\(text)'")
+        }
+        return seconds
+    }
+
+    /// A whole number within `range`, or nil when absent.
+    public func integer(_ option: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = try value(option) else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("\(option) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return number
+    }
+}
+
+/// A mistake on the command line: printed with the usage line, exit 64.
+public struct UsageError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

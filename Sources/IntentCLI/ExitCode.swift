@@ -1,0 +1,19 @@
+/// Exit codes shared by `intent-submit --wait` and `intent-status`.
+public enum ExitCode {
+    /// The intent ended `success` (or the command did what it was asked).
+    public static let success: Int32 = 0
+    /// The intent ended `failure` or `canceled`.
+    public static let failed: Int32 = 1
+    /// The broker refused the submission: no worker serves its type.
+    public static let refused: Int32 = 2
+    /// Not terminal yet (including `needsInput`), or the wait timed out.
+    public static let notTerminal: Int32 = 3
+    /// The store has never seen this id.
+    public static let unknown: Int32 = 4
+    /// The command line is wrong (sysexits EX_USAGE).
+    public static let usage: Int32 = 64
+    /// The broker or the status store cannot be reached (EX_UNAVAILABLE).
+    public static let unavailable: Int32 = 69
+    /// An internal error (EX_SOFTWARE).
+    public static let software: Int32 = 70
+}

@@ -1,0 +1,100 @@
+import Foundation
+import IntentKit
+import IntentStore
+
+/// Reading statuses for people and programs: rendering, exit codes, waiting.
+public enum StatusReport {
+    /// 0 success; 1 failure or canceled; 3 anything not terminal; 4 unknown.
+    public static func exitCode(for status: IntentStatus?) -> Int32 {
+        guard let status else { return ExitCode.unknown }
+        switch status.state {
+        case .success: return ExitCode.success
+        case .failure, .canceled: return ExitCode.failed
+        case .queued, .inProgress, .needsInput: return ExitCode.notTerminal
+        }
+    }
+
+    /// The JSON printed by `--json`: the status, or `{"id":…,"state":"unknown"}`.
+    public static func json(_ status: IntentStatus?, id: String) -> String {
+        guard let status else {
+            return JSONValue.object(["id": .string(id), "state": "unknown", "terminal": false]).jsonString
+        }
+        return jsonString(status)
+    }
+
+    public static func jsonString<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// A few aligned lines for a person.
+    public static func human(_ status: IntentStatus?, id: String) -> String {
+        guard let status else { return "\(id): unknown (the status store has never seen this id)" }
+        var lines = ["\(status.type) \(status.id): \(status.state.rawValue)"]
+        func add(_ label: String, _ value: String) {
+            let padded = label + ":" + String(repeating: " ", count: max(1, 13 - label.count))
+            lines.append("  " + padded + value)
+        }
+        if let response = status.response {
+            add(status.state == .success ? "response" : "code", response.code)
+            if let message = response.message, !message.isEmpty { add("message", message) }
+        }
+        if let progress = status.progress, status.state == .inProgress {
+            let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }
+            add("progress", [percent, progress.message].compactMap { $0 }.joined(separator: " "))
+        }
+        for resolution in status.resolutions ?? [] {
+            add(resolution.label, describe(resolution.result))
+        }
+        add("attempts", "\(status.attempts)")
+        if let submitted = status.submittedAt { add("submitted", Terminal.timestamp(seconds: submitted)) }
+        add("updated", Terminal.timestamp(seconds: status.updatedAt))
+        if let finished = status.finishedAt { add("finished", Terminal.timestamp(seconds: finished)) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line per intent, for `list`.
+    public static func line(_ status: IntentStatus) -> String {
+        let code = status.response.map { " \($0.code)" } ?? ""
+        return "\(status.id)  \(status.type)  \(status.state.rawValue)\(code)  \(Terminal.timestamp(seconds: status.updatedAt))"
+    }
+
+    public static func describe(_ result: ResolutionResult) -> String {
+        switch result {
+        case .success(let value): "resolved to \(value.displayString)"
+        case .needsValue: "needs a value"
+        case .disambiguation(let options): "needs a choice among: " + options.map(\.displayString).joined(separator: " | ")
+        case .confirmationRequired(let value): "needs confirmation of \(value.displayString)"
+        case .notRequired: "not required"
+        case .unsupported(let reason): "unsupported: \(reason)"
+        }
+    }
+
+    /// Reads one status; with `timeout`, polls until `done` holds for it or the
+    /// time is up. While waiting, a store or id not seen yet is "not yet".
+    public static func read(
+        id: String, storePath: String, timeout: Double?, done: (IntentStatus) -> Bool = { $0.state.isTerminal || $0.state == .needsInput }
+    ) throws -> IntentStatus? {
+        guard let timeout else {
+            return try StatusStore(readingFrom: storePath).status(id: id)
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        var store: StatusStore?
+        var last: IntentStatus?
+        var delay = 0.005
+        while true {
+            if store == nil, FileManager.default.fileExists(atPath: storePath) {
+                store = try StatusStore(readingFrom: storePath)
+            }
+            if let store {
+                last = try store.status(id: id)
+                if let last, done(last) { return last }
+            }
+            if Date() >= deadline { return last }
+            Thread.sleep(forTimeInterval: min(delay, max(0, deadline.timeIntervalSinceNow)))
+            delay = min(delay * 1.5, 0.05)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import IntentKit
+
+/// Output helpers for the command-line tools.
+public enum Terminal {
+    public static func write(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    public static func writeError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Prints `Error: …`, the usage line and a `--help` hint to standard error;
+    /// returns the usage exit code.
+    public static func usageFailure(_ error: UsageError, tool: String, usage: String) -> Int32 {
+        writeError("Error: \(error.description)\nUsage: \(usage)\nSee '\(tool) --help'.")
+        return ExitCode.usage
+    }
+
+    /// Prints a one-line reason to standard error and returns `code`.
+    public static func fail(_ tool: String, _ reason: String, code: Int32) -> Int32 {
+        writeError("\(tool): \(reason)")
+        return code
+    }
+
+    /// A log sink writing one line per record to standard error, human by
+    /// default or JSON for log shippers.
+    public static func logSink(json: Bool) -> Logger.Sink {
+        let lock = NSLock()
+        return { record in
+            let line: String
+            if json {
+                var object: [String: JSONValue] = [
+                    "time": .string(timestamp(record.date)), "level": .string(record.level.name),
+                    "logger": .string(record.label), "message": .string(record.message),
+                ]
+                for (key, value) in record.metadata { object[key] = .string(value) }
+                line = JSONValue.object(object).jsonString
+            } else {
+                let metadata = record.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                line = "\(timestamp(record.date)) \(record.level.name) \(record.label): \(record.message)\(metadata.isEmpty ? "" : " " + metadata)"
+            }
+            lock.lock()
+            defer { lock.unlock() }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+    }
+
+    /// ISO 8601 with milliseconds, UTC.
+    public static func timestamp(_ date: Date) -> String {
+        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+    }
+
+    public static func timestamp(seconds: Double) -> String {
+        timestamp(Date(timeIntervalSince1970: seconds))
+    }
+}

@@ -1,0 +1,54 @@
+/// What a handler knows about the delivery it is working on.
+public struct IntentContext: Sendable {
+    /// The intent's id: the key for once-only effects.
+    public var intentID: String
+    /// The intent's type name.
+    public var intentType: String
+    /// 1 for the first delivery; higher when the broker delivers it again.
+    public var attempt: Int
+    /// Seconds since 1970 when it was submitted.
+    public var submittedAt: Double
+    /// Carries `intent.id` and `intent.type` on every line.
+    public var logger: Logger
+    /// What `resolve` settled on, set by the pipeline before `confirm` and
+    /// `handle` (as SiriKit updates the intent with resolved values).
+    public var resolutions: [ParameterResolution] = []
+    private let progressSink: @Sendable (StatusEvent.Progress) -> Void
+
+    public init(
+        intentID: String, intentType: String, attempt: Int = 1, submittedAt: Double = 0,
+        logger: Logger = .disabled(), progress: @escaping @Sendable (StatusEvent.Progress) -> Void = { _ in }
+    ) {
+        self.intentID = intentID
+        self.intentType = intentType
+        self.attempt = attempt
+        self.submittedAt = submittedAt
+        self.logger = logger.with(["intent.id": intentID, "intent.type": intentType])
+        self.progressSink = progress
+    }
+
+    /// The resolved value of a parameter (of its element `index` for a list
+    /// resolved element by element).
+    public func resolvedValue(_ parameter: String, index: Int? = nil) -> JSONValue? {
+        for resolution in resolutions where resolution.parameter == parameter && resolution.index == index {
+            if case .success(let value) = resolution.result { return value }
+        }
+        return nil
+    }
+
+    /// The resolved values of a list parameter resolved element by element, in order.
+    public func resolvedValues(_ parameter: String) -> [JSONValue] {
+        resolutions
+            .filter { $0.parameter == parameter && $0.index != nil }
+            .sorted { ($0.index ?? 0) < ($1.index ?? 0) }
+            .compactMap { resolution in
+                if case .success(let value) = resolution.result { return value }
+                return nil
+            }
+    }
+
+    /// Publishes an `inProgress` event: a slow handler calls it as it goes.
+    public func reportProgress(fraction: Double? = nil, message: String? = nil) {
+        progressSink(StatusEvent.Progress(fraction: fraction, message: message))
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+
+/// A submitted intent as it travels on the wire: the JSON body of a message
+/// published to the `intents` exchange with the intent's type as routing key.
+public struct IntentEnvelope: Codable, Sendable, Hashable {
+    /// The envelope format this build writes and reads.
+    public static let currentVersion = 1
+
+    public var version: Int
+    /// Chosen by the submitter; resubmitting the same id never repeats its effects.
+    public var id: String
+    /// The intent's `typeName`.
+    public var type: String
+    /// The intent's parameters, as JSON. Strings are accepted where a list or a
+    /// number is expected (`"Alice, Bob"`, `"3"`), so command lines can submit too.
+    public var parameters: [String: JSONValue]
+    /// Seconds since 1970 when the submitter published it.
+    public var submittedAt: Double
+
+    public init(
+        version: Int = IntentEnvelope.currentVersion, id: String, type: String,
+        parameters: [String: JSONValue], submittedAt: Double
+    ) {
+        self.version = version
+        self.id = id
+        self.type = type
+        self.parameters = parameters
+        self.submittedAt = submittedAt
+    }
+
+    /// An envelope for a typed intent, with a fresh id unless one is given.
+    public init<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), submittedAt: Date = Date()) throws {
+        let data = try JSONEncoder().encode(intent)
+        guard case .object(let parameters) = try JSONValue.parse(data) else {
+            throw IntentFailure(code: FailureCode.invalidIntent, message: "\(I.typeName) does not encode as a JSON object")
+        }
+        self.init(id: id, type: I.typeName, parameters: parameters, submittedAt: submittedAt.timeIntervalSince1970)
+    }
+
+    /// The UTF-8 JSON body.
+    public func encoded() -> [UInt8] {
+        JSONValue.object([
+            "version": .number(Double(version)),
+            "id": .string(id),
+            "type": .string(type),
+            "parameters": .object(parameters),
+            "submittedAt": .number(submittedAt),
+        ]).serialized()
+    }
+
+    /// Reads an envelope from a message body, with an error an operator can act on.
+    public static func decode(_ body: some Collection<UInt8>) throws(EnvelopeError) -> IntentEnvelope {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Data(body))
+        } catch {
+            throw EnvelopeError(id: nil, reason: "the body is not valid JSON: \(error)")
+        }
+        guard case .object(let fields) = value else {
+            throw EnvelopeError(id: nil, reason: "the body is not a JSON object")
+        }
+        let id = fields["id"]?.stringValue
+        guard let id, !id.isEmpty else {
+            throw EnvelopeError(id: nil, reason: "the envelope has no string 'id'")
+        }
+        guard case .number(let version)? = fields["version"] else {
+            throw EnvelopeError(id: id, reason: "the envelope has no numeric 'version'")
+        }
+        guard version == Double(currentVersion) else {
+            throw EnvelopeError(id: id, reason: "envelope version \(version.formatted()) is not supported (this worker reads version \(currentVersion))")
+        }
+        guard let type = fields["type"]?.stringValue, !type.isEmpty else {
+            throw EnvelopeError(id: id, reason: "the envelope has no string 'type'")
+        }
+        let parameters: [String: JSONValue]
+        switch fields["parameters"] {
+        case .object(let object)?: parameters = object
+        case .null?, nil: parameters = [:]
+        default: throw EnvelopeError(id: id, reason: "'parameters' is not a JSON object")
+        }
+        var submittedAt = 0.0
+        if case .number(let seconds)? = fields["submittedAt"] { submittedAt = seconds }
+        return IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: submittedAt)
+    }
+}
+
+/// Why a message body is not a usable envelope. `id` is set when it could be read,
+/// so that the failure can be recorded against the intent.
+public struct EnvelopeError: Error, Sendable, CustomStringConvertible {
+    public var id: String?
+    public var reason: String
+
+    public init(id: String?, reason: String) {
+        self.id = id
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+}
+
+extension Double {
+    fileprivate func formatted() -> String {
+        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -1,0 +1,46 @@
+/// Serves one intent type through SiriKit's three steps.
+///
+/// `resolve` looks at every parameter and says what it makes of it; when all
+/// are usable, `confirm` checks the intent as a whole (the default accepts it);
+/// `handle` does the work. Each may throw an `IntentFailure` to fail with its
+/// own code; any other error fails with `handlerError`.
+public protocol IntentHandler: Sendable {
+    associatedtype IntentType: Intent
+
+    func resolve(_ intent: IntentType, context: IntentContext) async throws -> [ParameterResolution]
+    func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome
+    func handle(_ intent: IntentType, context: IntentContext) async throws -> HandleOutcome
+}
+
+extension IntentHandler {
+    public func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome {
+        .ready
+    }
+}
+
+/// The answer of `confirm`.
+public enum ConfirmOutcome: Sendable, Hashable {
+    /// Go on to `handle`.
+    case ready
+    /// Stop with this code and reason.
+    case failure(IntentFailure)
+
+    public static func failure(code: String, message: String) -> ConfirmOutcome {
+        .failure(IntentFailure(code: code, message: message))
+    }
+}
+
+/// The answer of `handle`.
+public enum HandleOutcome: Sendable, Hashable {
+    case success(IntentResponse)
+    case failure(IntentFailure)
+
+    public static func failure(code: String, message: String) -> HandleOutcome {
+        .failure(IntentFailure(code: code, message: message))
+    }
+
+    /// The outcome recorded for a response read back from storage.
+    public init(recorded response: IntentResponse, succeeded: Bool) {
+        self = succeeded ? .success(response) : .failure(IntentFailure(code: response.code, message: response.message ?? ""))
+    }
+}

@@ -1,0 +1,109 @@
+/// Where the pipeline left an intent: `needsInput`, `success` or `failure`.
+public struct PipelineOutcome: Sendable, Hashable {
+    public var state: IntentState
+    public var response: IntentResponse?
+    public var resolutions: [ParameterResolution]
+
+    public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = []) {
+        self.state = state
+        self.response = response
+        self.resolutions = resolutions
+    }
+
+    public static func failure(_ failure: IntentFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
+        PipelineOutcome(state: .failure, response: failure.response, resolutions: resolutions)
+    }
+}
+
+/// Runs resolve → confirm → handle for one intent and turns the answers into
+/// the state machine: any `unsupported` fails the intent; any parameter that
+/// needs the user stops at `needsInput`; otherwise confirm, then handle.
+public enum IntentPipeline {
+    /// Runs an envelope through the registry's handler for its type.
+    public static func run(_ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext) async -> PipelineOutcome {
+        guard let entry = registry.entry(for: envelope.type) else {
+            return .failure(IntentFailure(
+                code: FailureCode.unknownIntentType,
+                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
+        }
+        return await entry.run(envelope, context)
+    }
+
+    static func run<H: IntentHandler>(_ handler: H, envelope: IntentEnvelope, context: IntentContext) async -> PipelineOutcome {
+        let intent: H.IntentType
+        do {
+            intent = try JSONValueDecoder().decode(H.IntentType.self, from: .object(envelope.parameters))
+        } catch {
+            return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
+        }
+
+        let resolutions: [ParameterResolution]
+        do {
+            resolutions = try await handler.resolve(intent, context: context)
+        } catch {
+            return .failure(failure(from: error, step: "resolve"))
+        }
+
+        let unsupported = resolutions.compactMap { resolution -> String? in
+            if case .unsupported(let reason) = resolution.result { return "\(resolution.label): \(reason)" }
+            return nil
+        }
+        if !unsupported.isEmpty {
+            return .failure(
+                IntentFailure(code: FailureCode.unsupportedParameter, message: unsupported.joined(separator: "; ")),
+                resolutions: resolutions)
+        }
+        if resolutions.contains(where: { $0.result.needsInput }) {
+            return PipelineOutcome(state: .needsInput, resolutions: resolutions)
+        }
+
+        var context = context
+        context.resolutions = resolutions
+        do {
+            if case .failure(let failure) = try await handler.confirm(intent, context: context) {
+                return .failure(failure, resolutions: resolutions)
+            }
+        } catch {
+            return .failure(failure(from: error, step: "confirm"), resolutions: resolutions)
+        }
+
+        do {
+            switch try await handler.handle(intent, context: context) {
+            case .success(let response):
+                return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
+            case .failure(let failure):
+                return .failure(failure, resolutions: resolutions)
+            }
+        } catch {
+            return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
+        }
+    }
+
+    private static func failure(from error: any Error, step: String) -> IntentFailure {
+        if let failure = error as? IntentFailure { return failure }
+        return IntentFailure(code: FailureCode.handlerError, message: "\(step) threw: \(error)")
+    }
+
+    private static func describe(_ error: any Error, type: String) -> String {
+        guard let decoding = error as? DecodingError else { return "parameters do not fit \(type): \(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "parameters" : keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+        }
+        switch decoding {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            return "parameter '\(path(context))' of \(type) is invalid: \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            let parent = context.codingPath.isEmpty ? "" : " in '\(path(context))'"
+            return "parameter '\(key.stringValue)'\(parent) is required by \(type)"
+        @unknown default:
+            return "parameters do not fit \(type): \(error)"
+        }
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,39 @@
+/// Maps intent type names to the handlers that serve them.
+///
+/// Registration is typed: the registry decodes each submission into the
+/// handler's own `IntentType`, so no handler ever sees another type's payload.
+public struct IntentRegistry: Sendable {
+    struct Entry: Sendable {
+        let run: @Sendable (IntentEnvelope, IntentContext) async -> PipelineOutcome
+    }
+
+    private var entries: [String: Entry] = [:]
+
+    public init() {}
+
+    /// Adds a handler. Registering a type twice is a programmer error, reported
+    /// when the worker starts rather than by silently replacing the first.
+    public mutating func register<H: IntentHandler>(_ handler: H) throws(RegistryError) {
+        let name = H.IntentType.typeName
+        guard !name.isEmpty, !name.contains(where: { $0 == "." || $0 == "*" || $0 == "#" || $0.isWhitespace }) else {
+            throw RegistryError(description: "intent type name '\(name)' is not usable as a routing key: use letters, digits, '-' or '_'")
+        }
+        guard entries[name] == nil else {
+            throw RegistryError(description: "intent type '\(name)' is registered twice")
+        }
+        entries[name] = Entry { envelope, context in
+            await IntentPipeline.run(handler, envelope: envelope, context: context)
+        }
+    }
+
+    /// The type names this registry serves, sorted.
+    public var typeNames: [String] { entries.keys.sorted() }
+
+    public func serves(_ typeName: String) -> Bool { entries[typeName] != nil }
+
+    func entry(for typeName: String) -> Entry? { entries[typeName] }
+}
+
+public struct RegistryError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}

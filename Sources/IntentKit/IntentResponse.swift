@@ -1,0 +1,47 @@
+/// What an intent ended with: a response code, a message for people and an
+/// optional machine-readable payload. Failures use the same shape, with the
+/// failure code in `code`.
+public struct IntentResponse: Codable, Sendable, Hashable {
+    public var code: String
+    public var message: String?
+    public var payload: JSONValue?
+
+    public init(code: String, message: String? = nil, payload: JSONValue? = nil) {
+        self.code = code
+        self.message = message
+        self.payload = payload
+    }
+
+    /// A successful response with the conventional code `success`.
+    public static func success(_ message: String? = nil, payload: JSONValue? = nil) -> IntentResponse {
+        IntentResponse(code: "success", message: message, payload: payload)
+    }
+}
+
+/// A typed refusal or failure: a code a program can branch on and a reason a person can read.
+public struct IntentFailure: Error, Codable, Sendable, Hashable {
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The response recorded for this failure.
+    public var response: IntentResponse { IntentResponse(code: code, message: message) }
+}
+
+/// The failure codes the framework itself produces. Handlers add their own.
+public enum FailureCode {
+    /// A parameter resolved to `unsupported`.
+    public static let unsupportedParameter = "unsupportedParameter"
+    /// The submission could not be decoded into its intent type.
+    public static let invalidIntent = "invalidIntent"
+    /// No handler for the intent's type is registered in the worker that received it.
+    public static let unknownIntentType = "unknownIntentType"
+    /// A handler threw an error that is not an `IntentFailure`.
+    public static let handlerError = "handlerError"
+    /// The handler did not finish within its time limit.
+    public static let timedOut = "timedOut"
+}

@@ -1,0 +1,34 @@
+/// Where an intent stands. The raw values are the wire names.
+public enum IntentState: String, Codable, Sendable, CaseIterable {
+    /// The broker confirmed the submission.
+    case queued
+    /// A worker is on it; repeated as progress for slow handlers.
+    case inProgress
+    /// Resolution stopped: a parameter needs a value, a choice or a confirmation.
+    case needsInput
+    /// Handled.
+    case success
+    /// Refused or failed, with a typed code.
+    case failure
+    /// Canceled before it was handled.
+    case canceled
+
+    /// A terminal state is final: nothing moves an intent out of it.
+    public var isTerminal: Bool {
+        switch self {
+        case .success, .failure, .canceled: true
+        case .queued, .inProgress, .needsInput: false
+        }
+    }
+
+    /// The order states move in within one turn of the conversation. An event
+    /// whose rank is lower than the stored one is stale and never applied.
+    public var rank: Int {
+        switch self {
+        case .queued: 0
+        case .inProgress: 1
+        case .needsInput: 2
+        case .success, .failure, .canceled: 3
+        }
+    }
+}

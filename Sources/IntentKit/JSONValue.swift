@@ -1,0 +1,735 @@
+import Foundation
+
+/// A JSON document as a value tree: what intent parameters, payloads and
+/// resolution values are made of.
+///
+/// Numbers are kept as `Double` (integers up to ±2^53 are exact). Objects are
+/// unordered; `serialized()` writes their keys sorted so output is deterministic.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+}
+
+// MARK: - Convenience
+
+extension JSONValue {
+    public init(_ string: String) {
+        self = .string(string)
+    }
+
+    public init(_ number: Double) {
+        self = .number(number)
+    }
+
+    public init(_ number: Int) {
+        self = .number(Double(number))
+    }
+
+    public init(_ bool: Bool) {
+        self = .bool(bool)
+    }
+
+    /// The string, if this is a `.string`.
+    public var stringValue: String? {
+        if case .string(let string) = self { return string }
+        return nil
+    }
+
+    /// The number, if this is a `.number`.
+    public var numberValue: Double? {
+        if case .number(let number) = self { return number }
+        return nil
+    }
+
+    /// The boolean, if this is a `.bool`.
+    public var boolValue: Bool? {
+        if case .bool(let bool) = self { return bool }
+        return nil
+    }
+
+    /// The elements, if this is an `.array`.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let array) = self { return array }
+        return nil
+    }
+
+    /// The members, if this is an `.object`.
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let object) = self { return object }
+        return nil
+    }
+
+    /// Whether this is `.null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// The member named `key`, if this is an object that has it.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The element at `index`, if this is an array that long.
+    public subscript(index: Int) -> JSONValue? {
+        if case .array(let array) = self, array.indices.contains(index) { return array[index] }
+        return nil
+    }
+
+    /// A rendering for people: strings as they are, whole numbers without
+    /// `.0`, arrays joined by `", "`, objects as compact JSON.
+    public var displayString: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let bool): return bool ? "true" : "false"
+        case .number(let number):
+            return number.isFinite ? JSONValue.formatNumber(number) : number.description
+        case .string(let string): return string
+        case .array(let array): return array.map(\.displayString).joined(separator: ", ")
+        case .object: return jsonString
+        }
+    }
+
+    /// Integral values within ±2^53 without a decimal point, others in Swift's
+    /// shortest round-tripping form. Only for finite numbers.
+    @inline(__always)
+    static func formatNumber(_ number: Double) -> String {
+        if number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 {
+            return String(Int64(number))
+        }
+        return number.description
+    }
+}
+
+// MARK: - Literals
+
+extension JSONValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) {
+        self = .string(value)
+    }
+}
+
+extension JSONValue: ExpressibleByIntegerLiteral {
+    public init(integerLiteral value: Int) {
+        self = .number(Double(value))
+    }
+}
+
+extension JSONValue: ExpressibleByFloatLiteral {
+    public init(floatLiteral value: Double) {
+        self = .number(value)
+    }
+}
+
+extension JSONValue: ExpressibleByBooleanLiteral {
+    public init(booleanLiteral value: Bool) {
+        self = .bool(value)
+    }
+}
+
+extension JSONValue: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: JSONValue...) {
+        self = .array(elements)
+    }
+}
+
+extension JSONValue: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        var object = [String: JSONValue](minimumCapacity: elements.count)
+        for (key, value) in elements {
+            object[key] = value
+        }
+        self = .object(object)
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral {
+    public init(nilLiteral: ()) {
+        self = .null
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    /// Compact JSON.
+    public var description: String { jsonString }
+}
+
+// MARK: - Codable
+
+extension JSONValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        // Our own decoder holds the tree already: take it as it is (its lenient
+        // scalar conversions would otherwise turn "true" into a Bool).
+        if let treeDecoder = decoder as? _JSONValueTreeDecoder {
+            self = treeDecoder.value
+            return
+        }
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let string = try? container.decode(String.self) {
+            self = .string(string)
+        } else if let array = try? container.decode([JSONValue].self) {
+            self = .array(array)
+        } else if let object = try? container.decode([String: JSONValue].self) {
+            self = .object(object)
+        } else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "expected a JSON value (null, boolean, number, string, array or object)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let bool): try container.encode(bool)
+        case .number(let number):
+            // JSON has no NaN or infinity; write them as null like `serialized()`.
+            if number.isFinite { try container.encode(number) } else { try container.encodeNil() }
+        case .string(let string): try container.encode(string)
+        case .array(let array): try container.encode(array)
+        case .object(let object): try container.encode(object)
+        }
+    }
+}
+
+// MARK: - Serializing
+
+extension JSONValue {
+    /// Compact UTF-8 JSON with object keys sorted. Non-finite numbers are written as `null`.
+    public func serialized() -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(64)
+        JSONValue.write(self, to: &output)
+        return output
+    }
+
+    /// Compact JSON with object keys sorted, as a string.
+    public var jsonString: String {
+        String(decoding: serialized(), as: UTF8.self)
+    }
+
+    private static func write(_ value: JSONValue, to output: inout [UInt8]) {
+        switch value {
+        case .null:
+            output.append(contentsOf: "null".utf8)
+        case .bool(let bool):
+            output.append(contentsOf: bool ? "true".utf8 : "false".utf8)
+        case .number(let number):
+            if number.isFinite {
+                output.append(contentsOf: formatNumber(number).utf8)
+            } else {
+                output.append(contentsOf: "null".utf8)
+            }
+        case .string(let string):
+            writeString(string, to: &output)
+        case .array(let array):
+            output.append(UInt8(ascii: "["))
+            var first = true
+            for element in array {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
+                write(element, to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            output.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, member) in object.sorted(by: { $0.key < $1.key }) {
+                if !first { output.append(UInt8(ascii: ",")) }
+                first = false
+                writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                write(member, to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private static func writeString(_ string: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""):
+                output.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"):
+                output.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "\\"))
+            case 0x0A:
+                output.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "n"))
+            case 0x0D:
+                output.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "r"))
+            case 0x09:
+                output.append(UInt8(ascii: "\\"))
+                output.append(UInt8(ascii: "t"))
+            case 0x00..<0x20:
+                output.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)],
+                ])
+            default:
+                output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}
+
+// MARK: - Parsing
+
+/// Why bytes are not a JSON document, and where.
+public struct JSONValueError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    public enum Kind: String, Sendable, Hashable {
+        case unexpectedEndOfInput
+        case unexpectedCharacter
+        case invalidUTF8
+        case invalidEscape
+        case invalidNumber
+        case controlCharacterInString
+        case depthLimitExceeded
+        case trailingData
+    }
+
+    public var kind: Kind
+    /// What is wrong, without the position.
+    public var message: String
+    /// Where in the input (in bytes from the start) the problem was found.
+    public var offset: Int
+
+    public init(kind: Kind, message: String, offset: Int) {
+        self.kind = kind
+        self.message = message
+        self.offset = offset
+    }
+
+    public var description: String { "\(message) at byte offset \(offset)" }
+    public var errorDescription: String? { description }
+}
+
+extension JSONValue {
+    /// The maximum nesting of arrays and objects `parse` accepts.
+    public static let maximumDepth = 64
+
+    /// Parses strict UTF-8 JSON (RFC 8259; any value at the top level,
+    /// surrounding whitespace allowed). Throws `JSONValueError`.
+    public static func parse(_ data: Data) throws -> JSONValue {
+        try data.withUnsafeBytes { try parse(rawBuffer: $0) }
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        try bytes.withUnsafeBytes { try parse(rawBuffer: $0) }
+    }
+
+    public static func parse(_ string: String) throws -> JSONValue {
+        var string = string
+        return try string.withUTF8 { try parse(rawBuffer: UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func parse(rawBuffer: UnsafeRawBufferPointer) throws -> JSONValue {
+        var parser = _JSONParser(bytes: rawBuffer)
+        return try parser.parseDocument()
+    }
+}
+
+private struct _JSONParser {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    // MARK: Errors
+
+    func error(_ kind: JSONValueError.Kind, _ message: String, at offset: Int? = nil) -> JSONValueError {
+        JSONValueError(kind: kind, message: message, offset: offset ?? index)
+    }
+
+    func unexpected(_ expecting: String) -> JSONValueError {
+        guard index < bytes.count else {
+            return error(.unexpectedEndOfInput, "unexpected end of input, expected \(expecting)")
+        }
+        return error(.unexpectedCharacter, "unexpected \(describeByte(bytes[index])), expected \(expecting)")
+    }
+
+    func describeByte(_ byte: UInt8) -> String {
+        if byte >= 0x20 && byte < 0x7F {
+            return "character '\(Character(Unicode.Scalar(byte)))'"
+        }
+        let hex = String(byte, radix: 16, uppercase: true)
+        return "byte 0x\(hex.count == 1 ? "0" + hex : hex)"
+    }
+
+    // MARK: Structure
+
+    mutating func parseDocument() throws -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue(depth: 0)
+        skipWhitespace()
+        if index < bytes.count {
+            throw error(.trailingData, "unexpected \(describeByte(bytes[index])) after the JSON value")
+        }
+        return value
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue(depth: Int) throws -> JSONValue {
+        guard index < bytes.count else { throw unexpected("a value") }
+        switch bytes[index] {
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "t"): try parseLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try parseLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try parseLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw unexpected("a value")
+        }
+    }
+
+    mutating func parseLiteral(_ literal: StaticString) throws {
+        let count = literal.utf8CodeUnitCount
+        let pointer = literal.utf8Start
+        for offset in 0..<count {
+            guard index < bytes.count else {
+                throw error(.unexpectedEndOfInput, "unexpected end of input in '\(literal)'")
+            }
+            guard bytes[index] == pointer[offset] else {
+                throw error(.unexpectedCharacter, "unexpected \(describeByte(bytes[index])), expected '\(literal)'")
+            }
+            index += 1
+        }
+    }
+
+    mutating func checkDepth(_ depth: Int) throws {
+        if depth > JSONValue.maximumDepth {
+            throw error(.depthLimitExceeded, "arrays and objects are nested more than \(JSONValue.maximumDepth) deep")
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws -> JSONValue {
+        try checkDepth(depth)
+        index += 1  // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard index < bytes.count else { throw unexpected("',' or ']'") }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"): index += 1; return .array(elements)
+            default: throw unexpected("',' or ']'")
+            }
+        }
+    }
+
+    mutating func parseObject(depth: Int) throws -> JSONValue {
+        try checkDepth(depth)
+        index += 1  // {
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw unexpected("a string key")
+            }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw unexpected("':'") }
+            index += 1
+            skipWhitespace()
+            members[key] = try parseValue(depth: depth)
+            skipWhitespace()
+            guard index < bytes.count else { throw unexpected("',' or '}'") }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"): index += 1; return .object(members)
+            default: throw unexpected("',' or '}'")
+            }
+        }
+    }
+
+    // MARK: Strings
+
+    /// At the opening quote; returns after the closing quote.
+    mutating func parseString() throws -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes, so the string is a slice of the input.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let string = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                index += 1
+                return string
+            } else if byte == UInt8(ascii: "\\") {
+                return try parseEscapedString(start: start)
+            } else if byte < 0x20 {
+                throw controlCharacterError(byte)
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                try skipUTF8Sequence()
+            }
+        }
+        throw error(.unexpectedEndOfInput, "unexpected end of input in a string that starts", at: start - 1)
+    }
+
+    func controlCharacterError(_ byte: UInt8) -> JSONValueError {
+        error(.controlCharacterInString, "unescaped control character \(describeByte(byte)) in a string")
+    }
+
+    /// Continues `parseString` from the first backslash, building the string in a buffer.
+    mutating func parseEscapedString(start: Int) throws -> String {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(index - start + 16)
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return String(decoding: buffer, as: UTF8.self)
+            } else if byte == UInt8(ascii: "\\") {
+                try parseEscape(into: &buffer)
+            } else if byte < 0x20 {
+                throw controlCharacterError(byte)
+            } else if byte < 0x80 {
+                buffer.append(byte)
+                index += 1
+            } else {
+                let sequenceStart = index
+                try skipUTF8Sequence()
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[sequenceStart..<index]))
+            }
+        }
+        throw error(.unexpectedEndOfInput, "unexpected end of input in a string that starts", at: start - 1)
+    }
+
+    /// At a backslash: appends the escaped character's UTF-8.
+    mutating func parseEscape(into buffer: inout [UInt8]) throws {
+        let escapeStart = index
+        index += 1
+        guard index < bytes.count else {
+            throw error(.unexpectedEndOfInput, "unexpected end of input in an escape sequence", at: escapeStart)
+        }
+        let byte = bytes[index]
+        index += 1
+        switch byte {
+        case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
+        case UInt8(ascii: "/"): buffer.append(UInt8(ascii: "/"))
+        case UInt8(ascii: "b"): buffer.append(0x08)
+        case UInt8(ascii: "f"): buffer.append(0x0C)
+        case UInt8(ascii: "n"): buffer.append(0x0A)
+        case UInt8(ascii: "r"): buffer.append(0x0D)
+        case UInt8(ascii: "t"): buffer.append(0x09)
+        case UInt8(ascii: "u"):
+            let unit = try parseHex4(escapeStart: escapeStart)
+            let scalarValue: UInt32
+            switch unit {
+            case 0xD800...0xDBFF:
+                // A high surrogate must be followed by an escaped low surrogate.
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw error(.invalidEscape, "high surrogate \\u\(hex4(unit)) is not followed by a low surrogate", at: escapeStart)
+                }
+                let lowStart = index
+                index += 2
+                let low = try parseHex4(escapeStart: lowStart)
+                guard (0xDC00...0xDFFF).contains(low) else {
+                    throw error(.invalidEscape, "high surrogate \\u\(hex4(unit)) is followed by \\u\(hex4(low)), not a low surrogate", at: escapeStart)
+                }
+                scalarValue = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+            case 0xDC00...0xDFFF:
+                throw error(.invalidEscape, "lone low surrogate \\u\(hex4(unit))", at: escapeStart)
+            default:
+                scalarValue = UInt32(unit)
+            }
+            let scalar = Unicode.Scalar(scalarValue)!
+            buffer.append(contentsOf: UTF8.encode(scalar)!)
+        default:
+            index -= 1
+            throw error(.invalidEscape, "invalid escape sequence '\\\(describeEscapeByte(byte))' in a string", at: escapeStart)
+        }
+    }
+
+    func describeEscapeByte(_ byte: UInt8) -> String {
+        byte >= 0x20 && byte < 0x7F ? String(Character(Unicode.Scalar(byte))) : describeByte(byte)
+    }
+
+    func hex4(_ value: UInt16) -> String {
+        let hex = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - hex.count) + hex
+    }
+
+    mutating func parseHex4(escapeStart: Int) throws -> UInt16 {
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            guard index < bytes.count else {
+                throw error(.unexpectedEndOfInput, "unexpected end of input in a \\u escape", at: escapeStart)
+            }
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default:
+                throw error(.invalidEscape, "\\u escape needs four hex digits, found \(describeByte(byte))", at: escapeStart)
+            }
+            value = value << 4 | UInt16(digit)
+            index += 1
+        }
+        return value
+    }
+
+    /// At a byte >= 0x80: checks one well-formed UTF-8 sequence (no overlong
+    /// forms, no surrogates, nothing above U+10FFFF) and steps over it.
+    mutating func skipUTF8Sequence() throws {
+        let lead = bytes[index]
+        let length: Int
+        var lowerBound: UInt8 = 0x80
+        var upperBound: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; lowerBound = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; upperBound = 0x9F
+        case 0xF0: length = 4; lowerBound = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; upperBound = 0x8F
+        default:
+            throw error(.invalidUTF8, "invalid UTF-8: \(describeByte(lead)) cannot start a character")
+        }
+        guard index + length <= bytes.count else {
+            // Check what is there so the message is about the actual problem.
+            for offset in 1..<(bytes.count - index) {
+                let byte = bytes[index + offset]
+                let low = offset == 1 ? lowerBound : 0x80
+                let high = offset == 1 ? upperBound : 0xBF
+                if byte < low || byte > high {
+                    throw error(.invalidUTF8, "invalid UTF-8: \(describeByte(byte)) cannot continue the character", at: index + offset)
+                }
+            }
+            throw error(.unexpectedEndOfInput, "unexpected end of input in a UTF-8 sequence")
+        }
+        let second = bytes[index + 1]
+        guard second >= lowerBound && second <= upperBound else {
+            throw error(.invalidUTF8, "invalid UTF-8: \(describeByte(second)) cannot continue the character", at: index + 1)
+        }
+        var offset = 2
+        while offset < length {
+            let byte = bytes[index + offset]
+            guard byte & 0xC0 == 0x80 else {
+                throw error(.invalidUTF8, "invalid UTF-8: \(describeByte(byte)) cannot continue the character", at: index + offset)
+            }
+            offset += 1
+        }
+        index += length
+    }
+
+    // MARK: Numbers
+
+    mutating func parseNumber() throws -> Double {
+        let start = index
+        var negative = false
+        if bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        // Integer part, accumulated for the common exact case.
+        var integer: UInt64 = 0
+        var digitCount = 0
+        guard index < bytes.count, isDigit(bytes[index]) else {
+            throw numberError(start: start, "a digit")
+        }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            digitCount = 1
+            if index < bytes.count, isDigit(bytes[index]) {
+                throw error(.invalidNumber, "numbers cannot have leading zeros", at: start)
+            }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) {
+                if digitCount < 18 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                digitCount += 1
+                index += 1
+            }
+        }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw numberError(start: start, "a digit after '.'")
+            }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else {
+                throw numberError(start: start, "a digit in the exponent")
+            }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if isInteger && digitCount <= 15 {
+            // Exact in a Double; no text conversion needed.
+            let magnitude = Double(integer)
+            return negative ? -magnitude : magnitude
+        }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        guard let number = Double(text), number.isFinite else {
+            throw error(.invalidNumber, "number \(text) is out of range", at: start)
+        }
+        return number
+    }
+
+    func numberError(start: Int, _ expecting: String) -> JSONValueError {
+        guard index < bytes.count else {
+            return error(.unexpectedEndOfInput, "unexpected end of input in a number, expected \(expecting)")
+        }
+        return error(.invalidNumber, "invalid number: unexpected \(describeByte(bytes[index])), expected \(expecting)")
+    }
+
+    @inline(__always)
+    func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}

@@ -1,0 +1,96 @@
+/// The outcome of resolving one parameter, in SiriKit's vocabulary.
+public enum ResolutionResult: Sendable, Hashable {
+    /// The parameter has this value.
+    case success(JSONValue)
+    /// The user must supply a value.
+    case needsValue
+    /// Several values fit; the user must choose one of these.
+    case disambiguation([JSONValue])
+    /// This value fits, but the user must confirm it.
+    case confirmationRequired(JSONValue)
+    /// The parameter does not matter for this intent.
+    case notRequired
+    /// The value cannot be used; the intent fails with `unsupportedParameter`.
+    case unsupported(reason: String)
+
+    /// The outcome's wire name.
+    public var outcome: String {
+        switch self {
+        case .success: "success"
+        case .needsValue: "needsValue"
+        case .disambiguation: "disambiguation"
+        case .confirmationRequired: "confirmationRequired"
+        case .notRequired: "notRequired"
+        case .unsupported: "unsupported"
+        }
+    }
+
+    /// Whether the user has to answer before the intent can go on.
+    public var needsInput: Bool {
+        switch self {
+        case .needsValue, .disambiguation, .confirmationRequired: true
+        case .success, .notRequired, .unsupported: false
+        }
+    }
+}
+
+/// The resolution of one parameter (or one element of a list parameter).
+public struct ParameterResolution: Sendable, Hashable {
+    /// The parameter's name, as in the intent's JSON.
+    public var parameter: String
+    /// For a list parameter resolved element by element, the element's position.
+    public var index: Int?
+    public var result: ResolutionResult
+
+    public init(_ parameter: String, index: Int? = nil, _ result: ResolutionResult) {
+        self.parameter = parameter
+        self.index = index
+        self.result = result
+    }
+
+    /// `recipients` or `recipients[1]`.
+    public var label: String {
+        index.map { "\(parameter)[\($0)]" } ?? parameter
+    }
+}
+
+extension ParameterResolution: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case parameter, index, outcome, value, options, reason
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        parameter = try container.decode(String.self, forKey: .parameter)
+        index = try container.decodeIfPresent(Int.self, forKey: .index)
+        let outcome = try container.decode(String.self, forKey: .outcome)
+        switch outcome {
+        case "success": result = .success(try container.decode(JSONValue.self, forKey: .value))
+        case "needsValue": result = .needsValue
+        case "disambiguation": result = .disambiguation(try container.decode([JSONValue].self, forKey: .options))
+        case "confirmationRequired": result = .confirmationRequired(try container.decode(JSONValue.self, forKey: .value))
+        case "notRequired": result = .notRequired
+        case "unsupported": result = .unsupported(reason: try container.decode(String.self, forKey: .reason))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .outcome, in: container, debugDescription: "unknown resolution outcome '\(outcome)'")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(parameter, forKey: .parameter)
+        try container.encodeIfPresent(index, forKey: .index)
+        try container.encode(result.outcome, forKey: .outcome)
+        switch result {
+        case .success(let value), .confirmationRequired(let value):
+            try container.encode(value, forKey: .value)
+        case .disambiguation(let options):
+            try container.encode(options, forKey: .options)
+        case .unsupported(let reason):
+            try container.encode(reason, forKey: .reason)
+        case .needsValue, .notRequired:
+            break
+        }
+    }
+}

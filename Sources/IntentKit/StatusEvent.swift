@@ -1,0 +1,74 @@
+import Foundation
+
+/// A change of an intent's state, published by workers to the `intents.status`
+/// exchange with routing key `<type>.<state>` and recorded by the status recorder.
+public struct StatusEvent: Codable, Sendable, Hashable {
+    public static let currentVersion = 1
+
+    public var version: Int
+    public var id: String
+    public var type: String
+    public var state: IntentState
+    /// Seconds since 1970 when the worker produced the event.
+    public var at: Double
+    /// Which delivery of the intent produced it: 1 for the first.
+    public var attempt: Int
+    /// For `success` and `failure`: the code and message.
+    public var response: IntentResponse?
+    /// For `needsInput` (and for the record on other states): each parameter's resolution.
+    public var resolutions: [ParameterResolution]?
+    /// For `inProgress`: how far a slow handler has come.
+    public var progress: Progress?
+    /// The worker that produced it (`host:pid`).
+    public var worker: String?
+
+    public struct Progress: Codable, Sendable, Hashable {
+        public var fraction: Double?
+        public var message: String?
+
+        public init(fraction: Double?, message: String?) {
+            self.fraction = fraction
+            self.message = message
+        }
+    }
+
+    public init(
+        id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
+        attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
+        progress: Progress? = nil, worker: String? = nil
+    ) {
+        self.version = Self.currentVersion
+        self.id = id
+        self.type = type
+        self.state = state
+        self.at = at
+        self.attempt = attempt
+        self.response = response
+        self.resolutions = resolutions
+        self.progress = progress
+        self.worker = worker
+    }
+
+    /// The routing key on `intents.status`.
+    public var routingKey: String { "\(type).\(state.rawValue)" }
+
+    /// The UTF-8 JSON body.
+    public func encoded() -> [UInt8] {
+        // Encoding can only fail for non-finite numbers, which JSONValue writes as null.
+        let data = (try? Self.encoder.encode(self)) ?? Data()
+        return Array(data)
+    }
+
+    public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
+        let value = try JSONValue.parse(Data(body))
+        return try JSONValueDecoder().decode(StatusEvent.self, from: value)
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return encoder
+    }()
+}

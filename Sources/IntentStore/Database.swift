@@ -1,0 +1,175 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection. Not `Sendable`: a connection is confined to the thread
+/// or queue that owns it (see `DatabaseQueue`).
+public final class Database {
+    public enum Mode: Sendable {
+        case readWrite
+        case readOnly
+    }
+
+    private var handle: OpaquePointer?
+    private var statements: [String: Statement] = [:]
+    public let path: String
+
+    /// Opens (and for `.readWrite`, creates) the database at `path`, in WAL mode
+    /// with a busy timeout. `synchronous` FULL is the default because commits
+    /// gate broker acks: a committed row must survive power loss.
+    public init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags: Int32
+        switch mode {
+        case .readWrite: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw DatabaseError(code: rc, message: message, context: "opening \(path)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+        if mode == .readWrite {
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=FULL")
+        }
+        try execute("PRAGMA foreign_keys=ON")
+    }
+
+    deinit { close() }
+
+    /// Finalizes every statement and closes the connection. Safe to call twice.
+    public func close() {
+        statements.removeAll()
+        if let handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    /// The one gate for SQLite result codes: anything but OK/ROW/DONE becomes a
+    /// `DatabaseError` carrying `sqlite3_errmsg`, read before anything else runs.
+    @discardableResult
+    func check(_ rc: Int32, _ context: @autoclosure () -> String) throws(DatabaseError) -> Int32 {
+        switch rc {
+        case SQLITE_OK, SQLITE_ROW, SQLITE_DONE:
+            return rc
+        default:
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database is closed"
+            throw DatabaseError(code: rc, message: message, context: context())
+        }
+    }
+
+    var rawHandle: OpaquePointer {
+        get throws(DatabaseError) {
+            guard let handle else {
+                throw DatabaseError(code: SQLITE_MISUSE, message: "database is closed", context: path)
+            }
+            return handle
+        }
+    }
+
+    /// Runs one or more statements that take no parameters.
+    public func execute(_ sql: String) throws(DatabaseError) {
+        let db = try rawHandle
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
+            sqlite3_free(error)
+            throw DatabaseError(code: rc, message: message, context: "executing \(sql.prefix(80))")
+        }
+    }
+
+    /// A prepared statement, cached per SQL text for the life of the connection.
+    public func statement(_ sql: String) throws(DatabaseError) -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let statement = try Statement(database: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs a statement with bound parameters and no result rows.
+    public func run(_ sql: String, _ bindings: [SQLValue] = []) throws(DatabaseError) {
+        let statement = try statement(sql)
+        try statement.bind(bindings)
+        try statement.runToEnd()
+    }
+
+    /// Runs a query and maps every row.
+    public func query<T>(_ sql: String, _ bindings: [SQLValue] = [], _ row: (Row) throws -> T) throws -> [T] {
+        let statement = try statement(sql)
+        try statement.bind(bindings)
+        var rows: [T] = []
+        while try statement.step() {
+            rows.append(try row(Row(statement: statement)))
+        }
+        return rows
+    }
+
+    /// The first row of a query, if any.
+    public func queryFirst<T>(_ sql: String, _ bindings: [SQLValue] = [], _ row: (Row) throws -> T) throws -> T? {
+        let statement = try statement(sql)
+        try statement.bind(bindings)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return try row(Row(statement: statement))
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int {
+        handle.map { Int(sqlite3_changes($0)) } ?? 0
+    }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`, rolling back when it throws.
+    /// When the database is busy past the busy timeout, the whole transaction
+    /// is tried again (up to `attempts` times), since a half-done one was rolled back.
+    public func transaction<T>(attempts: Int = 5, _ body: (Database) throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                try execute("BEGIN IMMEDIATE")
+                do {
+                    let value = try body(self)
+                    try execute("COMMIT")
+                    return value
+                } catch {
+                    try? execute("ROLLBACK")
+                    throw error
+                }
+            } catch let error as DatabaseError where error.isBusy && attempt < attempts {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.01 * Double(attempt))
+            }
+        }
+    }
+
+    /// `PRAGMA user_version`, used by migrations.
+    public var userVersion: Int {
+        get throws(DatabaseError) {
+            let statement = try statement("PRAGMA user_version")
+            defer { statement.reset() }
+            _ = try statement.step()
+            return Int(statement.int64(at: 0))
+        }
+    }
+
+    /// Applies the migrations after the stored `user_version`, each in its own transaction.
+    public func migrate(_ migrations: [String]) throws {
+        let current = try userVersion
+        guard current < migrations.count else { return }
+        for (index, sql) in migrations.enumerated() where index >= current {
+            try transaction { db in
+                try db.execute(sql)
+                try db.execute("PRAGMA user_version=\(index + 1)")
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import IntentKit
+
+/// What the status store knows about one intent.
+public struct IntentStatus: Codable, Sendable, Hashable {
+    public var id: String
+    public var type: String
+    public var state: IntentState
+    public var terminal: Bool
+    /// The code and message of a `success` or `failure`.
+    public var response: IntentResponse?
+    /// Each parameter's resolution: for `needsInput`, what the user must answer.
+    public var resolutions: [ParameterResolution]?
+    public var progress: StatusEvent.Progress?
+    /// The submitted parameters, when the submission itself was recorded.
+    public var parameters: JSONValue?
+    /// How many deliveries of the intent a worker started.
+    public var attempts: Int
+    public var worker: String?
+    /// Seconds since 1970.
+    public var submittedAt: Double?
+    public var queuedAt: Double?
+    public var startedAt: Double?
+    public var updatedAt: Double
+    public var finishedAt: Double?
+}

@@ -1,0 +1,98 @@
+import CSQLite
+
+/// A value bound to or read from SQL. Only bound parameters reach SQL: no
+/// caller text is ever spliced into a statement.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    public static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
+    public static func optional(_ number: Double?) -> SQLValue { number.map(SQLValue.real) ?? .null }
+    public static func int(_ number: Int) -> SQLValue { .integer(Int64(number)) }
+}
+
+/// A prepared statement owned by one `Database`.
+public final class Statement {
+    private var handle: OpaquePointer?
+    private unowned let database: Database
+    let sql: String
+
+    init(database: Database, sql: String) throws(DatabaseError) {
+        self.database = database
+        self.sql = sql
+        var statement: OpaquePointer?
+        let db = try database.rawHandle
+        try database.check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), "preparing \(sql.prefix(80))")
+        handle = statement
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ values: [SQLValue]) throws(DatabaseError) {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(handle, index)
+            case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
+            case .real(let number): rc = sqlite3_bind_double(handle, index, number)
+            case .text(let text):
+                rc = text.withCString { chars in
+                    iq_sqlite3_bind_text(handle, index, chars, Int32(text.utf8.count))
+                }
+            }
+            try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))")
+        }
+    }
+
+    /// Steps once: true when a row is available.
+    func step() throws(DatabaseError) -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        let error: DatabaseError
+        do {
+            try database.check(rc, "running \(sql.prefix(80))")
+            return false
+        } catch let caught {
+            error = caught
+        }
+        sqlite3_reset(handle)
+        throw error
+    }
+
+    func runToEnd() throws(DatabaseError) {
+        while try step() {}
+        sqlite3_reset(handle)
+    }
+
+    func int64(at column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func double(at column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    func isNull(at column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func text(at column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+}
+
+/// The current row of a query, read by column position. Valid only inside the
+/// closure it is passed to: the statement moves on afterwards.
+public struct Row {
+    let statement: Statement
+
+    public func int(_ column: Int32) -> Int { Int(statement.int64(at: column)) }
+    public func int64(_ column: Int32) -> Int64 { statement.int64(at: column) }
+    public func double(_ column: Int32) -> Double { statement.double(at: column) }
+    public func optionalDouble(_ column: Int32) -> Double? { statement.isNull(at: column) ? nil : statement.double(at: column) }
+    public func text(_ column: Int32) -> String? { statement.text(at: column) }
+    public func string(_ column: Int32) -> String { statement.text(at: column) ?? "" }
+}

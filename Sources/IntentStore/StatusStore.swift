@@ -1,0 +1,202 @@
+import Foundation
+import IntentKit
+
+/// The SQLite status store. The recorder is its only writer; readers open it
+/// read-only and, thanks to WAL, never block the writer.
+///
+/// Not `Sendable`: like its `Database`, a store belongs to one thread.
+public final class StatusStore {
+    public let database: Database
+
+    static let migrations = [
+        """
+        CREATE TABLE intent_status (
+            id TEXT PRIMARY KEY NOT NULL,
+            type TEXT NOT NULL,
+            state TEXT NOT NULL,
+            rank INTEGER NOT NULL,
+            response_code TEXT,
+            response_message TEXT,
+            response_payload TEXT,
+            resolutions TEXT,
+            progress_fraction REAL,
+            progress_message TEXT,
+            parameters TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            worker TEXT,
+            submitted_at REAL,
+            queued_at REAL,
+            started_at REAL,
+            updated_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE INDEX intent_status_by_state ON intent_status(state, updated_at);
+        CREATE INDEX intent_status_by_type ON intent_status(type, updated_at);
+        """
+    ]
+
+    /// Opens the store for writing, creating the file and schema as needed.
+    public init(path: String) throws {
+        try Self.createParentDirectory(of: path)
+        database = try Database(path: path)
+        try database.migrate(Self.migrations)
+    }
+
+    /// Opens an existing store for reading.
+    public init(readingFrom path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw DatabaseError(code: 14, message: "no status store at \(path) (is a recorder writing to it? set INTENT_STATUS_DB)", context: "opening the status store")
+        }
+        database = try Database(path: path, mode: .readOnly)
+    }
+
+    static func createParentDirectory(of path: String) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    /// One thing the recorder learned: a submission the broker accepted, or a worker's event.
+    public enum Update: Sendable {
+        case queued(IntentEnvelope)
+        case event(StatusEvent)
+    }
+
+    /// Applies updates in one transaction. States never move backwards: an
+    /// event ranked below the stored state is ignored, and a terminal state is final.
+    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970) throws {
+        guard !updates.isEmpty else { return }
+        try database.transaction { db in
+            for update in updates {
+                switch update {
+                case .queued(let envelope): try recordQueued(envelope, now: now, in: db)
+                case .event(let event): try recordEvent(event, now: now, in: db)
+                }
+            }
+        }
+    }
+
+    private func recordQueued(_ envelope: IntentEnvelope, now: Double, in db: Database) throws {
+        try db.run(
+            """
+            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at)
+            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5)
+            ON CONFLICT(id) DO UPDATE SET
+                parameters = coalesce(intent_status.parameters, excluded.parameters),
+                submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
+                queued_at = coalesce(intent_status.queued_at, excluded.queued_at)
+            """,
+            [.text(envelope.id), .text(envelope.type), .text(JSONValue.object(envelope.parameters).jsonString),
+             .real(envelope.submittedAt), .real(now)])
+    }
+
+    private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
+        let resolutions = try event.resolutions.map { String(decoding: try Self.encoder.encode($0), as: UTF8.self) }
+        try db.run(
+            """
+            INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
+                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+            ON CONFLICT(id) DO UPDATE SET
+                state = excluded.state,
+                rank = excluded.rank,
+                response_code = excluded.response_code,
+                response_message = excluded.response_message,
+                response_payload = excluded.response_payload,
+                resolutions = coalesce(excluded.resolutions, intent_status.resolutions),
+                progress_fraction = excluded.progress_fraction,
+                progress_message = excluded.progress_message,
+                attempts = max(intent_status.attempts, excluded.attempts),
+                worker = excluded.worker,
+                started_at = coalesce(intent_status.started_at, excluded.started_at),
+                updated_at = excluded.updated_at,
+                finished_at = excluded.finished_at
+            WHERE intent_status.rank < 3
+              AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1))
+            """,
+            [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
+             .optional(event.response?.code), .optional(event.response?.message),
+             .optional(event.response?.payload?.jsonString), .optional(resolutions),
+             .optional(event.progress?.fraction), .optional(event.progress?.message),
+             .int(event.attempt), .optional(event.worker),
+             event.state == .inProgress ? .real(event.at) : .null,
+             .real(now), event.state.isTerminal ? .real(now) : .null])
+    }
+
+    private static let columns = """
+        id, type, state, response_code, response_message, response_payload, resolutions, progress_fraction,
+        progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at
+        """
+
+    /// The status of one intent, or nil when the store has never seen the id.
+    public func status(id: String) throws -> IntentStatus? {
+        guard try hasSchema() else { return nil }
+        return try database.queryFirst("SELECT \(Self.columns) FROM intent_status WHERE id = ?", [.text(id)], Self.decodeRow)
+    }
+
+    /// The most recently updated intents, optionally of one state and/or type.
+    public func list(state: IntentState? = nil, type: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
+        guard try hasSchema() else { return [] }
+        var conditions: [String] = []
+        var bindings: [SQLValue] = []
+        if let state {
+            conditions.append("state = ?")
+            bindings.append(.text(state.rawValue))
+        }
+        if let type {
+            conditions.append("type = ?")
+            bindings.append(.text(type))
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        bindings.append(.int(limit))
+        return try database.query(
+            "SELECT \(Self.columns) FROM intent_status \(filter) ORDER BY updated_at DESC LIMIT ?", bindings, Self.decodeRow)
+    }
+
+    /// How many intents are in each state.
+    public func counts() throws -> [IntentState: Int] {
+        guard try hasSchema() else { return [:] }
+        let rows = try database.query("SELECT state, count(*) FROM intent_status GROUP BY state") { row in
+            (row.string(0), row.int(1))
+        }
+        var counts: [IntentState: Int] = [:]
+        for (state, count) in rows {
+            if let state = IntentState(rawValue: state) { counts[state] = count }
+        }
+        return counts
+    }
+
+    private var schemaChecked = false
+
+    private func hasSchema() throws -> Bool {
+        if schemaChecked { return true }
+        let found = try database.queryFirst(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'") { _ in true } ?? false
+        schemaChecked = found
+        return found
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    private static func decodeRow(_ row: Row) throws -> IntentStatus {
+        let state = IntentState(rawValue: row.string(2)) ?? .queued
+        let response = row.text(3).map { code in
+            IntentResponse(code: code, message: row.text(4), payload: row.text(5).flatMap { try? JSONValue.parse(Data($0.utf8)) })
+        }
+        let resolutions = try row.text(6).map { try JSONDecoder().decode([ParameterResolution].self, from: Data($0.utf8)) }
+        let fraction = row.optionalDouble(7)
+        let progressMessage = row.text(8)
+        let progress = (fraction != nil || progressMessage != nil)
+            ? StatusEvent.Progress(fraction: fraction, message: progressMessage) : nil
+        return IntentStatus(
+            id: row.string(0), type: row.string(1), state: state, terminal: state.isTerminal,
+            response: response, resolutions: resolutions, progress: progress,
+            parameters: row.text(9).flatMap { try? JSONValue.parse(Data($0.utf8)) },
+            attempts: row.int(10), worker: row.text(11),
+            submittedAt: row.optionalDouble(12), queuedAt: row.optionalDouble(13), startedAt: row.optionalDouble(14),
+            updatedAt: row.double(15), finishedAt: row.optionalDouble(16))
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Synchronization
+
+/// The status store's only writer. It consumes the ledger queue on its own
+/// thread, which owns both the AMQP connection and the SQLite connection, and
+/// writes what it reads in batches: one `BEGIN IMMEDIATE` transaction per batch,
+/// then one `multiple` ack for the whole batch once the commit is durable.
+public final class StatusRecorder: Service {
+    public struct Configuration: Sendable {
+        public var brokerURL: BrokerURL
+        public var topology: Topology
+        public var storePath: String
+        /// Most events written in one transaction.
+        public var batchSize: Int
+        public var heartbeat: Int
+
+        public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
+            self.brokerURL = brokerURL
+            self.topology = topology
+            self.storePath = storePath
+            self.batchSize = max(1, batchSize)
+            self.heartbeat = heartbeat
+        }
+    }
+
+    private let configuration: Configuration
+    private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+    private let failure = Mutex<(any Error)?>(nil)
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger.with(["component": "recorder"])
+    }
+
+    public func run() async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                runThread()
+                continuation.resume()
+            }
+            thread.name = "intentqueue.recorder"
+            thread.start()
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    public func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    private func runThread() {
+        let store: StatusStore
+        do {
+            store = try StatusStore(path: configuration.storePath)
+        } catch {
+            logger.error("cannot open the status store: \(error)", metadata: ["store.path": configuration.storePath])
+            failure.withLock { $0 = error }
+            return
+        }
+        logger.info("recording to \(configuration.storePath)")
+        var backoff = 0.2
+        var generation: UInt64 = 0
+        while !isStopping {
+            generation += 1
+            let connection: AMQPConnection
+            do {
+                connection = try AMQPConnection(url: configuration.brokerURL, heartbeat: configuration.heartbeat, generation: generation)
+                try configuration.topology.declareLedger(on: connection)
+                try connection.setPrefetch(UInt16(clamping: configuration.batchSize * 2))
+                try connection.consume(configuration.topology.ledgerQueue)
+            } catch {
+                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", backoff)) s: \(error)",
+                               metadata: ["amqp.url": configuration.brokerURL.description])
+                pause(backoff)
+                backoff = min(backoff * 2, 10) * Double.random(in: 0.8...1.2)
+                continue
+            }
+            backoff = 0.2
+            logger.info("connected", metadata: ["amqp.url": configuration.brokerURL.description])
+            do {
+                try record(from: connection, into: store)
+                connection.close()
+            } catch {
+                connection.abandon()
+                logger.warning("recorder interrupted, reconnecting: \(error)")
+                pause(backoff)
+            }
+        }
+        store.database.close()
+        logger.info("recorder stopped")
+    }
+
+    private func pause(_ seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !isStopping, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
+    private func record(from connection: AMQPConnection, into store: StatusStore) throws {
+        var batch: [StatusStore.Update] = []
+        var lastTag: UInt64 = 0
+        var ackedTag: UInt64 = 0
+        let intentsExchange = configuration.topology.intentsExchange
+
+        func flush() throws {
+            guard lastTag > ackedTag else { return }
+            try store.record(batch)
+            try connection.ack(lastTag, multiple: true)
+            ackedTag = lastTag
+            batch.removeAll(keepingCapacity: true)
+        }
+
+        while !isStopping {
+            let event = try connection.nextEvent(timeout: batch.isEmpty && lastTag == ackedTag ? 0.25 : 0)
+            guard let event else {
+                try flush()
+                continue
+            }
+            guard case .delivery(let delivery) = event else { continue }
+            lastTag = delivery.tag.value
+            if let update = update(from: delivery, intentsExchange: intentsExchange) { batch.append(update) }
+            if batch.count >= configuration.batchSize { try flush() }
+        }
+        try flush()
+    }
+
+    private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
+        if delivery.exchange == intentsExchange {
+            // A submission the broker accepted. One that cannot be read is the
+            // worker's to report, as a failure, when it can read an id.
+            return try? .queued(IntentEnvelope.decode(delivery.body))
+        }
+        do {
+            return .event(try StatusEvent.decode(delivery.body))
+        } catch {
+            logger.warning("skipping an unreadable status event: \(error)", metadata: ["amqp.routing_key": delivery.routingKey])
+            return nil
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import IntentAMQP
+
+/// How a worker connects and how much it does at once.
+public struct WorkerConfiguration: Sendable {
+    public var brokerURL: BrokerURL
+    public var topology: Topology
+    /// Handlers running at the same time.
+    public var concurrency: Int
+    /// Unacked deliveries the broker may send ahead; at least `concurrency`.
+    public var prefetch: UInt16
+    /// Seconds; heartbeats keep a connection alive (and detect a dead one) while handlers run.
+    public var heartbeat: Int
+    /// Written into every status event.
+    public var workerName: String
+
+    public init(
+        brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,
+        heartbeat: Int = 30, workerName: String = WorkerConfiguration.defaultName
+    ) {
+        self.brokerURL = brokerURL
+        self.topology = topology
+        self.concurrency = max(1, concurrency)
+        self.prefetch = max(prefetch ?? UInt16(clamping: self.concurrency * 2), UInt16(clamping: self.concurrency))
+        self.heartbeat = heartbeat
+        self.workerName = workerName
+    }
+
+    public static var defaultName: String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
+    }
+}

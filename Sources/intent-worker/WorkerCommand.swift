@@ -1,0 +1,112 @@
+import Foundation
+import Hairdressers
+import IntentAMQP
+import IntentCLI
+import IntentKit
+import IntentWorker
+
+/// `intent-worker`: serves the Hairdressers intents, and hosts the status recorder when asked.
+struct WorkerCommand {
+    static let tool = "intent-worker"
+    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--log-format human|json] [--log-level L]"
+    static let help = """
+        Run IntentQueue workers for the Hairdressers app (SendMessage, OrderSoup), and/or the status recorder.
+
+        Usage: \(usage)
+
+        Options:
+          --concurrency N       handlers running at once (default 8)
+          --prefetch N          unacked deliveries the broker may send ahead (default 2 × concurrency)
+          --with-recorder       also run the status recorder, which writes INTENT_STATUS_DB
+          --recorder-only       run only the status recorder
+          --heartbeat S         AMQP heartbeat in seconds (default 30)
+          --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
+          --log-format F        human (default) or json, one line per event on standard error
+          --log-level L         trace, debug, info (default), notice, warning or error
+          -h, --help            show this help
+
+        Environment:
+          INTENT_BROKER_URL     amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+          INTENT_STATUS_DB      the status store the recorder writes (default ~/.local/state/intentqueue/status.sqlite)
+          HAIRDRESSERS_DB       the app's database (default ~/.local/state/intentqueue/hairdressers.sqlite)
+
+        The worker keeps retrying while the broker is away and resumes on its own. SIGTERM or SIGINT stops
+        consuming, lets running handlers finish within the grace period, flushes their status events and exits 0.
+        """
+
+    enum Mode {
+        case worker, workerAndRecorder, recorderOnly
+    }
+
+    var mode: Mode
+    var concurrency: Int
+    var prefetch: UInt16?
+    var heartbeat: Int
+    var grace: Double
+    var jsonLogs: Bool
+    var logLevel: Logger.Level
+
+    static func parse(_ words: [String]) throws(UsageError) -> WorkerCommand? {
+        let arguments = try Arguments(
+            words, flags: ["--help", "--with-recorder", "--recorder-only"],
+            options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level"])
+        if arguments.has("--help") { return nil }
+        if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
+        if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
+            throw UsageError("--with-recorder and --recorder-only exclude each other")
+        }
+        let mode: Mode = arguments.has("--recorder-only") ? .recorderOnly : arguments.has("--with-recorder") ? .workerAndRecorder : .worker
+        let format = try arguments.value("--log-format") ?? "human"
+        guard format == "human" || format == "json" else { throw UsageError("--log-format must be human or json, not '\(format)'") }
+        let levelName = try arguments.value("--log-level") ?? "info"
+        guard let level = Logger.Level.allCases.first(where: { $0.name == levelName }) else {
+            throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")), not '\(levelName)'")
+        }
+        return WorkerCommand(
+            mode: mode,
+            concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 8,
+            prefetch: try arguments.integer("--prefetch", in: 1...65_535).map { UInt16($0) },
+            heartbeat: try arguments.integer("--heartbeat", in: 0...3_600) ?? 30,
+            grace: try arguments.seconds("--grace") ?? 20,
+            jsonLogs: format == "json", logLevel: level)
+    }
+
+    func run() async -> Int32 {
+        let logger = Logger(label: Self.tool, level: logLevel, sink: Terminal.logSink(json: jsonLogs))
+        let url: BrokerURL
+        do {
+            url = try Environment.brokerURL()
+        } catch {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        }
+        var services: [any Service] = []
+        if mode != .recorderOnly {
+            let appPath = Environment.values[HairdressersDatabase.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+                ?? Environment.stateDirectory() + "/hairdressers.sqlite"
+            var registry = IntentRegistry()
+            do {
+                let database = try HairdressersDatabase(path: appPath)
+                try HairdressersApp.register(into: &registry, database: database)
+            } catch {
+                return Terminal.fail(Self.tool, "cannot open the Hairdressers database at \(appPath): \(error)", code: ExitCode.unavailable)
+            }
+            let configuration = WorkerConfiguration(brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat)
+            services.append(WorkerService(registry: registry, configuration: configuration, logger: logger))
+        }
+        if mode != .worker {
+            let configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
+            services.insert(StatusRecorder(configuration: configuration, logger: logger), at: 0)
+        }
+        let group = ServiceGroup(services: services, gracePeriod: grace, logger: logger)
+        do {
+            let ending = try await group.run(ready: { logger.info("ready; SIGTERM or SIGINT stops gracefully") })
+            if case .deadlineExceeded = ending {
+                logger.warning("exiting with handlers still running: their intents go back to the queue")
+            }
+            return ExitCode.success
+        } catch {
+            logger.error("stopped: \(error)")
+            return ExitCode.unavailable
+        }
+    }
+}
