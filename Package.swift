@@ -37,8 +37,11 @@ let package = Package(
         .executableTarget(name: "intent-status", dependencies: ["IntentCLI", "IntentStore"]),
         .testTarget(name: "IntentKitTests", dependencies: ["IntentKit"]),
         .testTarget(name: "IntentStoreTests", dependencies: ["IntentStore"]),
+        .testTarget(name: "IntentAMQPTests", dependencies: ["IntentAMQP"]),
+        .testTarget(name: "IntentCLITests", dependencies: ["IntentCLI"]),
+        .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore"]),
         .testTarget(name: "HairdressersTests", dependencies: ["Hairdressers", "IntentStore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP"]),
     ],
     swiftLanguageModes: [.v6]
 )
