@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what is missing, starts a local RabbitMQ on loopback when none
+# answers, builds, and runs every test. Integration tests start their own
+# broker node (deploy/broker.sh, ports 5690-5691) and stop it at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deploy/install.sh
+deploy/broker.sh ensure 5672
+
+stop_test_nodes() {
+    for node in iqtest iqtest-restart; do deploy/broker.sh stop "$node"; done
+}
+trap stop_test_nodes EXIT
+
+swift build --build-tests
+swift test --skip-build 2>&1 | tee .build/test-output.txt
