@@ -56,6 +56,12 @@ start() {
     sed "s/@PORT@/$port/" "$HERE/rabbitmq.conf" > "$dir/rabbitmq.conf"
     [[ -f "$dir/enabled_plugins" ]] || echo "[${INTENTQUEUE_BROKER_PLUGINS:-}]." > "$dir/enabled_plugins"
     (
+        # The node outlives this script: it must not keep the caller's open
+        # files (a lock, or the pipe a supervisor watches for our exit).
+        for fd in /proc/$BASHPID/fd/*; do
+            fd="${fd##*/}"
+            ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
+        done
         node_env "$name"
         export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
         export RABBITMQ_NODE_PORT="$port"

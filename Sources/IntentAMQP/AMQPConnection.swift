@@ -27,9 +27,13 @@ public final class AMQPConnection {
     /// Opens a TCP (or TLS) connection, logs in and opens channel 1.
     /// - Parameters:
     ///   - heartbeat: seconds; the broker and this side each expect traffic at that interval.
-    ///   - connectTimeout: how long the TCP connect may take.
+    ///   - connectTimeout: how long the TCP connect, and then the login handshake, may each take.
+    ///   - rpcTimeout: how long a synchronous command (declare, bind, consume…) may
+    ///     wait for the broker's answer; a broker that stops answering then fails
+    ///     the call instead of hanging it.
     ///   - generation: stamped on every delivery tag of this connection.
-    public init(url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, generation: UInt64 = 0) throws(AMQPError) {
+    public init(url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, rpcTimeout: Double = 10,
+                generation: UInt64 = 0) throws(AMQPError) {
         self.url = url
         self.generation = generation
         guard let state = amqp_new_connection() else {
@@ -37,7 +41,7 @@ public final class AMQPConnection {
         }
         self.state = state
         do {
-            try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout)
+            try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout, rpcTimeout: rpcTimeout)
         } catch {
             close()
             throw error
@@ -46,14 +50,30 @@ public final class AMQPConnection {
 
     public let generation: UInt64
 
-    private func open(state: amqp_connection_state_t, heartbeat: Int, connectTimeout: Double) throws(AMQPError) {
+    private func open(state: amqp_connection_state_t, heartbeat: Int, connectTimeout: Double, rpcTimeout: Double) throws(AMQPError) {
         let context = "connecting to \(url)"
-        guard url.tls == false else {
-            throw AMQPError(.configuration, context: context, detail: "amqps:// is not supported by this build yet; use amqp:// on a trusted network")
+        let socket: OpaquePointer?
+        if url.tls {
+            socket = amqp_ssl_socket_new(state)
+            guard let socket else { throw AMQPError(.library, context: context, detail: "could not create a TLS socket") }
+            amqp_ssl_socket_set_verify_peer(socket, 1)
+            amqp_ssl_socket_set_verify_hostname(socket, 1)
+            if let authority = url.certificateAuthority {
+                let status = amqp_ssl_socket_set_cacert(socket, authority)
+                guard status == AMQP_STATUS_OK.rawValue else {
+                    throw AMQPError(.configuration, context: context, detail: "cannot load the CA certificate \(authority): \(Self.statusString(status))")
+                }
+            }
+        } else {
+            socket = amqp_tcp_socket_new(state)
         }
-        guard let socket = amqp_tcp_socket_new(state) else {
+        guard let socket else {
             throw AMQPError(.library, context: context, detail: "could not create a socket")
         }
+        var handshake = timeval(seconds: connectTimeout)
+        amqp_set_handshake_timeout(state, &handshake)
+        var rpc = timeval(seconds: rpcTimeout)
+        amqp_set_rpc_timeout(state, &rpc)
         var timeout = timeval(seconds: connectTimeout)
         let status = amqp_socket_open_noblock(socket, url.host, Int32(url.port), &timeout)
         guard status == AMQP_STATUS_OK.rawValue else {

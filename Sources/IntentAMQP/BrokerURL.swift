@@ -12,11 +12,16 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var user: String
     public var password: String
     public var virtualHost: String
+    /// For `amqps://`: a PEM file of the certificate authorities to trust
+    /// (`?cacertfile=` in the URL, or `INTENT_BROKER_CA`). The broker's
+    /// certificate and host name are always verified.
+    public var certificateAuthority: String?
 
     public init(_ text: String) throws(AMQPError) {
         func invalid(_ why: String) -> AMQPError {
             AMQPError(.configuration, context: "broker URL", detail: why)
         }
+        certificateAuthority = nil
         var rest = Substring(text.trimmingWhitespace())
         if rest.hasPrefix("amqps://") {
             tls = true
@@ -26,6 +31,15 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
             rest = rest.dropFirst(7)
         } else {
             throw invalid("'\(Self.redacted(text))' does not start with amqp:// or amqps://")
+        }
+        if let question = rest.firstIndex(of: "?") {
+            for pair in rest[rest.index(after: question)...].split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0] == "cacertfile" {
+                    certificateAuthority = Self.percentDecoded(parts[1])
+                }
+            }
+            rest = rest[..<question]
         }
         var path = Substring("")
         if let slash = rest.firstIndex(of: "/") {
@@ -78,7 +92,11 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL from `INTENT_BROKER_URL`, or the local default.
     public static func fromEnvironment(_ environment: [String: String]) throws(AMQPError) -> BrokerURL {
-        try BrokerURL(environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? defaultURL)
+        var url = try BrokerURL(environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 } ?? defaultURL)
+        if url.certificateAuthority == nil, let authority = environment["INTENT_BROKER_CA"], !authority.isEmpty {
+            url.certificateAuthority = authority
+        }
+        return url
     }
 
     /// The URL without its password, for logs and error messages.
@@ -88,9 +106,13 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func redacted(_ text: String) -> String {
-        guard let at = text.lastIndex(of: "@"), let scheme = text.range(of: "://") else { return text }
-        let credentials = text[scheme.upperBound..<at]
-        guard let colon = credentials.firstIndex(of: ":") else { return text }
+        // The credentials end at the last '@' and start after "://" when there is one
+        // before it, else at the start: "user:secret@host" (no scheme) hides its secret
+        // too, and "a:b@host://x" cannot make an inverted range.
+        guard let at = text.lastIndex(of: "@") else { return text }
+        var start = text.startIndex
+        if let scheme = text.range(of: "://"), scheme.upperBound <= at { start = scheme.upperBound }
+        guard let colon = text[start..<at].firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
     }
 

@@ -11,8 +11,10 @@ public final class IntentPublisher {
     private let topology: Topology
     private let confirmTimeout: Double
 
-    public init(url: BrokerURL, topology: Topology = Topology(), connectTimeout: Double = 4, confirmTimeout: Double = 5) throws(AMQPError) {
-        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: connectTimeout)
+    /// Connects; the timeouts together keep a submission to an unreachable or
+    /// frozen broker under ten seconds.
+    public init(url: BrokerURL, topology: Topology = Topology(), connectTimeout: Double = 3, confirmTimeout: Double = 4) throws(AMQPError) {
+        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: connectTimeout, rpcTimeout: connectTimeout)
         self.topology = topology
         self.confirmTimeout = confirmTimeout
         try topology.declareExchanges(on: connection)

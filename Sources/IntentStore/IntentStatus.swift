@@ -22,4 +22,27 @@ public struct IntentStatus: Codable, Sendable, Hashable {
     public var startedAt: Double?
     public var updatedAt: Double
     public var finishedAt: Double?
+
+    public init(
+        id: String, type: String, state: IntentState, terminal: Bool? = nil, response: IntentResponse? = nil,
+        resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,
+        attempts: Int = 0, worker: String? = nil, submittedAt: Double? = nil, queuedAt: Double? = nil,
+        startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil
+    ) {
+        self.id = id
+        self.type = type
+        self.state = state
+        self.terminal = terminal ?? state.isTerminal
+        self.response = response
+        self.resolutions = resolutions
+        self.progress = progress
+        self.parameters = parameters
+        self.attempts = attempts
+        self.worker = worker
+        self.submittedAt = submittedAt
+        self.queuedAt = queuedAt
+        self.startedAt = startedAt
+        self.updatedAt = updatedAt
+        self.finishedAt = finishedAt
+    }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import IntentStore
+import Testing
+
+/// The broker goes away and comes back: tools say so at once, the worker waits
+/// and resumes, and nothing the broker had confirmed is lost.
+@Suite(.timeLimit(.minutes(5)))
+struct BrokerOutageTests {
+    @Test func theWorkerResumesWhenTheBrokerReturnsAndLosesNothingConfirmed() async throws {
+        let broker = TestBroker(node: "iqtest-restart", port: 5691)
+        if TestBroker.answers(port: 5691) { try await broker.stop() }
+        let sandbox = try await Sandbox("outage", broker: broker)
+        defer { Task { await sandbox.tearDown(); try? await broker.stop() } }
+
+        // Served while the broker is up.
+        let worker = try await sandbox.startWorker()
+        for index in 0..<5 {
+            let result = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=before \(index)", "--id", "before-\(index)", "--wait"])
+            #expect(result.exitCode == 0, "\(result)")
+        }
+        #expect(try await worker.stop() == 0)
+
+        // Confirmed while no worker runs: these wait in the durable queue.
+        for index in 0..<20 {
+            let result = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=queued \(index)", "--id", "queued-\(index)"])
+            #expect(result.exitCode == 0, "\(result)")
+        }
+
+        try await broker.stop()
+        let refused = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=while down"], timeout: 20)
+        #expect(refused.exitCode == 69, "\(refused)")
+        #expect(refused.seconds < 10)
+
+        // A worker started while the broker is down keeps retrying.
+        let patient = try WorkerProcess(
+            arguments: ["--with-recorder"], environment: sandbox.environment,
+            logPath: sandbox.directory.appendingPathComponent("patient.log").path)
+        try await Task.sleep(for: .seconds(2))
+        #expect(patient.isRunning)
+        #expect(patient.log.contains("broker unavailable"))
+
+        try await broker.restart()
+        try await eventually(timeout: 90, "the queued intents to be handled after the broker returned") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            return try (0..<20).allSatisfy { try sandbox.statusStore().status(id: "queued-\($0)")?.state == .success }
+        }
+        for index in 0..<20 {
+            #expect(try sandbox.messageCount(intentID: "queued-\(index)") == 1)
+        }
+        #expect(try await patient.stop() == 0)
+    }
+}

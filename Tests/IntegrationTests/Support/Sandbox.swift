@@ -1,0 +1,106 @@
+import Foundation
+import IntentStore
+import Testing
+
+/// One test's world: a virtual host on the test broker, a temporary folder with
+/// the status store and the Hairdressers database, and the processes it started.
+final class Sandbox: @unchecked Sendable {
+    // @unchecked: `workers` is only touched by the test that owns the sandbox.
+    let directory: URL
+    let brokerURL: String
+    private var workers: [WorkerProcess] = []
+
+    init(_ label: String, broker: TestBroker = .shared) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("intentqueue-\(label)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        brokerURL = try await broker.makeVirtualHost(label)
+    }
+
+    var statusStorePath: String { directory.appendingPathComponent("status.sqlite").path }
+    var appDatabasePath: String { directory.appendingPathComponent("hairdressers.sqlite").path }
+
+    var environment: [String: String] {
+        ["INTENT_BROKER_URL": brokerURL, "INTENT_STATUS_DB": statusStorePath, "HAIRDRESSERS_DB": appDatabasePath]
+    }
+
+    /// Starts `intent-worker` with `arguments` and waits until its connections are up.
+    @discardableResult
+    func startWorker(_ arguments: [String] = ["--with-recorder"], expectedConnections: Int = 2) async throws -> WorkerProcess {
+        let worker = try WorkerProcess(arguments: arguments, environment: environment, logPath: directory.appendingPathComponent("worker-\(workers.count).log").path)
+        workers.append(worker)
+        try await worker.waitForConnections(expectedConnections)
+        return worker
+    }
+
+    func submit(_ arguments: [String], timeout: Double = 30) async throws -> ToolResult {
+        try await run(Paths.tool("intent-submit"), arguments, environment: environment, timeout: timeout)
+    }
+
+    func status(_ arguments: [String], timeout: Double = 30) async throws -> ToolResult {
+        try await run(Paths.tool("intent-status"), arguments, environment: environment, timeout: timeout)
+    }
+
+    /// How many Message rows the app stored for an intent.
+    func messageCount(intentID: String) throws -> Int {
+        let database = try Database(path: appDatabasePath, mode: .readOnly)
+        return try database.queryFirst("SELECT count(*) FROM message WHERE intent_id = ?", [.text(intentID)]) { $0.int(0) } ?? 0
+    }
+
+    func statusStore() throws -> StatusStore {
+        try StatusStore(readingFrom: statusStorePath)
+    }
+
+    /// Stops every worker still running (SIGTERM), and removes the folder.
+    func tearDown() async {
+        for worker in workers where worker.isRunning {
+            _ = try? await worker.stop()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A running `intent-worker`, its log in a file.
+final class WorkerProcess: @unchecked Sendable {
+    // @unchecked: Process is used from the owning test only.
+    let process = Process()
+    let logPath: String
+
+    init(arguments: [String], environment: [String: String], executable: String = Paths.tool("intent-worker"), logPath: String) throws {
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardError = log
+        process.standardOutput = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func waitForConnections(_ count: Int, timeout: Double = 30) async throws {
+        try await eventually(timeout: timeout, "the worker to connect (log: \(logPath))") {
+            if !process.isRunning { throw BrokerFailure(message: "intent-worker exited early:\n\(log)") }
+            return log.components(separatedBy: " connected ").count - 1 >= count
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    func stop(timeout: Double = 30) async throws -> Int32 {
+        if process.isRunning { process.terminate() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() > deadline {
+                kill(process.processIdentifier, SIGKILL)
+                throw ToolTimeout(command: "intent-worker stop")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return process.terminationStatus
+    }
+}

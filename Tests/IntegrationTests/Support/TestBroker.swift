@@ -1,0 +1,72 @@
+import Foundation
+
+/// A RabbitMQ node of the test run's own (`iqtest` on 127.0.0.1:5690), started
+/// once through deploy/broker.sh; each test gets a virtual host of its own so
+/// tests running in parallel never see each other's queues.
+actor TestBroker {
+    static let shared = TestBroker(node: "iqtest", port: 5690)
+
+    let node: String
+    let port: Int
+    private var startup: Task<Void, any Error>?
+
+    init(node: String, port: Int) {
+        self.node = node
+        self.port = port
+    }
+
+    /// Starts the node unless it already answers.
+    func ensureRunning() async throws {
+        if let startup { return try await startup.value }
+        let task = Task { [node, port] in
+            if Self.answers(port: port) { return }
+            let result = try await run(Paths.brokerScript, ["start", node, "\(port)"], timeout: 120)
+            guard result.exitCode == 0 else { throw BrokerFailure(message: "could not start \(node): \(result)") }
+        }
+        startup = task
+        try await task.value
+    }
+
+    /// A fresh virtual host that the guest user may use; returns its URL.
+    func makeVirtualHost(_ label: String) async throws -> String {
+        try await ensureRunning()
+        let name = "\(label)-\(UUID().uuidString.prefix(8).lowercased())"
+        for arguments in [["add_vhost", name], ["set_permissions", "-p", name, "guest", ".*", ".*", ".*"]] {
+            let result = try await run(Paths.brokerScript, ["ctl", node] + arguments, timeout: 60)
+            guard result.exitCode == 0 else { throw BrokerFailure(message: "rabbitmqctl \(arguments.joined(separator: " ")): \(result)") }
+        }
+        return "amqp://guest:guest@127.0.0.1:\(port)/\(name)"
+    }
+
+    /// Stops the node (rabbitmqctl stop against it).
+    func stop() async throws {
+        _ = try await run(Paths.brokerScript, ["stop", node], timeout: 60)
+        startup = nil
+    }
+
+    /// Starts it again on the same data directory: durable queues and persistent messages survive.
+    func restart() async throws {
+        startup = nil
+        try await ensureRunning()
+    }
+
+    nonisolated static func answers(port: Int) -> Bool {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return false }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+struct BrokerFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+/// What the tools do with bad requests, unknown things and an unreachable broker.
+@Suite(.timeLimit(.minutes(2)))
+struct ToolBehaviourTests {
+    @Test func anUnservedTypeIsRefusedAtOnce() async throws {
+        let sandbox = try await Sandbox("unserved")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let result = try await sandbox.submit(["NoSuchIntent", "x=1"])
+        #expect(result.exitCode == 2, "\(result)")
+        #expect(result.stderr.contains("no worker serves intent type 'NoSuchIntent'"))
+        #expect(result.stdout.isEmpty)
+        #expect(result.seconds < 5)
+    }
+
+    @Test func anUnknownIDExitsFour() async throws {
+        let sandbox = try await Sandbox("unknown")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let id = UUID().uuidString.lowercased()
+        let result = try await sandbox.status([id])
+        #expect(result.exitCode == 4, "\(result)")
+        let json = try await sandbox.status([id, "--json"])
+        #expect(json.exitCode == 4)
+        #expect(json.stdout.contains("\"state\":\"unknown\""))
+    }
+
+    @Test(arguments: [
+        ("intent-submit", [String]()),
+        ("intent-submit", ["SendMessage", "no-equals-sign"]),
+        ("intent-submit", ["SendMessage", "--timeout", "5"]),
+        ("intent-submit", ["SendMessage", "--parameters", "[1,2]"]),
+        ("intent-submit", ["Send.Message"]),
+        ("intent-submit", ["SendMessage", "--bogus"]),
+        ("intent-status", [String]()),
+        ("intent-status", ["list", "--limit", "0"]),
+        ("intent-status", ["list", "--state", "done"]),
+        ("intent-status", ["some-id", "--state", "queued"]),
+        ("intent-worker", ["--concurrency", "0"]),
+        ("intent-worker", ["--with-recorder", "--recorder-only"]),
+        ("intent-worker", ["extra"]),
+    ])
+    func badArgumentsAreUsageErrors(tool: String, arguments: [String]) async throws {
+        let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"], timeout: 10)
+        #expect(result.exitCode == 64, "\(result)")
+        #expect(result.stderr.hasPrefix("Error: "))
+        #expect(result.stderr.contains("Usage: "))
+        #expect(result.stderr.contains("--help"))
+    }
+
+    @Test(arguments: ["intent-submit", "intent-status", "intent-worker"])
+    func helpExitsZero(tool: String) async throws {
+        let result = try await run(Paths.tool(tool), ["--help"], timeout: 10)
+        #expect(result.exitCode == 0)
+        #expect(result.stdout.contains("Usage:"))
+    }
+
+    @Test func toolsExit69WhenTheBrokerIsUnreachable() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-down-\(UUID().uuidString)")
+        let environment = [
+            "INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f",  // nothing listens on port 1
+            "INTENT_STATUS_DB": directory.appendingPathComponent("status.sqlite").path,
+        ]
+        let submit = try await run(Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=hi"], environment: environment, timeout: 15)
+        #expect(submit.exitCode == 69, "\(submit)")
+        #expect(submit.seconds < 10)
+        #expect(submit.stderr.split(separator: "\n").count == 1, "one line: \(submit.stderr)")
+        let status = try await run(Paths.tool("intent-status"), ["some-id"], environment: environment, timeout: 15)
+        #expect(status.exitCode == 69, "\(status)")
+        #expect(status.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func aBrokerThatNeverAnswersTimesOutWithin10Seconds() async throws {
+        // A listening socket that never speaks AMQP: connect succeeds, the handshake hangs.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(listener, raw, length) == 0 && listen(listener, 8) == 0 && getsockname(listener, raw, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = UInt16(bigEndian: address.sin_port)
+        let result = try await run(
+            Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=hi"],
+            environment: ["INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:\(port)/%2f"], timeout: 20)
+        #expect(result.exitCode == 69, "\(result)")
+        #expect(result.seconds < 10)
+    }
+}

@@ -1,0 +1,327 @@
+import Foundation
+import Testing
+@testable import IntentKit
+
+/// The JSON that travels on the broker: envelopes, status events, resolutions, states.
+@Suite struct WireFormatTests {
+    struct Greeting: Intent, Hashable {
+        static let typeName = "Greeting"
+        var recipients: [String]?
+        var content: String?
+        var times: Int?
+    }
+
+    static func envelopeError(_ text: String) -> EnvelopeError? {
+        envelopeError(Array(text.utf8))
+    }
+
+    static func envelopeError(_ bytes: [UInt8]) -> EnvelopeError? {
+        do {
+            _ = try IntentEnvelope.decode(bytes)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    // MARK: Envelope round trips
+
+    @Test func anEnvelopeRoundTripsThroughItsEncoding() throws {
+        let envelope = IntentEnvelope(
+            id: "6f1c2a5e-0d1b-4c55-9d6b-3f1f7f1a2b3c", type: "SendMessage",
+            parameters: [
+                "recipients": ["Alice Smith", "Bob Jones"],
+                "content": "Running late \"again\" — 10' 🏃🏽\n",
+                "count": 3,
+                "ratio": 0.125,
+                "urgent": true,
+                "note": nil,
+                "nested": ["a": [1, 2, ["b": "c"]], "empty": [:]],
+            ],
+            submittedAt: 1_700_000_123.456)
+
+        let bytes = envelope.encoded()
+        let decoded = try IntentEnvelope.decode(bytes)
+
+        #expect(decoded == envelope)
+        let object = try JSONValue.parse(bytes)
+        #expect(object["version"] == .number(Double(IntentEnvelope.currentVersion)))
+        #expect(object["id"] == "6f1c2a5e-0d1b-4c55-9d6b-3f1f7f1a2b3c")
+        #expect(object["type"] == "SendMessage")
+        #expect(object["submittedAt"] == 1_700_000_123.456)
+        #expect(object["parameters"]?["recipients"] == ["Alice Smith", "Bob Jones"])
+    }
+
+    @Test func anEnvelopeWithNoParametersRoundTrips() throws {
+        let envelope = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 0)
+        #expect(try IntentEnvelope.decode(envelope.encoded()) == envelope)
+    }
+
+    @Test func anEnvelopeFromATypedIntentCarriesItsTypeAndParameters() throws {
+        let intent = Greeting(recipients: ["Alice", "Bob"], content: "Hi", times: 2)
+        let date = Date(timeIntervalSince1970: 1_650_000_000.5)
+
+        let envelope = try IntentEnvelope(intent, id: "greeting-1", submittedAt: date)
+
+        #expect(envelope.id == "greeting-1")
+        #expect(envelope.type == "Greeting")
+        #expect(envelope.version == IntentEnvelope.currentVersion)
+        #expect(envelope.submittedAt == 1_650_000_000.5)
+        #expect(envelope.parameters == ["recipients": ["Alice", "Bob"], "content": "Hi", "times": 2])
+        let decoded = try IntentEnvelope.decode(envelope.encoded())
+        #expect(try JSONValueDecoder().decode(Greeting.self, from: .object(decoded.parameters)) == intent)
+    }
+
+    @Test func aTypedIntentLeavesOutAbsentParameters() throws {
+        let envelope = try IntentEnvelope(Greeting(content: "Hi"), id: "g")
+        #expect(envelope.parameters == ["content": "Hi"])
+    }
+
+    @Test func aTypedIntentGetsAFreshLowercaseIDByDefault() throws {
+        let first = try IntentEnvelope(Greeting())
+        let second = try IntentEnvelope(Greeting())
+
+        #expect(first.id != second.id)
+        #expect(UUID(uuidString: first.id) != nil)
+        #expect(first.id == first.id.lowercased())
+    }
+
+    @Test func nullOrMissingParametersDecodeAsEmptyAndMissingSubmittedAtAsZero() throws {
+        let withNull = try IntentEnvelope.decode(Array(#"{"version":1,"id":"a","type":"T","parameters":null}"#.utf8))
+        #expect(withNull.parameters.isEmpty)
+        #expect(withNull.submittedAt == 0)
+
+        let without = try IntentEnvelope.decode(Array(#"{"version":1,"id":"b","type":"T","submittedAt":12.5}"#.utf8))
+        #expect(without.parameters.isEmpty)
+        #expect(without.submittedAt == 12.5)
+        #expect(without.id == "b")
+        #expect(without.type == "T")
+    }
+
+    // MARK: Envelope errors
+
+    @Test func anEmptyBodyIsNotJSON() throws {
+        let error = try #require(Self.envelopeError([]))
+        #expect(error.id == nil)
+        #expect(error.reason.contains("not valid JSON"))
+        #expect(error.description == error.reason)
+    }
+
+    @Test func textThatIsNotJSONIsRefused() throws {
+        let error = try #require(Self.envelopeError("send a message to Bob"))
+        #expect(error.id == nil)
+        #expect(error.reason.contains("not valid JSON"))
+    }
+
+    @Test func invalidUTF8IsRefusedWithTheReason() throws {
+        var bytes = Array(#"{"version":1,"id":"a"#.utf8)
+        bytes.append(0xFF)
+        bytes += Array(#"","type":"T"}"#.utf8)
+
+        let error = try #require(Self.envelopeError(bytes))
+        #expect(error.id == nil)
+        #expect(error.reason.contains("not valid JSON"))
+        #expect(error.reason.contains("UTF-8"))
+    }
+
+    @Test(arguments: ["[1,2]", "\"just a string\"", "42", "null"])
+    func aBodyThatIsNotAnObjectIsRefused(_ body: String) throws {
+        let error = try #require(Self.envelopeError(body))
+        #expect(error.id == nil)
+        #expect(error.reason.contains("not a JSON object"))
+    }
+
+    @Test(arguments: [
+        #"{"version":1,"type":"T","parameters":{}}"#,
+        #"{"version":1,"id":"","type":"T"}"#,
+        #"{"version":1,"id":42,"type":"T"}"#,
+    ])
+    func anEnvelopeWithoutAStringIDIsRefused(_ body: String) throws {
+        let error = try #require(Self.envelopeError(body))
+        #expect(error.id == nil)
+        #expect(error.reason.contains("'id'"))
+    }
+
+    @Test func anotherVersionIsRefusedNamingTheID() throws {
+        let error = try #require(Self.envelopeError(#"{"version":2,"id":"abc","type":"T","parameters":{}}"#))
+        #expect(error.id == "abc")
+        #expect(error.reason.contains("version 2"))
+        #expect(error.reason.contains("not supported"))
+    }
+
+    @Test func aMissingVersionIsRefusedNamingTheID() throws {
+        let error = try #require(Self.envelopeError(#"{"id":"abc","type":"T"}"#))
+        #expect(error.id == "abc")
+        #expect(error.reason.contains("'version'"))
+    }
+
+    @Test(arguments: [#"{"version":1,"id":"abc"}"#, #"{"version":1,"id":"abc","type":""}"#, #"{"version":1,"id":"abc","type":7}"#])
+    func aMissingTypeIsRefusedNamingTheID(_ body: String) throws {
+        let error = try #require(Self.envelopeError(body))
+        #expect(error.id == "abc")
+        #expect(error.reason.contains("'type'"))
+    }
+
+    @Test(arguments: [#"[1]"#, #""Alice""#, #"3"#])
+    func parametersThatAreNotAnObjectAreRefusedNamingTheID(_ parameters: String) throws {
+        let error = try #require(Self.envelopeError(#"{"version":1,"id":"abc","type":"T","parameters":\#(parameters)}"#))
+        #expect(error.id == "abc")
+        #expect(error.reason.contains("'parameters' is not a JSON object"))
+    }
+
+    // MARK: Status events
+
+    static let everyOutcome: [ParameterResolution] = [
+        ParameterResolution("recipients", index: 0, .success("Alice Smith")),
+        ParameterResolution("recipients", index: 1, .disambiguation(["Jeff Baker", "Jeff Chen"])),
+        ParameterResolution("recipients", index: 2, .unsupported(reason: "no hairdresser is called 'Zed'")),
+        ParameterResolution("content", .needsValue),
+        ParameterResolution("when", .confirmationRequired(["hour": 9, "minute": 30])),
+        ParameterResolution("groupName", .notRequired),
+        ParameterResolution("urgent", .success(true)),
+        ParameterResolution("count", .success(2.5)),
+        ParameterResolution("note", .success(nil)),
+        ParameterResolution("tags", .confirmationRequired([])),
+    ]
+
+    @Test func aStatusEventWithEverythingRoundTrips() throws {
+        let event = StatusEvent(
+            id: "e1", type: "SendMessage", state: .needsInput, at: 1_700_000_001.25, attempt: 3,
+            response: IntentResponse(code: "success", message: "Sent ✓", payload: ["recipients": ["Alice"], "count": 1, "ok": true, "none": nil]),
+            resolutions: Self.everyOutcome,
+            progress: StatusEvent.Progress(fraction: 0.5, message: "halfway"),
+            worker: "host-1:4242")
+
+        let decoded = try StatusEvent.decode(event.encoded())
+
+        #expect(decoded == event)
+        #expect(decoded.resolutions == Self.everyOutcome)
+        #expect(decoded.response?.payload?["count"] == 1)
+        #expect(decoded.progress == StatusEvent.Progress(fraction: 0.5, message: "halfway"))
+    }
+
+    @Test(arguments: IntentState.allCases)
+    func aMinimalStatusEventRoundTripsInEveryState(_ state: IntentState) throws {
+        let event = StatusEvent(id: "e-\(state.rawValue)", type: "OrderSoup", state: state, at: 10, attempt: 1)
+
+        let decoded = try StatusEvent.decode(event.encoded())
+
+        #expect(decoded == event)
+        #expect(decoded.state == state)
+        #expect(decoded.response == nil)
+        #expect(decoded.resolutions == nil)
+        #expect(decoded.progress == nil)
+        #expect(decoded.worker == nil)
+    }
+
+    @Test func progressWithOnlyAMessageRoundTrips() throws {
+        let event = StatusEvent(
+            id: "p", type: "T", state: .inProgress, at: 5, attempt: 1,
+            progress: StatusEvent.Progress(fraction: nil, message: "warming up"))
+        #expect(try StatusEvent.decode(event.encoded()).progress == StatusEvent.Progress(fraction: nil, message: "warming up"))
+    }
+
+    @Test func aStatusEventUsesTheWireNames() throws {
+        let event = StatusEvent(
+            id: "w", type: "OrderSoup", state: .inProgress, at: 2, attempt: 2,
+            progress: StatusEvent.Progress(fraction: 0.25, message: nil))
+
+        let object = try JSONValue.parse(event.encoded())
+
+        #expect(object["version"] == 1)
+        #expect(object["id"] == "w")
+        #expect(object["type"] == "OrderSoup")
+        #expect(object["state"] == "inProgress")
+        #expect(object["at"] == 2)
+        #expect(object["attempt"] == 2)
+        #expect(object["progress"]?["fraction"] == 0.25)
+        #expect(event.routingKey == "OrderSoup.inProgress")
+    }
+
+    @Test func aStatusEventWrittenByHandDecodes() throws {
+        let body = #"""
+            {"version":1,"id":"h","type":"SendMessage","state":"failure","at":99.5,"attempt":2,
+             "response":{"code":"unsupportedParameter","message":"recipients[0]: nobody"},
+             "resolutions":[{"parameter":"recipients","index":0,"outcome":"unsupported","reason":"nobody"}]}
+            """#
+
+        let event = try StatusEvent.decode(Array(body.utf8))
+
+        #expect(event.state == .failure)
+        #expect(event.at == 99.5)
+        #expect(event.attempt == 2)
+        #expect(event.response == IntentResponse(code: "unsupportedParameter", message: "recipients[0]: nobody"))
+        #expect(event.resolutions == [ParameterResolution("recipients", index: 0, .unsupported(reason: "nobody"))])
+    }
+
+    @Test func aStatusEventWithAnUnknownStateIsRefused() {
+        let body = #"{"version":1,"id":"h","type":"T","state":"exploded","at":1,"attempt":1}"#
+        #expect(throws: (any Error).self) { try StatusEvent.decode(Array(body.utf8)) }
+    }
+
+    // MARK: ParameterResolution JSON
+
+    static func json(_ resolution: ParameterResolution) throws -> JSONValue {
+        try JSONValue.parse(JSONEncoder().encode(resolution))
+    }
+
+    @Test func aDisambiguationHasItsOptions() throws {
+        let resolution = ParameterResolution("recipients", index: 0, .disambiguation(["Jeff Baker", "Jeff Chen"]))
+        #expect(try Self.json(resolution) == [
+            "parameter": "recipients", "index": 0, "outcome": "disambiguation", "options": ["Jeff Baker", "Jeff Chen"],
+        ])
+    }
+
+    @Test func eachOutcomeHasItsShape() throws {
+        #expect(try Self.json(ParameterResolution("soup", .success("Tomato Soup"))) == [
+            "parameter": "soup", "outcome": "success", "value": "Tomato Soup",
+        ])
+        #expect(try Self.json(ParameterResolution("content", .needsValue)) == ["parameter": "content", "outcome": "needsValue"])
+        #expect(try Self.json(ParameterResolution("when", .confirmationRequired(9))) == [
+            "parameter": "when", "outcome": "confirmationRequired", "value": 9,
+        ])
+        #expect(try Self.json(ParameterResolution("groupName", .notRequired)) == ["parameter": "groupName", "outcome": "notRequired"])
+        #expect(try Self.json(ParameterResolution("quantity", .unsupported(reason: "too many"))) == [
+            "parameter": "quantity", "outcome": "unsupported", "reason": "too many",
+        ])
+    }
+
+    @Test func everyOutcomeRoundTripsThroughJSONCoding() throws {
+        let data = try JSONEncoder().encode(Self.everyOutcome)
+        #expect(try JSONDecoder().decode([ParameterResolution].self, from: data) == Self.everyOutcome)
+        #expect(try JSONValueDecoder().decode([ParameterResolution].self, from: JSONValue.parse(data)) == Self.everyOutcome)
+    }
+
+    @Test func anUnknownOutcomeIsRefused() {
+        let data = Data(#"{"parameter":"x","outcome":"maybe"}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(ParameterResolution.self, from: data) }
+    }
+
+    @Test func labelsNameTheElement() {
+        #expect(ParameterResolution("recipients", index: 2, .needsValue).label == "recipients[2]")
+        #expect(ParameterResolution("content", .needsValue).label == "content")
+    }
+
+    // MARK: States
+
+    @Test func terminalStatesAreSuccessFailureAndCanceled() {
+        let terminal = Set(IntentState.allCases.filter(\.isTerminal))
+        #expect(terminal == [.success, .failure, .canceled])
+    }
+
+    @Test func ranksFollowTheConversation() {
+        #expect(IntentState.queued.rank == 0)
+        #expect(IntentState.inProgress.rank == 1)
+        #expect(IntentState.needsInput.rank == 2)
+        #expect(IntentState.success.rank == 3)
+        #expect(IntentState.failure.rank == 3)
+        #expect(IntentState.canceled.rank == 3)
+        for state in IntentState.allCases {
+            #expect(state.isTerminal == (state.rank == 3), "\(state)")
+        }
+    }
+
+    @Test func statesUseTheirWireNames() {
+        #expect(IntentState.allCases.map(\.rawValue) == ["queued", "inProgress", "needsInput", "success", "failure", "canceled"])
+    }
+}

@@ -1,0 +1,295 @@
+import Foundation
+import IntentKit
+import Synchronization
+import Testing
+@testable import IntentStore
+
+/// `Database`, migrations and `OnceOnly` on real SQLite files.
+@Suite struct DatabaseTests {
+    let directory: TemporaryDirectory
+    let database: Database
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        database = try Database(path: directory.file("test.sqlite"))
+    }
+
+    // SQLite's primary result codes (sqlite3.h), so the test needs no C module.
+    static let sqliteError: Int32 = 1
+    static let sqliteBusy: Int32 = 5
+    static let sqliteLocked: Int32 = 6
+    static let sqliteReadOnly: Int32 = 8
+    static let sqliteConstraint: Int32 = 19
+
+    struct Abort: Error, Equatable {
+        var reason: String
+    }
+
+    func count(_ table: String) throws -> Int {
+        try database.queryFirst("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1
+    }
+
+    // MARK: Transactions
+
+    @Test func aTransactionCommitsAndReturnsTheBodysValue() throws {
+        try database.execute("CREATE TABLE item(name TEXT NOT NULL)")
+
+        let value = try database.transaction { db in
+            try db.run("INSERT INTO item(name) VALUES (?)", [.text("kept")])
+            return 42
+        }
+
+        #expect(value == 42)
+        #expect(try count("item") == 1)
+    }
+
+    @Test func aTransactionRollsBackWhenItsBodyThrows() throws {
+        try database.execute("CREATE TABLE item(name TEXT NOT NULL)")
+        try database.run("INSERT INTO item(name) VALUES (?)", [.text("before")])
+
+        #expect(throws: Abort(reason: "changed my mind")) {
+            try database.transaction { db in
+                try db.run("INSERT INTO item(name) VALUES (?)", [.text("discarded")])
+                try db.run("DELETE FROM item WHERE name = ?", [.text("before")])
+                #expect(try db.queryFirst("SELECT count(*) FROM item WHERE name = 'discarded'") { $0.int(0) } == 1)
+                throw Abort(reason: "changed my mind")
+            }
+        }
+
+        #expect(try database.query("SELECT name FROM item") { $0.string(0) } == ["before"])
+        // The connection is usable again: no transaction was left open.
+        try database.transaction { db in try db.run("INSERT INTO item(name) VALUES (?)", [.text("after")]) }
+        #expect(try count("item") == 2)
+    }
+
+    @Test func aFailingStatementInsideATransactionRollsBackEarlierWrites() throws {
+        try database.execute("CREATE TABLE item(name TEXT PRIMARY KEY)")
+
+        #expect(throws: DatabaseError.self) {
+            try database.transaction { db in
+                try db.run("INSERT INTO item(name) VALUES (?)", [.text("a")])
+                try db.run("INSERT INTO item(name) VALUES (?)", [.text("a")])
+            }
+        }
+
+        #expect(try count("item") == 0)
+    }
+
+    // MARK: Migrations
+
+    static let migrations = [
+        "CREATE TABLE one(x INTEGER); INSERT INTO one(x) VALUES (1);",
+        "CREATE TABLE two(y TEXT);",
+    ]
+
+    @Test func migrateAppliesEachMigrationOnceAndSetsUserVersion() throws {
+        #expect(try database.userVersion == 0)
+
+        try database.migrate(Self.migrations)
+        #expect(try database.userVersion == 2)
+        #expect(try count("one") == 1)
+        #expect(try count("two") == 0)
+
+        // Again: nothing runs (the CREATE TABLE would fail, the INSERT would duplicate).
+        try database.migrate(Self.migrations)
+        #expect(try database.userVersion == 2)
+        #expect(try count("one") == 1)
+    }
+
+    @Test func migrateAppliesOnlyTheNewMigrations() throws {
+        try database.migrate(Self.migrations)
+        try database.migrate(Self.migrations + ["INSERT INTO one(x) VALUES (2);"])
+
+        #expect(try database.userVersion == 3)
+        #expect(try database.query("SELECT x FROM one ORDER BY x") { $0.int(0) } == [1, 2])
+    }
+
+    @Test func aFailingMigrationLeavesTheVersionBeforeIt() throws {
+        #expect(throws: DatabaseError.self) {
+            try database.migrate([Self.migrations[0], "CREATE TABLE three(z); THIS IS NOT SQL;"])
+        }
+
+        #expect(try database.userVersion == 1)
+        #expect(try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name = 'three'") { $0.int(0) } == 0)
+    }
+
+    @Test func migrationsSurviveReopening() throws {
+        try database.migrate(Self.migrations)
+        database.close()
+
+        let reopened = try Database(path: directory.file("test.sqlite"))
+        #expect(try reopened.userVersion == 2)
+        try reopened.migrate(Self.migrations)
+        #expect(try reopened.queryFirst("SELECT count(*) FROM one") { $0.int(0) } == 1)
+    }
+
+    // MARK: Pragmas
+
+    @Test func aWritableDatabaseUsesWALAndFullSynchronous() throws {
+        #expect(try database.queryFirst("PRAGMA journal_mode") { $0.string(0) } == "wal")
+        #expect(try database.queryFirst("PRAGMA synchronous") { $0.int(0) } == 2)
+        #expect(try database.queryFirst("PRAGMA foreign_keys") { $0.int(0) } == 1)
+    }
+
+    @Test func aReadOnlyConnectionSeesWALAndCannotWrite() throws {
+        try database.execute("CREATE TABLE item(x)")
+        let reader = try Database(path: directory.file("test.sqlite"), mode: .readOnly)
+
+        #expect(try reader.queryFirst("PRAGMA journal_mode") { $0.string(0) } == "wal")
+        let error = #expect(throws: DatabaseError.self) { try reader.execute("INSERT INTO item(x) VALUES (1)") }
+        #expect(error.map { $0.code & 0xFF } == Self.sqliteReadOnly)
+    }
+
+    // MARK: Errors
+
+    @Test func badSQLCarriesSQLitesMessage() throws {
+        let error = #expect(throws: DatabaseError.self) { try database.execute("SELEKT 1") }
+        #expect(error?.message.contains("syntax error") == true)
+        #expect(error?.code == Self.sqliteError)
+        #expect(error?.context.contains("SELEKT 1") == true)
+        #expect(error?.description.contains("syntax error") == true)
+        #expect(error?.isBusy == false)
+    }
+
+    @Test func preparingAgainstAMissingTableCarriesSQLitesMessage() throws {
+        let error = #expect(throws: DatabaseError.self) {
+            try database.query("SELECT * FROM no_such_table WHERE x = ?", [.int(1)]) { $0.int(0) }
+        }
+        #expect(error?.message.contains("no such table: no_such_table") == true)
+        #expect(error?.context.contains("no_such_table") == true)
+    }
+
+    @Test func aConstraintViolationCarriesSQLitesMessage() throws {
+        try database.execute("CREATE TABLE item(name TEXT PRIMARY KEY)")
+        try database.run("INSERT INTO item(name) VALUES (?)", [.text("a")])
+
+        let error = #expect(throws: DatabaseError.self) { try database.run("INSERT INTO item(name) VALUES (?)", [.text("a")]) }
+        #expect(error?.message.contains("UNIQUE constraint failed: item.name") == true)
+        #expect(error.map { $0.code & 0xFF } == Self.sqliteConstraint)
+
+        // The cached statement still works after its failure.
+        try database.run("INSERT INTO item(name) VALUES (?)", [.text("b")])
+        #expect(try count("item") == 2)
+    }
+
+    @Test func aClosedDatabaseThrowsInsteadOfCrashing() throws {
+        database.close()
+        database.close()
+        let error = #expect(throws: DatabaseError.self) { try database.execute("SELECT 1") }
+        #expect(error?.message.contains("closed") == true)
+    }
+
+    @Test func busyIsRecognisedFromExtendedCodes() {
+        #expect(DatabaseError(code: Self.sqliteBusy, message: "", context: "").isBusy)
+        #expect(DatabaseError(code: Self.sqliteLocked, message: "", context: "").isBusy)
+        #expect(DatabaseError(code: Self.sqliteBusy | (2 << 8), message: "", context: "").isBusy)
+        #expect(!DatabaseError(code: Self.sqliteError, message: "", context: "").isBusy)
+        #expect(!DatabaseError(code: Self.sqliteConstraint, message: "", context: "").isBusy)
+    }
+
+    // MARK: Bindings
+
+    @Test func boundValuesComeBackAsBound() throws {
+        try database.execute("CREATE TABLE value(i INTEGER, r REAL, t TEXT, n TEXT)")
+        try database.run(
+            "INSERT INTO value(i, r, t, n) VALUES (?, ?, ?, ?)",
+            [.integer(Int64.max), .real(0.1), .text("'; DROP TABLE value; -- Zoë 👋🏽"), .optional(nil as String?)])
+
+        let row = try #require(try database.queryFirst("SELECT i, r, t, n FROM value") { row in
+            (row.int64(0), row.double(1), row.text(2), row.text(3), row.optionalDouble(3))
+        })
+        #expect(row.0 == Int64.max)
+        #expect(row.1 == 0.1)
+        #expect(row.2 == "'; DROP TABLE value; -- Zoë 👋🏽")
+        #expect(row.3 == nil)
+        #expect(row.4 == nil)
+    }
+
+    // MARK: OnceOnly
+
+    /// Counts how often `effects` ran.
+    final class Runs: Sendable {
+        let count = Atomic<Int>(0)
+        func increment() { count.add(1, ordering: .relaxed) }
+        var value: Int { count.load(ordering: .relaxed) }
+    }
+
+    func prepareOnceOnly() throws {
+        try database.execute(OnceOnly.schema)
+        try database.execute("CREATE TABLE effect(intent_id TEXT NOT NULL, what TEXT NOT NULL)")
+    }
+
+    func perform(_ intentID: String, attempt: Int = 1, runs: Runs, outcome: HandleOutcome) throws -> HandleOutcome {
+        let context = IntentContext(intentID: intentID, intentType: "Test", attempt: attempt)
+        return try database.transaction { db in
+            try OnceOnly.perform(in: db, context: context) { db in
+                runs.increment()
+                try db.run("INSERT INTO effect(intent_id, what) VALUES (?, ?)", [.text(intentID), .text("attempt \(attempt)")])
+                return outcome
+            }
+        }
+    }
+
+    static let outcomes: [HandleOutcome] = [
+        .success(IntentResponse(code: "success", message: "Your order is confirmed!", payload: [
+            "soup": "Tomato Soup", "quantity": 2, "totalCents": 900, "extras": ["bread", nil, true], "note": ["a": 0.5],
+        ])),
+        .success(IntentResponse(code: "success")),
+        .failure(code: "noRecipients", message: "the group 'x' has no members"),
+    ]
+
+    @Test(arguments: DatabaseTests.outcomes)
+    func performRunsEffectsOnceAndReturnsTheRecordedOutcomeAfterwards(_ outcome: HandleOutcome) throws {
+        try prepareOnceOnly()
+        let runs = Runs()
+
+        let first = try perform("intent-1", attempt: 1, runs: runs, outcome: outcome)
+        let second = try perform("intent-1", attempt: 2, runs: runs, outcome: .failure(code: "different", message: "must not be used"))
+
+        #expect(first == outcome)
+        #expect(second == outcome)
+        #expect(runs.value == 1)
+        #expect(try database.query("SELECT what FROM effect WHERE intent_id = 'intent-1'") { $0.string(0) } == ["attempt 1"])
+        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "intent-1") == outcome)
+        #expect(try database.queryFirst("SELECT attempt FROM intent_effect WHERE intent_id = 'intent-1'") { $0.int(0) } == 1)
+    }
+
+    @Test func anotherIntentRunsItsOwnEffects() throws {
+        try prepareOnceOnly()
+        let runs = Runs()
+
+        _ = try perform("a", runs: runs, outcome: .success(.success("a")))
+        let b = try perform("b", runs: runs, outcome: .success(.success("b")))
+
+        #expect(b == .success(.success("b")))
+        #expect(runs.value == 2)
+        #expect(try count("effect") == 2)
+        #expect(try count("intent_effect") == 2)
+    }
+
+    @Test func nothingIsRecordedWhenTheEffectsThrow() throws {
+        try prepareOnceOnly()
+        let context = IntentContext(intentID: "thrower", intentType: "Test")
+
+        #expect(throws: Abort(reason: "disk on fire")) {
+            try database.transaction { db in
+                try OnceOnly.perform(in: db, context: context) { db in
+                    try db.run("INSERT INTO effect(intent_id, what) VALUES ('thrower', 'partial')")
+                    throw Abort(reason: "disk on fire")
+                }
+            }
+        }
+        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "thrower") == nil)
+        #expect(try count("effect") == 0)
+
+        let runs = Runs()
+        let retried = try perform("thrower", attempt: 2, runs: runs, outcome: .success(.success("ok")))
+        #expect(retried == .success(.success("ok")))
+        #expect(runs.value == 1)
+    }
+
+    @Test func anUnhandledIntentHasNoRecordedOutcome() throws {
+        try prepareOnceOnly()
+        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "nobody") == nil)
+    }
+}

@@ -1,0 +1,401 @@
+import Foundation
+import IntentKit
+import Testing
+@testable import IntentStore
+
+/// The status store on real SQLite files, one fresh directory per test.
+@Suite struct StatusStoreTests {
+    let directory: TemporaryDirectory
+    let path: String
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        path = directory.file("state/status.sqlite")
+    }
+
+    // MARK: Helpers
+
+    static func envelope(_ id: String, type: String = "SendMessage", parameters: [String: JSONValue] = ["content": "hi"], submittedAt: Double = 1_000) -> IntentEnvelope {
+        IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: submittedAt)
+    }
+
+    static func event(
+        _ id: String, _ state: IntentState, type: String = "SendMessage", at: Double = 1_000, attempt: Int = 1,
+        response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
+        progress: StatusEvent.Progress? = nil, worker: String? = nil
+    ) -> StatusStore.Update {
+        .event(StatusEvent(
+            id: id, type: type, state: state, at: at, attempt: attempt, response: response,
+            resolutions: resolutions, progress: progress, worker: worker))
+    }
+
+    static let done = IntentResponse(code: "success", message: "Message sent to Alice Smith", payload: ["recipients": ["Alice Smith"]])
+
+    // MARK: Basics
+
+    @Test func anUnknownIDIsNil() throws {
+        let store = try StatusStore(path: path)
+        #expect(try store.status(id: "never-seen") == nil)
+
+        try store.record([.queued(Self.envelope("a"))], now: 1)
+        #expect(try store.status(id: "never-seen") == nil)
+        #expect(try store.status(id: "a") != nil)
+    }
+
+    @Test func openingForWritingCreatesTheParentDirectoryAndFile() throws {
+        _ = try StatusStore(path: path)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func anIntentMovesFromQueuedToInProgressToSuccess() throws {
+        let store = try StatusStore(path: path)
+
+        try store.record([.queued(Self.envelope("a", parameters: ["recipients": ["Alice"], "content": "hi"], submittedAt: 900))], now: 1_000)
+        let queued = try #require(try store.status(id: "a"))
+        #expect(queued.state == .queued)
+        #expect(!queued.terminal)
+        #expect(queued.type == "SendMessage")
+        #expect(queued.parameters == ["recipients": ["Alice"], "content": "hi"])
+        #expect(queued.submittedAt == 900)
+        #expect(queued.queuedAt == 1_000)
+        #expect(queued.updatedAt == 1_000)
+        #expect(queued.attempts == 0)
+        #expect(queued.startedAt == nil)
+        #expect(queued.finishedAt == nil)
+        #expect(queued.response == nil)
+
+        try store.record([Self.event("a", .inProgress, at: 1_001, worker: "host:1")], now: 1_002)
+        let running = try #require(try store.status(id: "a"))
+        #expect(running.state == .inProgress)
+        #expect(!running.terminal)
+        #expect(running.startedAt == 1_001)
+        #expect(running.updatedAt == 1_002)
+        #expect(running.attempts == 1)
+        #expect(running.worker == "host:1")
+        #expect(running.parameters == queued.parameters)
+
+        let resolutions = [ParameterResolution("recipients", index: 0, .success("Alice Smith"))]
+        try store.record([Self.event("a", .success, at: 1_003, response: Self.done, resolutions: resolutions, worker: "host:1")], now: 1_004)
+        let finished = try #require(try store.status(id: "a"))
+        #expect(finished.state == .success)
+        #expect(finished.terminal)
+        #expect(finished.response == Self.done)
+        #expect(finished.resolutions == resolutions)
+        #expect(finished.finishedAt == 1_004)
+        #expect(finished.startedAt == 1_001)
+        #expect(finished.queuedAt == 1_000)
+        #expect(finished.submittedAt == 900)
+    }
+
+    @Test func aNeedsInputKeepsItsResolutions() throws {
+        let store = try StatusStore(path: path)
+        let resolutions = [
+            ParameterResolution("recipients", index: 0, .disambiguation(["Jeff Baker", "Jeff Chen"])),
+            ParameterResolution("content", .needsValue),
+        ]
+        try store.record([Self.event("n", .inProgress), Self.event("n", .needsInput, resolutions: resolutions)])
+
+        let status = try #require(try store.status(id: "n"))
+        #expect(status.state == .needsInput)
+        #expect(!status.terminal)
+        #expect(status.resolutions == resolutions)
+    }
+
+    @Test func anEventBeforeItsSubmissionCreatesTheRow() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("early", .inProgress, type: "OrderSoup", attempt: 2)], now: 5)
+
+        let status = try #require(try store.status(id: "early"))
+        #expect(status.state == .inProgress)
+        #expect(status.type == "OrderSoup")
+        #expect(status.attempts == 2)
+        #expect(status.parameters == nil)
+    }
+
+    // MARK: Never backwards
+
+    @Test(arguments: [IntentState.inProgress, .needsInput, .queued])
+    func aLateEventNeverMovesSuccessBackwards(_ late: IntentState) throws {
+        let store = try StatusStore(path: path)
+        try store.record([.queued(Self.envelope("a")), Self.event("a", .inProgress)], now: 1)
+        try store.record([Self.event("a", .success, response: Self.done)], now: 2)
+
+        let lateUpdate: StatusStore.Update =
+            late == .queued
+            ? .queued(Self.envelope("a"))
+            : Self.event("a", late, response: IntentResponse(code: "late"), progress: .init(fraction: 0.1, message: "late"), worker: "late:1")
+        try store.record([lateUpdate], now: 3)
+
+        let status = try #require(try store.status(id: "a"))
+        #expect(status.state == .success)
+        #expect(status.terminal)
+        #expect(status.response == Self.done)
+        #expect(status.progress == nil)
+        #expect(status.finishedAt == 2)
+        #expect(status.updatedAt == 2)
+    }
+
+    @Test(arguments: [IntentState.success, .canceled, .failure])
+    func aTerminalStateIsFinal(_ late: IntentState) throws {
+        let store = try StatusStore(path: path)
+        let failure = IntentFailure(code: "soupSoldOut", message: "Minestrone is sold out today").response
+        try store.record([Self.event("f", .failure, response: failure)], now: 1)
+        try store.record([Self.event("f", late, attempt: 2, response: IntentResponse(code: "other", message: "later"))], now: 2)
+
+        let status = try #require(try store.status(id: "f"))
+        #expect(status.state == .failure)
+        #expect(status.response == failure)
+        #expect(status.finishedAt == 1)
+    }
+
+    @Test func needsInputIsNotOverwrittenByALateInProgress() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("n", .needsInput, resolutions: [ParameterResolution("content", .needsValue)])], now: 1)
+        try store.record([Self.event("n", .inProgress)], now: 2)
+
+        #expect(try store.status(id: "n")?.state == .needsInput)
+    }
+
+    @Test func outOfOrderEventsInOneBatchEndInTheHighestState() throws {
+        let store = try StatusStore(path: path)
+        try store.record([
+            Self.event("o", .success, response: Self.done),
+            Self.event("o", .inProgress),
+            .queued(Self.envelope("o")),
+        ], now: 1)
+
+        let status = try #require(try store.status(id: "o"))
+        #expect(status.state == .success)
+        #expect(status.response == Self.done)
+    }
+
+    @Test func repeatedInProgressUpdatesProgress() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("p", .inProgress, at: 10, progress: .init(fraction: 0.25, message: "a quarter"))], now: 11)
+        #expect(try store.status(id: "p")?.progress == StatusEvent.Progress(fraction: 0.25, message: "a quarter"))
+
+        try store.record([Self.event("p", .inProgress, at: 12, progress: .init(fraction: 0.75, message: "three quarters"))], now: 13)
+        let status = try #require(try store.status(id: "p"))
+        #expect(status.state == .inProgress)
+        #expect(status.progress == StatusEvent.Progress(fraction: 0.75, message: "three quarters"))
+        #expect(status.updatedAt == 13)
+        #expect(status.startedAt == 10)
+    }
+
+    @Test func aQueuedArrivingAfterSuccessFillsTheSubmissionButKeepsTheState() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("s", .inProgress), Self.event("s", .success, response: Self.done)], now: 5)
+        #expect(try store.status(id: "s")?.parameters == nil)
+
+        try store.record([.queued(Self.envelope("s", parameters: ["content": "late queued"], submittedAt: 4))], now: 6)
+
+        let status = try #require(try store.status(id: "s"))
+        #expect(status.state == .success)
+        #expect(status.response == Self.done)
+        #expect(status.parameters == ["content": "late queued"])
+        #expect(status.submittedAt == 4)
+        #expect(status.queuedAt == 6)
+    }
+
+    @Test func aSecondQueuedDoesNotReplaceTheFirstSubmission() throws {
+        let store = try StatusStore(path: path)
+        try store.record([.queued(Self.envelope("q", parameters: ["content": "first"], submittedAt: 1))], now: 1)
+        try store.record([.queued(Self.envelope("q", parameters: ["content": "second"], submittedAt: 2))], now: 2)
+
+        let status = try #require(try store.status(id: "q"))
+        #expect(status.parameters == ["content": "first"])
+        #expect(status.submittedAt == 1)
+        #expect(status.queuedAt == 1)
+    }
+
+    @Test func attemptsTakesTheMaximum() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("a", .inProgress, attempt: 3)], now: 1)
+        try store.record([Self.event("a", .inProgress, attempt: 1)], now: 2)
+        #expect(try store.status(id: "a")?.attempts == 3)
+
+        try store.record([Self.event("a", .success, attempt: 2, response: Self.done)], now: 3)
+        #expect(try store.status(id: "a")?.attempts == 3)
+
+        try store.record([Self.event("b", .inProgress, attempt: 1), Self.event("b", .failure, attempt: 4, response: IntentResponse(code: "x"))], now: 1)
+        #expect(try store.status(id: "b")?.attempts == 4)
+    }
+
+    // MARK: Listing
+
+    func seedList(_ store: StatusStore) throws {
+        try store.record([.queued(Self.envelope("m1", type: "SendMessage"))], now: 10)
+        try store.record([.queued(Self.envelope("s1", type: "OrderSoup"))], now: 20)
+        try store.record([Self.event("m2", .success, type: "SendMessage", response: Self.done)], now: 30)
+        try store.record([Self.event("s2", .success, type: "OrderSoup", response: Self.done)], now: 40)
+        try store.record([Self.event("m3", .failure, type: "SendMessage", response: IntentResponse(code: "x"))], now: 50)
+        try store.record([Self.event("m4", .success, type: "SendMessage", response: Self.done)], now: 60)
+    }
+
+    @Test func listIsNewestFirst() throws {
+        let store = try StatusStore(path: path)
+        try seedList(store)
+
+        #expect(try store.list().map(\.id) == ["m4", "m3", "s2", "m2", "s1", "m1"])
+    }
+
+    @Test func listFiltersByStateTypeAndLimit() throws {
+        let store = try StatusStore(path: path)
+        try seedList(store)
+
+        #expect(try store.list(state: .success).map(\.id) == ["m4", "s2", "m2"])
+        #expect(try store.list(state: .queued).map(\.id) == ["s1", "m1"])
+        #expect(try store.list(state: .canceled).isEmpty)
+        #expect(try store.list(type: "OrderSoup").map(\.id) == ["s2", "s1"])
+        #expect(try store.list(state: .success, type: "SendMessage").map(\.id) == ["m4", "m2"])
+        #expect(try store.list(limit: 2).map(\.id) == ["m4", "m3"])
+        #expect(try store.list(state: .success, limit: 1).map(\.id) == ["m4"])
+        #expect(try store.list(type: "Unknown").isEmpty)
+    }
+
+    @Test func listReflectsTheLatestUpdate() throws {
+        let store = try StatusStore(path: path)
+        try seedList(store)
+        try store.record([Self.event("m1", .inProgress)], now: 70)
+
+        #expect(try store.list(limit: 1).map(\.id) == ["m1"])
+        #expect(try store.list(state: .queued).map(\.id) == ["s1"])
+    }
+
+    @Test func countsGroupByState() throws {
+        let store = try StatusStore(path: path)
+        #expect(try store.counts() == [:])
+
+        try seedList(store)
+
+        #expect(try store.counts() == [.queued: 2, .success: 3, .failure: 1])
+    }
+
+    // MARK: Readers
+
+    @Test func aReadOnlyStoreSeesTheWritersCommits() throws {
+        let writer = try StatusStore(path: path)
+        let reader = try StatusStore(readingFrom: path)
+        #expect(try reader.status(id: "r") == nil)
+
+        try writer.record([.queued(Self.envelope("r"))], now: 1)
+        #expect(try reader.status(id: "r")?.state == .queued)
+
+        try writer.record([Self.event("r", .inProgress)], now: 2)
+        #expect(try reader.status(id: "r")?.state == .inProgress)
+
+        try writer.record([Self.event("r", .success, response: Self.done)], now: 3)
+        let status = try #require(try reader.status(id: "r"))
+        #expect(status.state == .success)
+        #expect(status.response == Self.done)
+        #expect(try reader.list().map(\.id) == ["r"])
+        #expect(try reader.counts() == [.success: 1])
+    }
+
+    @Test func aReadOnlyStoreCannotWrite() throws {
+        _ = try StatusStore(path: path)
+        let reader = try StatusStore(readingFrom: path)
+
+        #expect(throws: DatabaseError.self) { try reader.record([.queued(Self.envelope("w"))]) }
+        #expect(try reader.status(id: "w") == nil)
+    }
+
+    @Test func openingAMissingFileForReadingThrows() throws {
+        let missing = directory.file("nowhere/status.sqlite")
+
+        let error = #expect(throws: DatabaseError.self) { try StatusStore(readingFrom: missing) }
+        #expect(error?.message.contains(missing) == true)
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
+    @Test func aReaderOnAFileWithoutTheSchemaSeesNothing() throws {
+        let empty = directory.file("empty.sqlite")
+        do {
+            let database = try Database(path: empty)
+            try database.execute("CREATE TABLE unrelated(x)")
+            database.close()
+        }
+
+        let reader = try StatusStore(readingFrom: empty)
+
+        #expect(try reader.status(id: "a") == nil)
+        #expect(try reader.list().isEmpty)
+        #expect(try reader.counts().isEmpty)
+    }
+
+    @Test func aReaderOpenedBeforeTheSchemaSeesItOnceCreated() throws {
+        let early = directory.file("early.sqlite")
+        try Database(path: early).close()
+        let reader = try StatusStore(readingFrom: early)
+        #expect(try reader.status(id: "a") == nil)
+
+        let writer = try StatusStore(path: early)
+        try writer.record([.queued(Self.envelope("a"))], now: 1)
+
+        #expect(try reader.status(id: "a")?.state == .queued)
+    }
+
+    @Test func reopeningTheStoreKeepsWhatWasRecorded() throws {
+        do {
+            let store = try StatusStore(path: path)
+            try store.record([Self.event("k", .success, response: Self.done)], now: 1)
+        }
+        let reopened = try StatusStore(path: path)
+        #expect(try reopened.status(id: "k")?.response == Self.done)
+    }
+
+    // MARK: Verbatim text
+
+    enum Awkward: String, CaseIterable, Sendable {
+        case quotesAndBackslashes, sqlInjection, unicode, hundredKilobytes
+
+        var text: String {
+            switch self {
+            case .quotesAndBackslashes: #"She said "hi" and it's "fine" \ \" \n"#
+            case .sqlInjection: "'; DROP TABLE intent_status; --"
+            case .unicode: "Zoë ✂️ 日本語 👋🏽 \u{1F9F4} \u{200D}\tline\nbreak"
+            case .hundredKilobytes: String(repeating: "abcdefghij", count: 10_240)
+            }
+        }
+    }
+
+    @Test(arguments: Awkward.allCases)
+    func stringsAreStoredVerbatim(_ awkward: Awkward) throws {
+        let text = awkward.text
+        let store = try StatusStore(path: path)
+        let id = "id " + text
+        try store.record([
+            .queued(Self.envelope(id, type: "Type" + text, parameters: ["content": .string(text), text: "key"])),
+            Self.event(id, .inProgress, type: "Type" + text, progress: .init(fraction: nil, message: text), worker: text),
+        ], now: 1)
+
+        let running = try #require(try store.status(id: id))
+        #expect(running.id == id)
+        #expect(running.type == "Type" + text)
+        #expect(running.parameters == ["content": .string(text), text: "key"])
+        #expect(running.progress?.message == text)
+        #expect(running.worker == text)
+
+        let response = IntentResponse(code: text, message: text, payload: ["echo": .string(text)])
+        let resolutions = [ParameterResolution("content", .unsupported(reason: text)), ParameterResolution(text, .success(.string(text)))]
+        try store.record([Self.event(id, .failure, type: "Type" + text, response: response, resolutions: resolutions)], now: 2)
+
+        let failed = try #require(try store.status(id: id))
+        #expect(failed.response == response)
+        #expect(failed.resolutions == resolutions)
+        #expect(try store.list(type: "Type" + text).map(\.id) == [id])
+        #expect(try store.counts() == [.failure: 1])
+        #expect(try store.status(id: "id ") == nil)
+    }
+
+    @Test func textWithANULByteIsStoredWhole() throws {
+        let store = try StatusStore(path: path)
+        let text = "before\u{0}after"
+        try store.record([Self.event(text, .failure, response: IntentResponse(code: "x", message: text))], now: 1)
+
+        let status = try #require(try store.status(id: text))
+        #expect(status.id == text)
+        #expect(status.response?.message == text)
+        #expect(try store.status(id: "before") == nil)
+    }
+}
