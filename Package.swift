@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "intent-worker", targets: ["intent-worker"]),
         .executable(name: "intent-submit", targets: ["intent-submit"]),
         .executable(name: "intent-status", targets: ["intent-status"]),
+        .executable(name: "intent-bench", targets: ["intent-bench"]),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +36,9 @@ let package = Package(
         .executableTarget(name: "intent-worker", dependencies: ["IntentWorker", "IntentCLI", "Hairdressers"]),
         .executableTarget(name: "intent-submit", dependencies: ["IntentCLI", "IntentAMQP", "IntentStore"]),
         .executableTarget(name: "intent-status", dependencies: ["IntentCLI", "IntentStore"]),
+        .executableTarget(
+            name: "intent-bench",
+            dependencies: ["IntentCLI", "IntentAMQP", "IntentStore", "IntentKit", "IntentWorker", "Hairdressers"]),
         .testTarget(name: "IntentKitTests", dependencies: ["IntentKit"]),
         .testTarget(name: "IntentStoreTests", dependencies: ["IntentStore"]),
         .testTarget(name: "IntentAMQPTests", dependencies: ["IntentAMQP"]),
