@@ -48,4 +48,13 @@ static inline int iq_amqp_entry_integer(const amqp_field_value_t *value, int64_t
     }
 }
 
+/// Reads a string-valued header (long string or byte array); returns 0 otherwise.
+static inline int iq_amqp_entry_bytes(const amqp_field_value_t *value, amqp_bytes_t *out) {
+    if (value->kind == AMQP_FIELD_KIND_UTF8 || value->kind == AMQP_FIELD_KIND_BYTES) {
+        *out = value->value.bytes;
+        return 1;
+    }
+    return 0;
+}
+
 #endif

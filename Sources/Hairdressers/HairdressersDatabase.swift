@@ -48,6 +48,15 @@ public final class HairdressersDatabase: Sendable {
             intent_id TEXT NOT NULL UNIQUE
         );
         """ + OnceOnly.schema + seed,
+        """
+        CREATE TABLE appointment (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            hairdresser TEXT NOT NULL,
+            time TEXT NOT NULL,
+            intent_id TEXT NOT NULL UNIQUE
+        );
+        """,
     ]
 
     /// The seed data of the tutorial app, created on first start.

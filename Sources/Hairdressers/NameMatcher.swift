@@ -1,3 +1,5 @@
+import IntentKit
+
 /// How the app matches what a user said against its names: an exact name
 /// (ignoring case) wins; otherwise every name one of whose words starts with
 /// the query ("Jeff" → "Jeff Baker", "Jeff Chen").
@@ -10,6 +12,16 @@ enum NameMatcher {
             let lowered = name.lowercased()
             return lowered.hasPrefix(wanted)
                 || lowered.split(separator: " ").contains { $0.hasPrefix(wanted) }
+        }
+    }
+
+    /// A hairdresser's name as a resolution: one match, a choice, or unsupported.
+    static func resolveHairdresser(_ query: String, in names: [String]) -> ResolutionResult {
+        let found = matches(query, in: names)
+        switch found.count {
+        case 0: return .unsupported(reason: "no hairdresser is called '\(query)'")
+        case 1: return .success(.string(found[0]))
+        default: return .disambiguation(found.map(JSONValue.string))
         }
     }
 }

@@ -37,14 +37,7 @@ public struct SendMessageHandler: IntentHandler {
             resolutions.append(ParameterResolution("recipients", intent.groupName == nil ? .needsValue : .notRequired))
         }
         for (index, name) in recipients.enumerated() {
-            let matches = NameMatcher.matches(name, in: hairdressers)
-            let result: ResolutionResult =
-                switch matches.count {
-                case 0: .unsupported(reason: "no hairdresser is called '\(name)'")
-                case 1: .success(.string(matches[0]))
-                default: .disambiguation(matches.map(JSONValue.string))
-                }
-            resolutions.append(ParameterResolution("recipients", index: index, result))
+            resolutions.append(ParameterResolution("recipients", index: index, NameMatcher.resolveHairdresser(name, in: hairdressers)))
         }
 
         let content = intent.content?.trimmingWhitespace() ?? ""

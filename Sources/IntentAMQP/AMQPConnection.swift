@@ -13,6 +13,8 @@ public final class AMQPConnection {
     private let channel: amqp_channel_t = 1
     private var nextPublishSequence: UInt64 = 1
     private var confirmsEnabled = false
+    /// How long one publish may block before the socket is shut down.
+    public var sendTimeout: Double = 30
 
     /// What a call to `nextEvent` found.
     public enum Event {
@@ -180,27 +182,13 @@ public final class AMQPConnection {
     public func declareQueue(_ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
                              arguments: [Argument] = []) throws(AMQPError) {
         let state = try live("declaring queue \(name)")
-        let strings = arguments.flatMap { argument -> [String] in
+        let entries: [(String, HeaderValue)] = arguments.map { argument in
             switch argument {
-            case .string(let key, let value): [key, value]
-            case .integer(let key, _): [key]
+            case .string(let key, let value): (key, .string(value))
+            case .integer(let key, let value): (key, .integer(value))
             }
         }
-        let cStrings = strings.map { strdup($0) }
-        defer { cStrings.forEach { free($0) } }
-        var position = 0
-        var entries: [amqp_table_entry_t] = arguments.map { argument in
-            switch argument {
-            case .string:
-                defer { position += 2 }
-                return iq_amqp_entry_string(cStrings[position], cStrings[position + 1])
-            case .integer(_, let value):
-                defer { position += 1 }
-                return iq_amqp_entry_int(cStrings[position], value)
-            }
-        }
-        entries.withUnsafeMutableBufferPointer { buffer in
-            let table = amqp_table_t(num_entries: Int32(buffer.count), entries: buffer.baseAddress)
+        withTable(entries) { table in
             withBytes(name) { queue in
                 _ = amqp_queue_declare(state, channel, queue, 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
             }
@@ -208,12 +196,36 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), context: "declaring queue '\(name)'")
     }
 
-    public func bindQueue(_ queue: String, exchange: String, routingKey: String) throws(AMQPError) {
+    /// A headers table for rabbitmq-c, valid only inside `body`.
+    private func withTable<R>(_ entries: [(String, HeaderValue)], _ body: (amqp_table_t) -> R) -> R {
+        guard !entries.isEmpty else { return body(amqp_empty_table) }
+        var strings: [UnsafeMutablePointer<CChar>?] = []
+        defer { strings.forEach { free($0) } }
+        var table: [amqp_table_entry_t] = entries.map { key, value in
+            let keyCopy = strdup(key)
+            strings.append(keyCopy)
+            switch value {
+            case .string(let text):
+                let textCopy = strdup(text)
+                strings.append(textCopy)
+                return iq_amqp_entry_string(keyCopy, textCopy)
+            case .integer(let number):
+                return iq_amqp_entry_int(keyCopy, number)
+            }
+        }
+        return table.withUnsafeMutableBufferPointer { buffer in
+            body(amqp_table_t(num_entries: Int32(buffer.count), entries: buffer.baseAddress))
+        }
+    }
+
+    public func bindQueue(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) {
         let state = try live("binding queue \(queue)")
-        withBytes(queue) { queueBytes in
-            withBytes(exchange) { exchangeBytes in
-                withBytes(routingKey) { keyBytes in
-                    _ = amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, amqp_empty_table)
+        withTable(arguments.sorted { $0.key < $1.key }) { table in
+            withBytes(queue) { queueBytes in
+                withBytes(exchange) { exchangeBytes in
+                    withBytes(routingKey) { keyBytes in
+                        _ = amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
+                    }
                 }
             }
         }
@@ -290,10 +302,18 @@ public final class AMQPConnection {
                 properties._flags |= amqp_flags_t(AMQP_BASIC_TIMESTAMP_FLAG)
                 properties.timestamp = timestamp
             }
-            return message.body.withUnsafeBytes { body in
-                amqp_basic_publish(
-                    state, channel, bytes(exchange), bytes(routingKey), message.mandatory ? 1 : 0, 0, &properties,
-                    amqp_bytes_t(len: body.count, bytes: UnsafeMutableRawPointer(mutating: body.baseAddress)))
+            return withTable(message.headers.sorted { $0.key < $1.key }) { table in
+                if table.num_entries > 0 {
+                    properties._flags |= amqp_flags_t(AMQP_BASIC_HEADERS_FLAG)
+                    properties.headers = table
+                }
+                let watch = SendWatchdog.shared.arm(socket: amqp_get_sockfd(state), seconds: sendTimeout)
+                defer { SendWatchdog.shared.disarm(watch) }
+                return message.body.withUnsafeBytes { body in
+                    amqp_basic_publish(
+                        state, channel, bytes(exchange), bytes(routingKey), message.mandatory ? 1 : 0, 0, &properties,
+                        amqp_bytes_t(len: body.count, bytes: UnsafeMutableRawPointer(mutating: body.baseAddress)))
+                }
             }
         }
         try checkStatus(status, context: "publishing to '\(message.exchange)' with key '\(message.routingKey)'")
@@ -393,16 +413,21 @@ public final class AMQPConnection {
     private func delivery(from envelope: amqp_envelope_t) -> Delivery {
         let properties = envelope.message.properties
         func has(_ flag: Int32) -> Bool { properties._flags & amqp_flags_t(flag) != 0 }
-        var deliveryCount: Int?
+        var headers: [String: HeaderValue] = [:]
         if has(AMQP_BASIC_HEADERS_FLAG), let entries = properties.headers.entries {
-            for index in 0..<Int(properties.headers.num_entries) {
+            // Only the top level is read: nested tables and arrays are skipped, not walked.
+            for index in 0..<min(Int(properties.headers.num_entries), 256) {
                 var entry = entries[index]
-                if entry.key.string == "x-delivery-count" {
-                    var value: Int64 = 0
-                    if iq_amqp_entry_integer(&entry.value, &value) != 0 { deliveryCount = Int(value) }
+                var number: Int64 = 0
+                var bytes = amqp_bytes_t()
+                if iq_amqp_entry_integer(&entry.value, &number) != 0 {
+                    headers[entry.key.string] = .integer(number)
+                } else if iq_amqp_entry_bytes(&entry.value, &bytes) != 0 {
+                    headers[entry.key.string] = .string(bytes.string)
                 }
             }
         }
+        let deliveryCount = headers["x-delivery-count"]?.integerValue.map { Int($0) }
         return Delivery(
             tag: DeliveryTag(generation: generation, value: envelope.delivery_tag),
             exchange: envelope.exchange.string,
@@ -412,7 +437,8 @@ public final class AMQPConnection {
             messageID: has(AMQP_BASIC_MESSAGE_ID_FLAG) ? properties.message_id.string : nil,
             type: has(AMQP_BASIC_TYPE_FLAG) ? properties.type.string : nil,
             userID: has(AMQP_BASIC_USER_ID_FLAG) ? properties.user_id.string : nil,
-            deliveryCount: deliveryCount)
+            deliveryCount: deliveryCount,
+            headers: headers)
     }
 
     /// Waits for the confirm of one published message, collecting returns on the way.

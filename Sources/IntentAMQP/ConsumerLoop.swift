@@ -19,13 +19,16 @@ public final class ConsumerLoop: Sendable {
         public var heartbeat: Int
         /// Declares what the consumer needs; runs on every (re)connection.
         public var declare: @Sendable (AMQPConnection) throws -> Void
+        /// Where the fault-injection suite may kill the process.
+        public var faults: FaultInjection
 
-        public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30,
+        public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
                     declare: @escaping @Sendable (AMQPConnection) throws -> Void) {
             self.url = url
             self.queue = queue
             self.prefetch = prefetch
             self.heartbeat = heartbeat
+            self.faults = faults
             self.declare = declare
         }
     }
@@ -152,6 +155,7 @@ public final class ConsumerLoop: Sendable {
     private struct ConfirmGroup {
         var remaining: Int
         var tag: UInt64
+        var intentID: String?
         var refused = false
     }
 
@@ -169,6 +173,7 @@ public final class ConsumerLoop: Sendable {
         var nextGroup = 0
         var acks: [UInt64] = []
         let idleWait = Int32(min(1_000, max(100, configuration.heartbeat * 250)))
+        let faults = configuration.faults
 
         func settle(_ group: Int, refused: Bool) throws {
             guard var entry = groups[group] else { return }
@@ -183,6 +188,7 @@ public final class ConsumerLoop: Sendable {
                 outstanding.remove(entry.tag)
                 try connection.reject(entry.tag, requeue: true)
             } else {
+                faults.hit(.beforeAck, intentID: entry.intentID)
                 acks.append(entry.tag)
             }
         }
@@ -238,13 +244,14 @@ public final class ConsumerLoop: Sendable {
                     var group: Int?
                     if let tag {
                         group = nextGroup
-                        groups[nextGroup] = ConfirmGroup(remaining: messages.count, tag: tag)
+                        groups[nextGroup] = ConfirmGroup(remaining: messages.count, tag: tag, intentID: messages.last?.messageID)
                         nextGroup += 1
                     }
                     for message in messages {
                         let sequence = try connection.publish(message)
                         if let group { pending.append((sequence, group)) }
                     }
+                    if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
                 case .ack(let tag):
                     if tag.generation == generation { acks.append(tag.value) }
                 case .reject(let tag, let requeue):

@@ -15,11 +15,13 @@ public struct OutgoingMessage: Sendable {
     /// Return the message (basic.return) when no queue is bound for it.
     public var mandatory: Bool
     public var timestampSeconds: UInt64?
+    /// Application headers: strings and integers only.
+    public var headers: [String: HeaderValue]
 
     public init(
         exchange: String, routingKey: String, body: [UInt8], messageID: String? = nil, type: String? = nil,
         userID: String? = nil, contentType: String = "application/json", persistent: Bool = true,
-        mandatory: Bool = false, timestampSeconds: UInt64? = nil
+        mandatory: Bool = false, timestampSeconds: UInt64? = nil, headers: [String: HeaderValue] = [:]
     ) {
         self.exchange = exchange
         self.routingKey = routingKey
@@ -31,6 +33,24 @@ public struct OutgoingMessage: Sendable {
         self.persistent = persistent
         self.mandatory = mandatory
         self.timestampSeconds = timestampSeconds
+        self.headers = headers
+    }
+}
+
+/// A header value IntentQueue reads or writes. Other kinds (tables, arrays,
+/// floats) are ignored on read, however deeply a sender nests them.
+public enum HeaderValue: Sendable, Hashable {
+    case string(String)
+    case integer(Int64)
+
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    public var integerValue: Int64? {
+        if case .integer(let number) = self { return number }
+        return nil
     }
 }
 
@@ -47,6 +67,8 @@ public struct Delivery: Sendable {
     public var userID: String?
     /// `x-delivery-count` from a quorum queue: how many earlier deliveries failed.
     public var deliveryCount: Int?
+    /// The message's string and integer headers.
+    public var headers: [String: HeaderValue]
 
     /// 1 for the first delivery of the message.
     public var attempt: Int {

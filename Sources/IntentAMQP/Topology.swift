@@ -6,7 +6,8 @@
 /// intents (topic, key = type) ─┬─▶ intents.work   (quorum, delivery limit, dead-letters to intents.dead)
 ///                              └─▶ intents.ledger (bound per served type: sees every accepted submission)
 /// intents.status (topic, key = "<type>.<state>") ──▶ intents.ledger (key "#")
-/// intents.dead (fanout) ──▶ intents.dead
+/// intents.dead (fanout) ──▶ intents.dead, and ──▶ intents.ledger (so a dead letter is recorded as a failure)
+/// intents.retry (headers, x-retry-bucket) ──▶ intents.retry.<n>s (TTL n s, dead-letters back to intents)
 /// ```
 /// Workers bind the work and ledger queues only for the types they serve, so a
 /// submission of any other type is unroutable and comes back to its producer.
@@ -17,8 +18,17 @@ public struct Topology: Sendable {
     public var deadLetterQueue = "intents.dead"
     public var workQueue = "intents.work"
     public var ledgerQueue = "intents.ledger"
+    public var retryExchange = "intents.retry"
     /// Deliveries of one message before the broker dead-letters it.
     public var deliveryLimit: Int64 = 5
+    /// The delays, in seconds, of the retry queues: a retry waits in the longest
+    /// one not above the delay its policy asks for.
+    public var retryDelays: [Int] = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+    /// The header that routes a retry to its delay queue.
+    public static let retryBucketHeader = "x-retry-bucket"
+    /// The header counting how many times an intent was retried.
+    public static let retriesHeader = "x-intent-retries"
 
     public init() {}
 
@@ -35,11 +45,35 @@ public struct Topology: Sendable {
         try declareExchanges(on: connection)
         try connection.declareQueue(ledgerQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(ledgerQueue, exchange: statusExchange, routingKey: "#")
+        try connection.bindQueue(ledgerQueue, exchange: deadLetterExchange, routingKey: "")
+    }
+
+    /// The retry queue for a wanted delay: its name, its bucket label and its delay.
+    public func retryQueue(forDelay seconds: Double) -> (queue: String, bucket: String, seconds: Int) {
+        let delays = retryDelays.isEmpty ? [1] : retryDelays.sorted()
+        let chosen = delays.last { Double($0) <= seconds } ?? delays[0]
+        return ("\(retryExchange).\(chosen)s", "\(chosen)s", chosen)
+    }
+
+    /// The delay queues of retries: no consumer; each message waits out the
+    /// queue's TTL and is dead-lettered back to `intents` with its own routing key.
+    public func declareRetries(on connection: AMQPConnection) throws(AMQPError) {
+        try connection.declareExchange(retryExchange, type: "headers")
+        for delay in Set(retryDelays) {
+            let (queue, bucket, seconds) = retryQueue(forDelay: Double(delay))
+            try connection.declareQueue(queue, arguments: [
+                .integer("x-message-ttl", Int64(seconds) * 1000),
+                .string("x-dead-letter-exchange", intentsExchange),
+            ])
+            try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
+                                     arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
+        }
     }
 
     /// The work queue with its dead letter, bound for each served type.
     public func declareWork(on connection: AMQPConnection, types: [String]) throws(AMQPError) {
         try declareLedger(on: connection)
+        try declareRetries(on: connection)
         try connection.declareQueue(deadLetterQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(deadLetterQueue, exchange: deadLetterExchange, routingKey: "")
         try connection.declareQueue(workQueue, arguments: [

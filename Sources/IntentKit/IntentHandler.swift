@@ -3,19 +3,25 @@
 /// `resolve` looks at every parameter and says what it makes of it; when all
 /// are usable, `confirm` checks the intent as a whole (the default accepts it);
 /// `handle` does the work. Each may throw an `IntentFailure` to fail with its
-/// own code; any other error fails with `handlerError`.
+/// own code, or a `TransientFailure` to be tried again later; any other error
+/// fails with `handlerError`.
 public protocol IntentHandler: Sendable {
     associatedtype IntentType: Intent
 
     func resolve(_ intent: IntentType, context: IntentContext) async throws -> [ParameterResolution]
     func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome
     func handle(_ intent: IntentType, context: IntentContext) async throws -> HandleOutcome
+
+    /// How a `TransientFailure` of this type is retried.
+    var retryPolicy: RetryPolicy { get }
 }
 
 extension IntentHandler {
     public func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome {
         .ready
     }
+
+    public var retryPolicy: RetryPolicy { .standard }
 }
 
 /// The answer of `confirm`.

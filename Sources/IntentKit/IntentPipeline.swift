@@ -3,11 +3,18 @@ public struct PipelineOutcome: Sendable, Hashable {
     public var state: IntentState
     public var response: IntentResponse?
     public var resolutions: [ParameterResolution]
+    /// Set when a step threw a `TransientFailure`: the intent should be tried again.
+    public var retryReason: String?
 
-    public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = []) {
+    public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = [], retryReason: String? = nil) {
         self.state = state
         self.response = response
         self.resolutions = resolutions
+        self.retryReason = retryReason
+    }
+
+    static func retry(_ failure: TransientFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
+        PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: failure.reason)
     }
 
     public static func failure(_ failure: IntentFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
@@ -40,6 +47,8 @@ public enum IntentPipeline {
         let resolutions: [ParameterResolution]
         do {
             resolutions = try await handler.resolve(intent, context: context)
+        } catch let transient as TransientFailure {
+            return .retry(transient)
         } catch {
             return .failure(failure(from: error, step: "resolve"))
         }
@@ -63,6 +72,8 @@ public enum IntentPipeline {
             if case .failure(let failure) = try await handler.confirm(intent, context: context) {
                 return .failure(failure, resolutions: resolutions)
             }
+        } catch let transient as TransientFailure {
+            return .retry(transient, resolutions: resolutions)
         } catch {
             return .failure(failure(from: error, step: "confirm"), resolutions: resolutions)
         }
@@ -74,6 +85,8 @@ public enum IntentPipeline {
             case .failure(let failure):
                 return .failure(failure, resolutions: resolutions)
             }
+        } catch let transient as TransientFailure {
+            return .retry(transient, resolutions: resolutions)
         } catch {
             return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
         }

@@ -5,6 +5,7 @@
 public struct IntentRegistry: Sendable {
     struct Entry: Sendable {
         let run: @Sendable (IntentEnvelope, IntentContext) async -> PipelineOutcome
+        let retryPolicy: RetryPolicy
     }
 
     private var entries: [String: Entry] = [:]
@@ -21,9 +22,9 @@ public struct IntentRegistry: Sendable {
         guard entries[name] == nil else {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
-        entries[name] = Entry { envelope, context in
-            await IntentPipeline.run(handler, envelope: envelope, context: context)
-        }
+        entries[name] = Entry(
+            run: { envelope, context in await IntentPipeline.run(handler, envelope: envelope, context: context) },
+            retryPolicy: handler.retryPolicy)
     }
 
     /// The type names this registry serves, sorted.
@@ -32,6 +33,11 @@ public struct IntentRegistry: Sendable {
     public func serves(_ typeName: String) -> Bool { entries[typeName] != nil }
 
     func entry(for typeName: String) -> Entry? { entries[typeName] }
+
+    /// The retry policy of a served type (`.standard` for any other).
+    public func retryPolicy(for typeName: String) -> RetryPolicy {
+        entries[typeName]?.retryPolicy ?? .standard
+    }
 }
 
 public struct RegistryError: Error, Sendable, CustomStringConvertible {

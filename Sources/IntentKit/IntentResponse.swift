@@ -44,4 +44,9 @@ public enum FailureCode {
     public static let handlerError = "handlerError"
     /// The handler did not finish within its time limit.
     public static let timedOut = "timedOut"
+    /// Transient failures went on past the type's `RetryPolicy`.
+    public static let retriesExhausted = "retriesExhausted"
+    /// The broker dead-lettered the message: it reached the delivery limit (a
+    /// worker died on it every time) or could not be read at all.
+    public static let deadLettered = "deadLettered"
 }

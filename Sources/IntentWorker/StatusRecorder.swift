@@ -130,6 +130,17 @@ public final class StatusRecorder: Service {
     }
 
     private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
+        if delivery.exchange == configuration.topology.deadLetterExchange {
+            // The broker gave up on a submission: record it once as a failure.
+            guard let id = (try? IntentEnvelope.decode(delivery.body))?.id ?? delivery.messageID else { return nil }
+            let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
+            return .event(StatusEvent(
+                id: id, type: delivery.type ?? delivery.routingKey, state: .failure,
+                attempt: (delivery.deliveryCount ?? 0) + 1,
+                response: IntentResponse(
+                    code: FailureCode.deadLettered,
+                    message: "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)")))
+        }
         if delivery.exchange == intentsExchange {
             // A submission the broker accepted. One that cannot be read is the
             // worker's to report, as a failure, when it can read an id.

@@ -1,5 +1,6 @@
 import Foundation
 import IntentAMQP
+import IntentKit
 
 /// How a worker connects and how much it does at once.
 public struct WorkerConfiguration: Sendable {
@@ -13,10 +14,15 @@ public struct WorkerConfiguration: Sendable {
     public var heartbeat: Int
     /// Written into every status event.
     public var workerName: String
+    /// Larger message bodies are refused as `invalidIntent` without being parsed.
+    public var maxBodyBytes: Int
+    /// Where the fault-injection suite may kill the worker (off by default).
+    public var faults: FaultInjection
 
     public init(
         brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,
-        heartbeat: Int = 30, workerName: String = WorkerConfiguration.defaultName
+        heartbeat: Int = 30, workerName: String = WorkerConfiguration.defaultName, maxBodyBytes: Int = 1 << 20,
+        faults: FaultInjection = .none
     ) {
         self.brokerURL = brokerURL
         self.topology = topology
@@ -24,6 +30,8 @@ public struct WorkerConfiguration: Sendable {
         self.prefetch = max(prefetch ?? UInt16(clamping: self.concurrency * 2), UInt16(clamping: self.concurrency))
         self.heartbeat = heartbeat
         self.workerName = workerName
+        self.maxBodyBytes = maxBodyBytes
+        self.faults = faults
     }
 
     public static var defaultName: String {

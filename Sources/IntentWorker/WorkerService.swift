@@ -24,7 +24,7 @@ public final class WorkerService: Service {
         loop = ConsumerLoop(
             configuration: ConsumerLoop.Configuration(
                 url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
-                heartbeat: configuration.heartbeat,
+                heartbeat: configuration.heartbeat, faults: configuration.faults,
                 declare: { connection in try topology.declareWork(on: connection, types: types) }),
             logger: logger.with(["component": "worker"]))
     }
@@ -58,14 +58,19 @@ public final class WorkerService: Service {
     public var isConnected: Bool { loop.isConnected }
 
     func process(_ delivery: Delivery) async {
+        configuration.faults.hit(.afterReceive, intentID: delivery.messageID)
         let envelope: IntentEnvelope
-        do {
+        do throws(EnvelopeError) {
+            guard delivery.body.count <= configuration.maxBodyBytes else {
+                throw EnvelopeError(id: nil, reason: "the body of \(delivery.body.count) bytes is over the limit of \(configuration.maxBodyBytes)")
+            }
             envelope = try IntentEnvelope.decode(delivery.body)
         } catch {
             refuse(delivery, error: error)
             return
         }
-        let attempt = delivery.attempt
+        let retries = Int(clamping: delivery.headers[Topology.retriesHeader]?.integerValue ?? 0)
+        let attempt = delivery.attempt + retries
         let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
         let loop = self.loop
         let started = StatusEvent(id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName)
@@ -81,11 +86,43 @@ public final class WorkerService: Service {
                 loop.send(.publish([Self.message(for: event, topology: configuration.topology)], thenAck: nil))
             })
         let outcome = await IntentPipeline.run(envelope, registry: registry, context: context)
+        configuration.faults.hit(.afterHandle, intentID: envelope.id)
+        if let reason = outcome.retryReason {
+            retry(delivery, envelope: envelope, retries: retries, attempt: attempt, reason: reason, logger: logger)
+            return
+        }
         let event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName)
         logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
         loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+    }
+
+    /// A transient failure: the intent waits in a retry queue (with no delivery
+    /// held unacked meanwhile) and comes back; past the type's policy it fails.
+    private func retry(_ delivery: Delivery, envelope: IntentEnvelope, retries: Int, attempt: Int, reason: String, logger: Logger) {
+        let policy = registry.retryPolicy(for: envelope.type)
+        guard retries < policy.maxRetries else {
+            logger.warning("giving up after \(retries) retries: \(reason)")
+            let event = StatusEvent(
+                id: envelope.id, type: envelope.type, state: .failure, attempt: attempt,
+                response: IntentResponse(code: FailureCode.retriesExhausted, message: "gave up after \(retries) retries: \(reason)"),
+                worker: configuration.workerName)
+            loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+            return
+        }
+        let topology = configuration.topology
+        let wait = topology.retryQueue(forDelay: policy.delay(beforeRetry: retries))
+        logger.info("retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)")
+        let progress = StatusEvent(
+            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt,
+            progress: .init(fraction: nil, message: "retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
+            worker: configuration.workerName)
+        let again = OutgoingMessage(
+            exchange: topology.retryExchange, routingKey: envelope.type, body: delivery.body, messageID: envelope.id,
+            type: envelope.type, persistent: true,
+            headers: [Topology.retriesHeader: .integer(Int64(retries + 1)), Topology.retryBucketHeader: .string(wait.bucket)])
+        loop.send(.publish([message(for: progress), again], thenAck: delivery.tag))
     }
 
     /// A body that is not a usable envelope: recorded as `failure` when its id

@@ -26,6 +26,7 @@ struct SubmitCommand {
 
         Environment:
           INTENT_BROKER_URL   amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+          INTENT_BROKER_URL_FILE  a file (mode 600) holding the URL instead
           INTENT_STATUS_DB    the status store read by --wait
 
         Exit codes: 0 submitted (with --wait: success), 1 failure or canceled, 2 no worker serves the type,

@@ -27,6 +27,9 @@ struct WorkerCommand {
 
         Environment:
           INTENT_BROKER_URL     amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+          INTENT_BROKER_URL_FILE  a file (mode 600) holding the URL instead, for secrets managers
+          INTENTQUEUE_FAULT     fault injection for tests: point[@idPrefix][:probability],… with points
+                                afterReceive, afterHandle, afterStatusPublish, beforeAck (the worker kills itself)
           INTENT_STATUS_DB      the status store the recorder writes (default ~/.local/state/intentqueue/status.sqlite)
           HAIRDRESSERS_DB       the app's database (default ~/.local/state/intentqueue/hairdressers.sqlite)
 
@@ -90,7 +93,16 @@ struct WorkerCommand {
             } catch {
                 return Terminal.fail(Self.tool, "cannot open the Hairdressers database at \(appPath): \(error)", code: ExitCode.unavailable)
             }
-            let configuration = WorkerConfiguration(brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat)
+            var faults = FaultInjection.none
+            if let setting = Environment.values["INTENTQUEUE_FAULT"], !setting.isEmpty {
+                switch FaultInjection.parse(setting) {
+                case .success(let parsed): faults = parsed
+                case .failure(let failure): return Terminal.fail(Self.tool, "INTENTQUEUE_FAULT: \(failure.message)", code: ExitCode.usage)
+                }
+                logger.warning("fault injection is on: \(setting)")
+            }
+            let configuration = WorkerConfiguration(
+                brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat, faults: faults)
             services.append(WorkerService(registry: registry, configuration: configuration, logger: logger))
         }
         if mode != .worker {
