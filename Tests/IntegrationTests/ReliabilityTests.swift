@@ -1,0 +1,197 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Synchronization
+import Testing
+
+/// Nothing lost, nothing done twice: retries, poison messages, bad input and shutdown.
+@Suite(.timeLimit(.minutes(4)))
+struct ReliabilityTests {
+    @Test func transientFailuresAreRetriedWithBackoffThenGiveUp() async throws {
+        let sandbox = try await Sandbox("retry")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+
+        let booked = try await sandbox.submit([
+            "BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=0.1", "busyCalls=2", "--id", "busy-twice",
+            "--wait", "--timeout", "30", "--json",
+        ])
+        #expect(booked.exitCode == 0, "\(booked)")
+        let status = try #require(try sandbox.statusStore().status(id: "busy-twice"))
+        #expect(status.attempts == 3)
+        #expect(status.response?.message == "Booked with Alice Smith at 15:00")
+
+        let hopeless = try await sandbox.submit([
+            "BookAppointment", "hairdresser=Bob", "time=16:00", "callSeconds=0", "busyCalls=99", "--id", "always-busy",
+            "--wait", "--timeout", "30",
+        ])
+        #expect(hopeless.exitCode == 1, "\(hopeless)")
+        let failed = try #require(try sandbox.statusStore().status(id: "always-busy"))
+        #expect(failed.response?.code == FailureCode.retriesExhausted)
+        #expect(failed.attempts == 4)
+        // No message is left behind in the work queue or the retry queues.
+        #expect(try await queueDepth("intents.work", sandbox: sandbox) == 0)
+    }
+
+    @Test func aMessageThatKillsTheWorkerEveryTimeIsDeadLetteredOnceWhileOthersFlow() async throws {
+        let sandbox = try await Sandbox("poison")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+
+        // A supervisor restarts the worker whenever it dies, as systemd would.
+        let crashes = Counter()
+        let supervisor = Task {
+            var generation = 0
+            while !Task.isCancelled {
+                let worker = try WorkerProcess(
+                    arguments: ["--concurrency", "1", "--prefetch", "1"],
+                    environment: sandbox.environment.merging(["INTENTQUEUE_FAULT": "afterReceive@poison-"]) { _, new in new },
+                    logPath: sandbox.directory.appendingPathComponent("crashing-\(generation).log").path)
+                generation += 1
+                while worker.isRunning, !Task.isCancelled { try await Task.sleep(for: .milliseconds(20)) }
+                if Task.isCancelled { _ = try? await worker.stop(); return }
+                crashes.increment()
+            }
+        }
+        defer { supervisor.cancel() }
+        try await eventually(timeout: 30, "the first worker to bind the work queue") {
+            let log = (try? String(contentsOfFile: sandbox.directory.appendingPathComponent("crashing-0.log").path, encoding: .utf8)) ?? ""
+            return log.contains(" connected ")
+        }
+
+        try await publishRaw(
+            url: sandbox.brokerURL, routingKey: "SendMessage",
+            body: IntentEnvelope(id: "poison-1", type: "SendMessage", parameters: ["recipients": "Alice", "content": "boom"], submittedAt: 0).encoded(),
+            messageID: "poison-1")
+        for index in 0..<20 {
+            let result = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=fine \(index)", "--id", "fine-\(index)"])
+            #expect(result.exitCode == 0)
+        }
+        try await eventually(timeout: 120, "the poison message to be dead-lettered and the others handled") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let store = try sandbox.statusStore()
+            guard try store.status(id: "poison-1")?.state == .failure else { return false }
+            return try (0..<20).allSatisfy { try store.status(id: "fine-\($0)")?.state == .success }
+        }
+        let poison = try #require(try sandbox.statusStore().status(id: "poison-1"))
+        #expect(poison.response?.code == FailureCode.deadLettered)
+        #expect(crashes.value >= 5)
+        #expect(try sandbox.messageCount(intentID: "poison-1") == 0)
+        for index in 0..<20 { #expect(try sandbox.messageCount(intentID: "fine-\(index)") == 1) }
+        var deadDepth: Int?
+        for _ in 0..<20 where deadDepth != 1 {
+            deadDepth = try await queueDepth("intents.dead", sandbox: sandbox)
+            if deadDepth != 1 { try await Task.sleep(for: .milliseconds(250)) }
+        }
+        #expect(deadDepth == 1)
+    }
+
+    @Test func badInputEndsAsReadableFailuresAndTheSameWorkerGoesOn() async throws {
+        let sandbox = try await Sandbox("bad-input")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker()
+        let pid = worker.pid
+
+        func envelope(_ fields: String) -> [UInt8] { Array(fields.utf8) }
+        let cases: [(id: String, body: [UInt8], reason: String)] = [
+            ("bad-json", envelope("{\"version\":1,"), "not valid JSON"),
+            ("bad-utf8", [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], "not valid JSON"),
+            ("bad-version", envelope(#"{"version":2,"id":"bad-version","type":"SendMessage","parameters":{}}"#), "version 2"),
+            ("bad-type", envelope(#"{"version":1,"id":"bad-type","parameters":{}}"#), "'type'"),
+            ("bad-parameters", envelope(#"{"version":1,"id":"bad-parameters","type":"SendMessage","parameters":[1]}"#), "'parameters'"),
+            ("bad-field", envelope(#"{"version":1,"id":"bad-field","type":"SendMessage","parameters":{"recipients":{"a":1},"content":"x"}}"#), "recipients"),
+            ("too-big", envelope(#"{"version":1,"id":"too-big","type":"SendMessage","parameters":{"content":""# + String(repeating: "x", count: 1_100_000) + "\"}}"), "over the limit"),
+        ]
+        for item in cases {
+            try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: item.body, messageID: item.id)
+        }
+        // No id anywhere: nothing to record it against, so it goes to the dead-letter queue.
+        try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: [])
+
+        for item in cases {
+            let result = try await sandbox.status([item.id, "--wait", "--timeout", "20", "--json"])
+            #expect(result.exitCode == 1, "\(item.id): \(result)")
+            #expect(result.stdout.contains("invalidIntent"), "\(item.id): \(result.stdout)")
+            #expect(result.stdout.contains(item.reason), "\(item.id) should mention \(item.reason): \(result.stdout.prefix(400))")
+        }
+        // Strings are stored verbatim, however hostile or long.
+        let hostile = "Robert'); DROP TABLE message;-- \"quoted\" % _ \\ 🙂 " + String(repeating: "é", count: 50_000)
+        let verbatim = try await sandbox.submit(["SendMessage", "recipients=Alice", "--parameters", JSONValue.object(["content": .string(hostile)]).jsonString, "--id", "hostile", "--wait"])
+        #expect(verbatim.exitCode == 0, "\(verbatim.stderr)")
+        let stored = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            .queryFirst("SELECT content FROM message WHERE intent_id = 'hostile'") { $0.text(0) }
+        #expect(stored == hostile)
+
+        #expect(worker.isRunning)
+        #expect(worker.pid == pid)
+        var deadDepth: Int?
+        for _ in 0..<20 where deadDepth != 1 {
+            deadDepth = try await queueDepth("intents.dead", sandbox: sandbox)
+            if deadDepth != 1 { try await Task.sleep(for: .milliseconds(250)) }
+        }
+        #expect(deadDepth == 1)
+    }
+
+    @Test func sigtermDuringLoadLosesNothingAndExitsZero() async throws {
+        let sandbox = try await Sandbox("sigterm")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        let worker = try await sandbox.startWorker(["--concurrency", "4", "--grace", "10"], expectedConnections: 1)
+
+        let count = 400
+        let url = try BrokerURL(sandbox.brokerURL)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                continuation.resume(with: Result {
+                    let publisher = try IntentPublisher(url: url)
+                    defer { publisher.close() }
+                    for index in 0..<count {
+                        try publisher.submit(IntentEnvelope(
+                            id: "load-\(index)", type: "BookAppointment",
+                            parameters: ["hairdresser": "Carol", "time": "10:00", "callSeconds": .number(0.01)],
+                            submittedAt: Date().timeIntervalSince1970))
+                    }
+                })
+            }.start()
+        }
+        try await eventually(timeout: 60, "some intents to be handled") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            return try (sandbox.statusStore().counts()[.success] ?? 0) >= 20
+        }
+        let stopped = Date()
+        let exitCode = try await worker.stop(timeout: 20)
+        #expect(exitCode == 0)
+        #expect(Date().timeIntervalSince(stopped) < 10)
+        let handledBefore = try sandbox.statusStore().counts()[.success] ?? 0
+        #expect(handledBefore < count, "the worker should have been stopped mid-run")
+
+        try await sandbox.startWorker(["--concurrency", "8"], expectedConnections: 1)
+        try await eventually(timeout: 120, "every intent to end after the restart") {
+            (try sandbox.statusStore().counts()[.success] ?? 0) == count
+        }
+        let rows = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            .queryFirst("SELECT count(*), count(DISTINCT intent_id) FROM appointment") { ($0.int(0), $0.int(1)) }
+        #expect(rows?.0 == count)
+        #expect(rows?.1 == count)
+    }
+
+    @Test func aHandlerLongerThanTheHeartbeatIsNotRedelivered() async throws {
+        let sandbox = try await Sandbox("long-handler")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "1"])
+        let result = try await sandbox.submit([
+            "BookAppointment", "hairdresser=Erin", "time=9:00", "callSeconds=4", "--id", "long-call", "--wait", "--timeout", "30",
+        ])
+        #expect(result.exitCode == 0, "\(result)")
+        let status = try #require(try sandbox.statusStore().status(id: "long-call"))
+        #expect(status.attempts == 1)
+    }
+}
+
+/// A counter shared between a test and a task it started.
+final class Counter: Sendable {
+    private let storage = Mutex(0)
+    func increment() { storage.withLock { $0 += 1 } }
+    var value: Int { storage.withLock { $0 } }
+}

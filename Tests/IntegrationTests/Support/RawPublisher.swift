@@ -1,0 +1,31 @@
+import Foundation
+import IntentAMQP
+
+/// Publishes arbitrary bodies, as a careless or hostile client would, on a connection of its own.
+func publishRaw(url: String, routingKey: String, body: [UInt8], messageID: String? = nil, exchange: String = "intents") async throws {
+    let broker = try BrokerURL(url)
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        Thread {
+            continuation.resume(with: Result {
+                let connection = try AMQPConnection(url: broker)
+                defer { connection.close() }
+                try connection.enableConfirms()
+                let sequence = try connection.publish(OutgoingMessage(
+                    exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, persistent: true, mandatory: true))
+                let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: 10)
+                guard confirmed, returned == nil else { throw BrokerFailure(message: "the broker did not take the message") }
+            })
+        }.start()
+    }
+}
+
+/// How many messages a queue of the sandbox's virtual host holds, from rabbitmqctl.
+func queueDepth(_ queue: String, sandbox: Sandbox, broker: TestBroker = .shared) async throws -> Int? {
+    let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
+    let result = try await run(Paths.brokerScript, ["ctl", broker.node, "list_queues", "-q", "-p", vhost, "name", "messages"], timeout: 60)
+    for line in result.stdout.split(separator: "\n") {
+        let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
+        if fields.count == 2, fields[0] == queue { return Int(fields[1]) }
+    }
+    return nil
+}
