@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, starts a local RabbitMQ on loopback when none
 # answers, builds, and runs every test. Integration tests start their own
-# broker node (deploy/broker.sh, ports 5690-5691) and stop it at the end.
+# broker nodes (deploy/broker.sh, ports 5690-5692) and the chaos run one more
+# (5693); all are stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,9 +10,13 @@ deploy/install.sh
 deploy/broker.sh ensure 5672
 
 stop_test_nodes() {
-    for node in iqtest iqtest-restart; do deploy/broker.sh stop "$node"; done
+    for node in iqtest iqtest-restart iqtest-freeze; do deploy/broker.sh stop "$node"; done
 }
 trap stop_test_nodes EXIT
 
 swift build --build-tests
 swift test --skip-build 2>&1 | tee .build/test-output.txt
+
+# The short fault-injection run: 1,000 intents through worker kills, a broker
+# restart, closed connections and a frozen broker; nothing lost or done twice.
+deploy/chaos.sh --intents 1000

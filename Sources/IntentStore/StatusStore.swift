@@ -32,7 +32,19 @@ public final class StatusStore {
         );
         CREATE INDEX intent_status_by_state ON intent_status(state, updated_at);
         CREATE INDEX intent_status_by_type ON intent_status(type, updated_at);
+        """,
         """
+        CREATE TABLE status_conflict (
+            id TEXT NOT NULL,
+            stored_state TEXT NOT NULL,
+            stored_code TEXT,
+            event_state TEXT NOT NULL,
+            event_code TEXT,
+            attempt INTEGER NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE INDEX status_conflict_by_id ON status_conflict(id);
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -120,6 +132,31 @@ public final class StatusStore {
              .int(event.attempt), .optional(event.worker),
              event.state == .inProgress ? .real(event.at) : .null,
              .real(now), event.state.isTerminal ? .real(now) : .null])
+        if db.changes == 0, event.state.isTerminal {
+            try recordConflictIfAny(event, now: now, in: db)
+        }
+    }
+
+    /// A terminal event for an intent that already ended differently is not
+    /// applied (a terminal state is final) but is kept in `status_conflict`, so
+    /// an outcome that would have changed is visible instead of silently dropped.
+    /// A dead letter after a recorded outcome is not a conflict: it only means
+    /// the acks of that outcome were lost, and the outcome stands.
+    private func recordConflictIfAny(_ event: StatusEvent, now: Double, in db: Database) throws {
+        try db.run(
+            """
+            INSERT INTO status_conflict(id, stored_state, stored_code, event_state, event_code, attempt, at)
+            SELECT id, state, response_code, ?2, ?3, ?4, ?5 FROM intent_status
+            WHERE id = ?1 AND rank = 3 AND (state != ?2 OR coalesce(response_code, '') != coalesce(?3, ''))
+              AND coalesce(?3, '') != 'deadLettered'
+            """,
+            [.text(event.id), .text(event.state.rawValue), .optional(event.response?.code), .int(event.attempt), .real(now)])
+    }
+
+    /// Terminal events that disagreed with the stored outcome (see `status_conflict`).
+    public func conflictCount() throws -> Int {
+        guard try hasSchema() else { return 0 }
+        return try database.queryFirst("SELECT count(*) FROM status_conflict") { $0.int(0) } ?? 0
     }
 
     private static let columns = """

@@ -50,3 +50,40 @@ struct BrokerOutageTests {
         #expect(try await patient.stop() == 0)
     }
 }
+
+/// A broker that stops answering (SIGSTOP) is detected by heartbeats, and work
+/// resumes once it thaws.
+@Suite(.timeLimit(.minutes(3)))
+struct FrozenBrokerTests {
+    @Test func aFrozenBrokerIsDetectedWithinTwoHeartbeatsAndWorkResumes() async throws {
+        let broker = TestBroker(node: "iqtest-freeze", port: 5692)
+        if TestBroker.answers(port: 5692) { try await broker.stop() }
+        let sandbox = try await Sandbox("freeze", broker: broker)
+        defer { Task { await sandbox.tearDown(); try? await broker.stop() } }
+        let heartbeat = 2
+        let worker = try await sandbox.startWorker(["--with-recorder", "--heartbeat", "\(heartbeat)"])
+        let before = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=before", "--wait"])
+        #expect(before.exitCode == 0, "\(before)")
+
+        let pidResult = try await run(Paths.brokerScript, ["pid", "iqtest-freeze"])
+        let pid = try #require(Int32(pidResult.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(pid, SIGSTOP)
+        let frozenAt = Date()
+        var detectedAfter: Double?
+        while Date().timeIntervalSince(frozenAt) < Double(4 * heartbeat + 4) {
+            if worker.log.contains("connection lost") {
+                detectedAfter = Date().timeIntervalSince(frozenAt)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        kill(pid, SIGCONT)
+        let detected = try #require(detectedAfter, "the worker did not notice the frozen broker:\n\(worker.log)")
+        // rabbitmq-c declares the connection dead after two missed heartbeat intervals.
+        #expect(detected <= Double(3 * heartbeat) + 1)
+
+        let after = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=after", "--wait", "--timeout", "60"], timeout: 90)
+        #expect(after.exitCode == 0, "\(after)\n\(worker.log)")
+        #expect(worker.isRunning)
+    }
+}

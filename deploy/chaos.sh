@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# IntentQueue's fault-injection suite: nothing lost, nothing done twice.
+#
+#   deploy/chaos.sh [--intents N] [--producers P] [--workers W] [--broker-restarts K] [--kill-every MIN-MAX] [--port PORT]
+#
+# On a RabbitMQ node of its own (deploy/broker.sh, node "iqchaos"), it submits N
+# SendMessage intents from P producers (each resubmits an unconfirmed intent with
+# the same id) to W workers and a recorder, all restarted whenever they die, while:
+#   * workers are killed with kill -9 every MIN-MAX seconds, and kill themselves at
+#     the injection points (after receive, after the handler's commit, after the
+#     status publish, before the ack: INTENTQUEUE_FAULT);
+#   * the broker's connections are closed (rabbitmqctl close_all_connections);
+#   * the broker is restarted K times (stop_app/start_app, then kill -9 and a cold start);
+#   * the broker is frozen (SIGSTOP) for three heartbeats, then thawed.
+# Then it drains and checks, from the producers' own logs and the databases:
+#   lost (confirmed but never terminal), duplicated effects (a Message row twice),
+#   terminal changed (an outcome that later disagreed), queues left non-empty, and
+#   PRAGMA integrity_check of both SQLite files. Exit 0 when all hold.
+#
+# Short run (part of deploy/test.sh):  deploy/chaos.sh --intents 1000
+# Long run:                             deploy/chaos.sh --intents 20000 --broker-restarts 3 --kill-every 2-5
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+INTENTS=1000
+PRODUCERS=4
+WORKERS=2
+RESTARTS=1
+KILL_EVERY="2-5"
+PORT=5693
+HEARTBEAT=2
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+while (($#)); do
+    case "$1" in
+        --intents) INTENTS="$2"; shift 2 ;;
+        --producers) PRODUCERS="$2"; shift 2 ;;
+        --workers) WORKERS="$2"; shift 2 ;;
+        --broker-restarts) RESTARTS="$2"; shift 2 ;;
+        --kill-every) KILL_EVERY="$2"; shift 2 ;;
+        --port) PORT="$2"; shift 2 ;;
+        -h|--help) usage ;;
+        *) echo "chaos.sh: unknown option $1" >&2; usage ;;
+    esac
+done
+[[ "$INTENTS" =~ ^[0-9]+$ && "$PRODUCERS" =~ ^[1-9][0-9]*$ && "$WORKERS" =~ ^[1-9][0-9]*$ && "$RESTARTS" =~ ^[0-9]+$ && "$KILL_EVERY" =~ ^[0-9]+-[0-9]+$ ]] || usage
+KILL_MIN="${KILL_EVERY%-*}"
+KILL_MAX="${KILL_EVERY#*-}"
+
+NODE=iqchaos
+BIN="${INTENTQUEUE_BIN_DIR:-$(swift build --show-bin-path 2>/dev/null)}"
+for tool in intent-worker intent-submit intent-status; do
+    [[ -x "$BIN/$tool" ]] || { echo "chaos.sh: $BIN/$tool is missing; run swift build first" >&2; exit 69; }
+done
+command -v sqlite3 >/dev/null || { echo "chaos.sh: sqlite3 is missing (deploy/install.sh installs it)" >&2; exit 69; }
+
+RUN="$(mktemp -d "${TMPDIR:-/tmp}/intentqueue-chaos.XXXXXX")"
+export INTENT_BROKER_URL="amqp://guest:guest@127.0.0.1:$PORT/%2f"
+export INTENT_STATUS_DB="$RUN/status.sqlite"
+export HAIRDRESSERS_DB="$RUN/hairdressers.sqlite"
+STOP="$RUN/stop"
+log() { echo "chaos $(date +%H:%M:%S) $*"; }
+
+deploy/broker.sh stop "$NODE" >/dev/null 2>&1
+rm -rf "${INTENTQUEUE_BROKER_DIR:-/var/tmp/intentqueue-broker}/$NODE"
+deploy/broker.sh start "$NODE" "$PORT" >/dev/null || exit 69
+log "broker $NODE on 127.0.0.1:$PORT; run folder $RUN"
+
+PIDS=()
+cleanup() {
+    touch "$STOP"
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+    deploy/broker.sh stop "$NODE" >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+# A supervisor restarts its process whenever it dies, as systemd's Restart=always would.
+supervise() {
+    local name="$1"
+    shift
+    local generation=0
+    while [[ ! -e "$STOP" ]]; do
+        "$@" 2>>"$RUN/$name.log" &
+        local child=$!
+        echo "$child" >"$RUN/$name.pid"
+        echo "$child" >>"$RUN/$name.starts"
+        wait "$child" 2>/dev/null
+        [[ -e "$STOP" ]] || sleep 0.2
+    done
+}
+
+supervise recorder "$BIN/intent-worker" --recorder-only --heartbeat "$HEARTBEAT" &
+PIDS+=($!)
+FAULTS="afterReceive:0.002,afterHandle:0.002,afterStatusPublish:0.002,beforeAck:0.002"
+for w in $(seq 1 "$WORKERS"); do
+    INTENTQUEUE_FAULT="$FAULTS" supervise "worker-$w" "$BIN/intent-worker" --concurrency 8 --heartbeat "$HEARTBEAT" --grace 5 &
+    PIDS+=($!)
+done
+for _ in $(seq 1 100); do
+    grep -q " connected " "$RUN/worker-1.log" 2>/dev/null && break
+    sleep 0.2
+done
+
+# Producers: the log records each id once the broker confirmed it.
+producer() {
+    local p="$1" from="$2" to="$3"
+    for ((i = from; i < to; i++)); do
+        local id="chaos-$p-$i"
+        until "$BIN/intent-submit" SendMessage recipients=Alice "content=chaos $i" --id "$id" >/dev/null 2>>"$RUN/producer-$p.err"; do
+            [[ -e "$STOP" ]] && return
+            sleep 0.5
+        done
+        echo "$id" >>"$RUN/confirmed-$p.log"
+    done
+    touch "$RUN/producer-$p.done"
+}
+per=$(((INTENTS + PRODUCERS - 1) / PRODUCERS))
+for p in $(seq 1 "$PRODUCERS"); do
+    from=$(((p - 1) * per))
+    to=$((p * per < INTENTS ? p * per : INTENTS))
+    producer "$p" "$from" "$to" &
+    PIDS+=($!)
+done
+log "$PRODUCERS producers submitting $INTENTS intents to $WORKERS workers"
+
+confirmed_count() { cat "$RUN"/confirmed-*.log 2>/dev/null | wc -l; }
+producers_done() { [[ $(ls "$RUN"/producer-*.done 2>/dev/null | wc -l) -eq $PRODUCERS ]]; }
+wait_for_confirmed() {
+    local target="$1"
+    while (($(confirmed_count) < target)) && ! producers_done; do sleep 0.2; done
+}
+
+# The killer: kill -9 a random worker every KILL_MIN-KILL_MAX seconds.
+killer() {
+    while [[ ! -e "$STOP" ]] && ! producers_done; do
+        sleep $((KILL_MIN + RANDOM % (KILL_MAX - KILL_MIN + 1)))
+        local w=$((1 + RANDOM % WORKERS))
+        local pid
+        pid="$(cat "$RUN/worker-$w.pid" 2>/dev/null)"
+        [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null && echo kill >>"$RUN/kills.log"
+    done
+}
+killer &
+PIDS+=($!)
+
+# Broker faults, spread over the run.
+wait_for_confirmed $((INTENTS / 5))
+log "closing every broker connection"
+deploy/broker.sh ctl "$NODE" close_all_connections "chaos" >/dev/null 2>&1
+for r in $(seq 1 "$RESTARTS"); do
+    wait_for_confirmed $((INTENTS * (r + 1) / (RESTARTS + 3)))
+    if ((r % 2 == 1)); then
+        log "broker restart $r: stop_app / start_app"
+        deploy/broker.sh ctl "$NODE" stop_app >/dev/null 2>&1
+        sleep 2
+        deploy/broker.sh ctl "$NODE" start_app >/dev/null 2>&1
+    else
+        log "broker restart $r: kill -9 and a cold start"
+        deploy/broker.sh kill "$NODE"
+        sleep 1
+        deploy/broker.sh start "$NODE" "$PORT" >/dev/null
+    fi
+done
+wait_for_confirmed $((INTENTS * 4 / 5))
+pid="$(deploy/broker.sh pid "$NODE" 2>/dev/null)"
+if [[ -n "$pid" ]]; then
+    log "freezing the broker (SIGSTOP) for $((3 * HEARTBEAT)) s"
+    kill -STOP "$pid"
+    sleep $((3 * HEARTBEAT))
+    kill -CONT "$pid"
+fi
+
+while ! producers_done; do sleep 0.5; done
+CONFIRMED=$(confirmed_count)
+log "$CONFIRMED intents confirmed; draining"
+
+terminal_count() {
+    sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND rank = 3" 2>/dev/null || echo 0
+}
+deadline=$((SECONDS + 300))
+while (($(terminal_count) < CONFIRMED && SECONDS < deadline)); do sleep 1; done
+sleep 2   # let the last acks and batches land
+touch "$STOP"
+for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+for f in "$RUN"/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done
+wait 2>/dev/null
+
+# The checks.
+cat "$RUN"/confirmed-*.log | sort -u >"$RUN/confirmed.txt"
+sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT id FROM intent_status WHERE rank = 3" | sort -u >"$RUN/terminal.txt"
+LOST=$(comm -23 "$RUN/confirmed.txt" "$RUN/terminal.txt" | wc -l)
+DUPLICATED=$(sqlite3 "file:$HAIRDRESSERS_DB?mode=ro" "SELECT count(*) FROM (SELECT intent_id FROM message GROUP BY intent_id HAVING count(*) > 1)")
+CHANGED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM status_conflict")
+SUCCEEDED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'success'")
+FAILED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
+INTEGRITY_STATUS=$(sqlite3 "$INTENT_STATUS_DB" "PRAGMA integrity_check")
+INTEGRITY_APP=$(sqlite3 "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
+QUEUES=$(deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null | awk '$1 != "name" && $1 != "intents.dead" && $2 != 0 {print $1 "=" $2}' | paste -sd, -)
+KILLS=$(cat "$RUN/kills.log" 2>/dev/null | wc -l)
+RESTARTED=$(($(cat "$RUN"/worker-*.starts 2>/dev/null | wc -l) - WORKERS))
+
+echo
+echo "IntentQueue chaos run: $INTENTS intents, $PRODUCERS producers, $WORKERS workers"
+echo "  faults: $KILLS kill -9 of workers by the killer, $((RESTARTED - KILLS)) deaths at injection points ($RESTARTED worker restarts),"
+echo "          1 close_all_connections, $RESTARTS broker restarts, 1 freeze of $((3 * HEARTBEAT)) s"
+echo "  confirmed $CONFIRMED, success $SUCCEEDED, failure ${FAILED:-none}"
+echo "  lost $LOST, duplicated effects $DUPLICATED, terminal changed $CHANGED"
+echo "  queues not empty: ${QUEUES:-none}; integrity: status $INTEGRITY_STATUS, app $INTEGRITY_APP"
+echo "  logs: $RUN"
+if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
+    echo "1 passed, 0 failed"
+    exit 0
+fi
+echo "0 passed, 1 failed"
+exit 1
