@@ -411,7 +411,27 @@ public final class AMQPConnection {
     }
 
     private func delivery(from envelope: amqp_envelope_t) -> Delivery {
-        let properties = envelope.message.properties
+        delivery(
+            tag: envelope.delivery_tag, exchange: envelope.exchange, routingKey: envelope.routing_key,
+            redelivered: envelope.redelivered != 0, message: envelope.message)
+    }
+
+    /// Takes one message from `queue` without a consumer (basic.get), unacked;
+    /// nil when the queue is empty.
+    public func get(_ queue: String) throws(AMQPError) -> Delivery? {
+        let state = try live("getting from \(queue)")
+        let reply = withBytes(queue) { queueBytes in amqp_basic_get(state, channel, queueBytes, 0) }
+        try check(reply, context: "getting a message from '\(queue)'")
+        guard reply.reply.id == AMQP_BASIC_GET_OK_METHOD else { return nil }
+        let ok = reply.reply.decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
+        var message = amqp_message_t()
+        try check(amqp_read_message(state, channel, &message, 0), context: "reading a message from '\(queue)'")
+        defer { amqp_destroy_message(&message) }
+        return delivery(tag: ok.delivery_tag, exchange: ok.exchange, routingKey: ok.routing_key, redelivered: ok.redelivered != 0, message: message)
+    }
+
+    private func delivery(tag: UInt64, exchange: amqp_bytes_t, routingKey: amqp_bytes_t, redelivered: Bool, message: amqp_message_t) -> Delivery {
+        let properties = message.properties
         func has(_ flag: Int32) -> Bool { properties._flags & amqp_flags_t(flag) != 0 }
         var headers: [String: HeaderValue] = [:]
         if has(AMQP_BASIC_HEADERS_FLAG), let entries = properties.headers.entries {
@@ -429,11 +449,11 @@ public final class AMQPConnection {
         }
         let deliveryCount = headers["x-delivery-count"]?.integerValue.map { Int($0) }
         return Delivery(
-            tag: DeliveryTag(generation: generation, value: envelope.delivery_tag),
-            exchange: envelope.exchange.string,
-            routingKey: envelope.routing_key.string,
-            redelivered: envelope.redelivered != 0,
-            body: envelope.message.body.array,
+            tag: DeliveryTag(generation: generation, value: tag),
+            exchange: exchange.string,
+            routingKey: routingKey.string,
+            redelivered: redelivered,
+            body: message.body.array,
             messageID: has(AMQP_BASIC_MESSAGE_ID_FLAG) ? properties.message_id.string : nil,
             type: has(AMQP_BASIC_TYPE_FLAG) ? properties.type.string : nil,
             userID: has(AMQP_BASIC_USER_ID_FLAG) ? properties.user_id.string : nil,

@@ -71,6 +71,9 @@ public final class StatusStore {
     public enum Update: Sendable {
         case queued(IntentEnvelope)
         case event(StatusEvent)
+        /// An operator put a dead-lettered intent back in the queue: its
+        /// `deadLettered` failure (and only that one) reopens as `queued`.
+        case requeued(IntentEnvelope)
     }
 
     /// Applies updates in one transaction. States never move backwards: an
@@ -82,6 +85,14 @@ public final class StatusStore {
                 switch update {
                 case .queued(let envelope): try recordQueued(envelope, now: now, in: db)
                 case .event(let event): try recordEvent(event, now: now, in: db)
+                case .requeued(let envelope):
+                    try db.run(
+                        """
+                        UPDATE intent_status SET state = 'queued', rank = 0, response_code = NULL, response_message = NULL,
+                            response_payload = NULL, finished_at = NULL, updated_at = ?2
+                        WHERE id = ?1 AND response_code = 'deadLettered'
+                        """, [.text(envelope.id), .real(now)])
+                    try recordQueued(envelope, now: now, in: db)
                 }
             }
         }
@@ -187,6 +198,14 @@ public final class StatusStore {
         bindings.append(.int(limit))
         return try database.query(
             "SELECT \(Self.columns) FROM intent_status \(filter) ORDER BY updated_at DESC LIMIT ?", bindings, Self.decodeRow)
+    }
+
+    /// Intents the broker dead-lettered, newest first.
+    public func deadLettered(limit: Int = 50) throws -> [IntentStatus] {
+        guard try hasSchema() else { return [] }
+        return try database.query(
+            "SELECT \(Self.columns) FROM intent_status WHERE state = 'failure' AND response_code = 'deadLettered' ORDER BY updated_at DESC LIMIT ?",
+            [.int(limit)], Self.decodeRow)
     }
 
     /// How many intents are in each state.

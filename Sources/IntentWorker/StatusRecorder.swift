@@ -144,7 +144,8 @@ public final class StatusRecorder: Service {
         if delivery.exchange == intentsExchange {
             // A submission the broker accepted. One that cannot be read is the
             // worker's to report, as a failure, when it can read an id.
-            return try? .queued(IntentEnvelope.decode(delivery.body))
+            guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
+            return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope)
         }
         do {
             return .event(try StatusEvent.decode(delivery.body))

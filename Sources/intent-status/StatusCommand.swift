@@ -1,4 +1,5 @@
 import Foundation
+import IntentAMQP
 import IntentCLI
 import IntentKit
 import IntentStore
@@ -6,13 +7,15 @@ import IntentStore
 /// `intent-status`: what the status store knows.
 struct StatusCommand {
     static let tool = "intent-status"
-    static let usage = "intent-status <id> [--wait [--timeout S]] [--json] | intent-status list [--state S] [--type T] [--limit N] [--json]"
+    static let usage = "intent-status <id> [--wait [--timeout S]] [--json] | list [--state S] [--type T] [--limit N] [--json] | dead [--limit N] [--json] | requeue <id>"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
         Usage:
           intent-status <id> [--wait [--timeout S]] [--json]
           intent-status list [--state S] [--type T] [--limit N] [--json]
+          intent-status dead [--limit N] [--json]     intents the broker dead-lettered (delivery limit, unreadable)
+          intent-status requeue <id>                  put a dead-lettered intent back in the work queue
 
         Options:
           --wait              wait until the intent ends or needs input
@@ -25,14 +28,18 @@ struct StatusCommand {
 
         Environment:
           INTENT_STATUS_DB    the status store (default ~/.local/state/intentqueue/status.sqlite)
+          INTENT_BROKER_URL   the broker, for requeue (or INTENT_BROKER_URL_FILE, a file of mode 600)
 
         Exit codes: 0 success, 1 failure or canceled, 3 not terminal (including needsInput) or the wait
-        timed out, 4 unknown id, 64 usage error, 69 status store unreachable.
+        timed out, 4 unknown id (requeue: not in the dead-letter queue), 64 usage error,
+        69 status store or broker unreachable.
         """
 
     enum Action {
         case show(id: String, timeout: Double?)
         case list(state: IntentState?, type: String?, limit: Int)
+        case dead(limit: Int)
+        case requeue(id: String)
     }
 
     var action: Action
@@ -43,10 +50,22 @@ struct StatusCommand {
             words, flags: ["--help", "--wait", "--json"], options: ["--timeout", "--state", "--type", "--limit"])
         if arguments.has("--help") { return nil }
         guard let first = arguments.positionals.first else { throw UsageError("missing an intent id or 'list'") }
+        let json = arguments.has("--json")
+        if first == "requeue" {
+            guard arguments.positionals.count == 2 else { throw UsageError("requeue takes exactly one intent id") }
+            guard arguments.options.isEmpty, arguments.flags.isEmpty else { throw UsageError("requeue takes no options") }
+            return StatusCommand(action: .requeue(id: arguments.positionals[1]), json: false)
+        }
         guard arguments.positionals.count == 1 else {
             throw UsageError("unexpected argument '\(arguments.positionals[1])'")
         }
-        let json = arguments.has("--json")
+        if first == "dead" {
+            for option in ["--timeout", "--state", "--type"] where arguments.options[option] != nil {
+                throw UsageError("\(option) does not apply to dead")
+            }
+            if arguments.has("--wait") { throw UsageError("--wait does not apply to dead") }
+            return StatusCommand(action: .dead(limit: try arguments.integer("--limit", in: 1...100_000) ?? 50), json: json)
+        }
         if first == "list" {
             for option in ["--timeout"] where arguments.options[option] != nil {
                 throw UsageError("\(option) does not apply to list")
@@ -88,9 +107,39 @@ struct StatusCommand {
                     statuses.forEach { Terminal.write(StatusReport.line($0)) }
                 }
                 return ExitCode.success
+            case .dead(let limit):
+                let statuses = try StatusStore(readingFrom: path).deadLettered(limit: limit)
+                if json {
+                    Terminal.write(StatusReport.jsonString(statuses))
+                } else if statuses.isEmpty {
+                    Terminal.write("no dead-lettered intents")
+                } else {
+                    statuses.forEach { Terminal.write(StatusReport.line($0) + "  " + ($0.response?.message ?? "")) }
+                }
+                return ExitCode.success
+            case .requeue(let id):
+                return requeue(id)
             }
         } catch {
             return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
+        }
+    }
+
+    private func requeue(_ id: String) -> Int32 {
+        do {
+            switch try DeadLetters.requeue(id: id, url: try Environment.brokerURL()) {
+            case .requeued(let type):
+                Terminal.write("\(id): requeued as \(type)")
+                return ExitCode.success
+            case .notFound(let scanned):
+                return Terminal.fail(Self.tool, "\(id) is not in the dead-letter queue (\(scanned) messages looked at)", code: ExitCode.unknown)
+            }
+        } catch let error as UsageError {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        } catch let error as AMQPError where error.kind == .unroutable {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.refused)
+        } catch {
+            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
         }
     }
 }

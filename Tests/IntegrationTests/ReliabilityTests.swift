@@ -31,7 +31,7 @@ struct ReliabilityTests {
         #expect(failed.response?.code == FailureCode.retriesExhausted)
         #expect(failed.attempts == 4)
         // No message is left behind in the work queue or the retry queues.
-        #expect(try await queueDepth("intents.work", sandbox: sandbox) == 0)
+        #expect(try await settledDepth("intents.work", expected: 0, sandbox: sandbox) == 0)
     }
 
     @Test func aMessageThatKillsTheWorkerEveryTimeIsDeadLetteredOnceWhileOthersFlow() async throws {
@@ -79,12 +79,22 @@ struct ReliabilityTests {
         #expect(crashes.value >= 5)
         #expect(try sandbox.messageCount(intentID: "poison-1") == 0)
         for index in 0..<20 { #expect(try sandbox.messageCount(intentID: "fine-\(index)") == 1) }
-        var deadDepth: Int?
-        for _ in 0..<20 where deadDepth != 1 {
-            deadDepth = try await queueDepth("intents.dead", sandbox: sandbox)
-            if deadDepth != 1 { try await Task.sleep(for: .milliseconds(250)) }
-        }
-        #expect(deadDepth == 1)
+        #expect(try await settledDepth("intents.dead", expected: 1, sandbox: sandbox) == 1)
+
+        // An operator lists it, fixes the cause (here: a worker that does not crash), and requeues it.
+        let listed = try await sandbox.status(["dead", "--json"])
+        #expect(listed.exitCode == 0)
+        #expect(listed.stdout.contains("poison-1") && !listed.stdout.contains("fine-"))
+        supervisor.cancel()
+        try await sandbox.startWorker([], expectedConnections: 1)
+        let missing = try await sandbox.status(["requeue", "no-such-intent"])
+        #expect(missing.exitCode == 4, "\(missing)")
+        let requeued = try await sandbox.status(["requeue", "poison-1"])
+        #expect(requeued.exitCode == 0, "\(requeued)")
+        let healed = try await sandbox.status(["poison-1", "--wait", "--timeout", "30"])
+        #expect(healed.exitCode == 0, "\(healed)")
+        #expect(try sandbox.messageCount(intentID: "poison-1") == 1)
+        #expect(try await settledDepth("intents.dead", expected: 0, sandbox: sandbox) == 0)
     }
 
     @Test func badInputEndsAsReadableFailuresAndTheSameWorkerGoesOn() async throws {
@@ -125,12 +135,7 @@ struct ReliabilityTests {
 
         #expect(worker.isRunning)
         #expect(worker.pid == pid)
-        var deadDepth: Int?
-        for _ in 0..<20 where deadDepth != 1 {
-            deadDepth = try await queueDepth("intents.dead", sandbox: sandbox)
-            if deadDepth != 1 { try await Task.sleep(for: .milliseconds(250)) }
-        }
-        #expect(deadDepth == 1)
+        #expect(try await settledDepth("intents.dead", expected: 1, sandbox: sandbox) == 1)
     }
 
     @Test func sigtermDuringLoadLosesNothingAndExitsZero() async throws {

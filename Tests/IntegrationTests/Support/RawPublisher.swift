@@ -29,3 +29,15 @@ func queueDepth(_ queue: String, sandbox: Sandbox, broker: TestBroker = .shared)
     }
     return nil
 }
+
+/// The queue's depth once it reaches `expected` (rabbitmqctl's figures lag a
+/// little behind acks), or the last figure seen after ten seconds.
+func settledDepth(_ queue: String, expected: Int, sandbox: Sandbox, broker: TestBroker = .shared) async throws -> Int? {
+    var depth: Int?
+    for _ in 0..<40 {
+        depth = try await queueDepth(queue, sandbox: sandbox, broker: broker)
+        if depth == expected { break }
+        try await Task.sleep(for: .milliseconds(250))
+    }
+    return depth
+}
