@@ -11,6 +11,8 @@
 #   deploy/broker.sh pid NAME             print its OS pid
 #
 # Nodes live under $INTENTQUEUE_BROKER_DIR (default /var/tmp/intentqueue-broker).
+# INTENTQUEUE_BROKER_CONF names a file of extra rabbitmq.conf lines for `start`
+# (a TLS listener, say).
 set -euo pipefail
 
 BASE="${INTENTQUEUE_BROKER_DIR:-/var/tmp/intentqueue-broker}"
@@ -18,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RABBIT_BIN="${RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}"
 
 usage() {
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 64
 }
 
@@ -54,6 +56,9 @@ start() {
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
     sed "s/@PORT@/$port/" "$HERE/rabbitmq.conf" > "$dir/rabbitmq.conf"
+    if [[ -n "${INTENTQUEUE_BROKER_CONF:-}" ]]; then
+        cat "$INTENTQUEUE_BROKER_CONF" >> "$dir/rabbitmq.conf"
+    fi
     [[ -f "$dir/enabled_plugins" ]] || echo "[${INTENTQUEUE_BROKER_PLUGINS:-}]." > "$dir/enabled_plugins"
     (
         # The node outlives this script: it must not keep the caller's open

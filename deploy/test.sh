@@ -10,7 +10,7 @@ deploy/install.sh
 deploy/broker.sh ensure 5672
 
 stop_test_nodes() {
-    for node in iqtest iqtest-restart iqtest-freeze; do deploy/broker.sh stop "$node"; done
+    for node in iqtest iqtest-restart iqtest-freeze iqtest-tls; do deploy/broker.sh stop "$node"; done
 }
 trap stop_test_nodes EXIT
 
