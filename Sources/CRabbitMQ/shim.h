@@ -33,6 +33,15 @@ static inline amqp_table_entry_t iq_amqp_entry_int(const char *key, int64_t valu
     return entry;
 }
 
+/// A table entry whose value is a nested table.
+static inline amqp_table_entry_t iq_amqp_entry_table(const char *key, amqp_table_t table) {
+    amqp_table_entry_t entry;
+    entry.key = amqp_cstring_bytes(key);
+    entry.value.kind = AMQP_FIELD_KIND_TABLE;
+    entry.value.value.table = table;
+    return entry;
+}
+
 /// Reads an integer-valued header of any integer kind; returns 0 when the entry holds no integer.
 static inline int iq_amqp_entry_integer(const amqp_field_value_t *value, int64_t *out) {
     switch (value->kind) {

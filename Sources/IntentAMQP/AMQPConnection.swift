@@ -199,23 +199,27 @@ public final class AMQPConnection {
     /// A headers table for rabbitmq-c, valid only inside `body`.
     private func withTable<R>(_ entries: [(String, HeaderValue)], _ body: (amqp_table_t) -> R) -> R {
         guard !entries.isEmpty else { return body(amqp_empty_table) }
-        var strings: [UnsafeMutablePointer<CChar>?] = []
-        defer { strings.forEach { free($0) } }
-        var table: [amqp_table_entry_t] = entries.map { key, value in
-            let keyCopy = strdup(key)
-            strings.append(keyCopy)
-            switch value {
-            case .string(let text):
-                let textCopy = strdup(text)
-                strings.append(textCopy)
-                return iq_amqp_entry_string(keyCopy, textCopy)
-            case .integer(let number):
-                return iq_amqp_entry_int(keyCopy, number)
+        var allocations: [UnsafeMutableRawPointer] = []
+        defer { allocations.forEach { free($0) } }
+        func copy(_ text: String) -> UnsafeMutablePointer<CChar> {
+            let pointer = strdup(text)!
+            allocations.append(UnsafeMutableRawPointer(pointer))
+            return pointer
+        }
+        func build(_ entries: [(String, HeaderValue)]) -> amqp_table_t {
+            let raw = malloc(max(1, entries.count) * MemoryLayout<amqp_table_entry_t>.stride)!
+            allocations.append(raw)
+            let buffer = raw.bindMemory(to: amqp_table_entry_t.self, capacity: entries.count)
+            for (index, (key, value)) in entries.enumerated() {
+                switch value {
+                case .string(let text): buffer[index] = iq_amqp_entry_string(copy(key), copy(text))
+                case .integer(let number): buffer[index] = iq_amqp_entry_int(copy(key), number)
+                case .table(let nested): buffer[index] = iq_amqp_entry_table(copy(key), build(nested.sorted { $0.key < $1.key }))
+                }
             }
+            return amqp_table_t(num_entries: Int32(entries.count), entries: buffer)
         }
-        return table.withUnsafeMutableBufferPointer { buffer in
-            body(amqp_table_t(num_entries: Int32(buffer.count), entries: buffer.baseAddress))
-        }
+        return body(build(entries))
     }
 
     public func bindQueue(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) {

@@ -37,11 +37,14 @@ public struct OutgoingMessage: Sendable {
     }
 }
 
-/// A header value IntentQueue reads or writes. Other kinds (tables, arrays,
-/// floats) are ignored on read, however deeply a sender nests them.
-public enum HeaderValue: Sendable, Hashable {
+/// A header value IntentQueue reads or writes. On read only strings and
+/// integers at the top level are kept: tables, arrays and floats are skipped,
+/// however deeply a sender nests them.
+public indirect enum HeaderValue: Sendable, Hashable {
     case string(String)
     case integer(Int64)
+    /// A nested table (written only; see above).
+    case table([String: HeaderValue])
 
     public var stringValue: String? {
         if case .string(let text) = self { return text }

@@ -125,6 +125,29 @@ struct ReliabilityTests {
             #expect(result.stdout.contains("invalidIntent"), "\(item.id): \(result.stdout)")
             #expect(result.stdout.contains(item.reason), "\(item.id) should mention \(item.reason): \(result.stdout.prefix(400))")
         }
+        // Deeply nested and very many headers are skipped, not walked: the intent is handled.
+        var nested = HeaderValue.string("bottom")
+        for level in 0..<100 { nested = .table(["level-\(level)": nested, "x-delivery-count": .string("not a number")]) }
+        var headers: [String: HeaderValue] = ["deep": nested]
+        for index in 0..<500 { headers["h\(index)"] = .string(String(repeating: "v", count: 20)) }
+        try await publishRaw(
+            url: sandbox.brokerURL, routingKey: "SendMessage",
+            body: IntentEnvelope(id: "nested-headers", type: "SendMessage", parameters: ["recipients": "Dan", "content": "deep"], submittedAt: 0).encoded(),
+            messageID: "nested-headers", headers: headers)
+        let nestedResult = try await sandbox.status(["nested-headers", "--wait", "--timeout", "20"])
+        #expect(nestedResult.exitCode == 0, "\(nestedResult)")
+
+        // An id full of SQL and quoting is an id like any other.
+        let oddID = "x'); DELETE FROM intent_status; -- \"quoted\" %_"
+        try await publishRaw(
+            url: sandbox.brokerURL, routingKey: "SendMessage",
+            body: IntentEnvelope(id: oddID, type: "SendMessage", parameters: ["recipients": "Erin", "content": "odd id"], submittedAt: 0).encoded(),
+            messageID: oddID)
+        let oddResult = try await sandbox.status([oddID, "--wait", "--timeout", "20", "--json"])
+        #expect(oddResult.exitCode == 0, "\(oddResult)")
+        #expect(try sandbox.messageCount(intentID: oddID) == 1)
+        #expect(try sandbox.statusStore().list(limit: 1000).count >= cases.count + 2)
+
         // Strings are stored verbatim, however hostile or long.
         let hostile = "Robert'); DROP TABLE message;-- \"quoted\" % _ \\ 🙂 " + String(repeating: "é", count: 50_000)
         let verbatim = try await sandbox.submit(["SendMessage", "recipients=Alice", "--parameters", JSONValue.object(["content": .string(hostile)]).jsonString, "--id", "hostile", "--wait"])
