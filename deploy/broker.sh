@@ -43,7 +43,9 @@ node_env() {
 ctl() {
     local name="$1"
     shift
+    [[ -d "$BASE/$name" ]] || { echo "broker.sh: no node $name under $BASE" >&2; return 69; }
     node_env "$name"
+    export ERL_CRASH_DUMP="$BASE/$name/log/erl_crash.dump"
     "$RABBIT_BIN/rabbitmqctl" -n "$name@localhost" "$@"
 }
 
@@ -55,6 +57,7 @@ start() {
         exit 69
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
+    export ERL_CRASH_DUMP="$dir/log/erl_crash.dump"
     sed "s/@PORT@/$port/" "$HERE/rabbitmq.conf" > "$dir/rabbitmq.conf"
     if [[ -n "${INTENTQUEUE_BROKER_CONF:-}" ]]; then
         cat "$INTENTQUEUE_BROKER_CONF" >> "$dir/rabbitmq.conf"
