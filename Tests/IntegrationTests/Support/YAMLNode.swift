@@ -7,7 +7,7 @@ import Foundation
 /// Anything else — anchors, aliases, tags, flow mappings, multi-line plain
 /// scalars, tabs in indentation, several documents — is an error rather than a
 /// guess, as are duplicate keys and misaligned lines. Scalars stay strings.
-indirect enum YAMLNode: Equatable, CustomStringConvertible {
+indirect enum YAMLNode: Equatable, Sendable, CustomStringConvertible {
     case scalar(String)
     case sequence([YAMLNode])
     case mapping([String: YAMLNode])
