@@ -74,8 +74,8 @@ import Testing
 
     // MARK: Registration
 
-    @Test func theAppServesItsTwoIntents() {
-        #expect(registry.typeNames == ["OrderSoup", "SendMessage"])
+    @Test func theAppServesItsThreeIntents() {
+        #expect(registry.typeNames == ["BookAppointment", "OrderSoup", "SendMessage"])
     }
 
     // MARK: SendMessage
