@@ -6,5 +6,6 @@ public enum HairdressersApp {
         try registry.register(SendMessageHandler(database: database))
         try registry.register(OrderSoupHandler(database: database))
         try registry.register(BookAppointmentHandler(database: database))
+        try registry.register(SendPaymentHandler(database: database))
     }
 }

@@ -57,6 +57,17 @@ public final class HairdressersDatabase: Sendable {
             intent_id TEXT NOT NULL UNIQUE
         );
         """,
+        """
+        CREATE TABLE payment (
+            id INTEGER PRIMARY KEY,
+            created_at REAL NOT NULL,
+            hairdresser TEXT NOT NULL,
+            amount REAL NOT NULL,
+            currency TEXT NOT NULL,
+            payer TEXT,
+            intent_id TEXT NOT NULL UNIQUE
+        );
+        """,
     ]
 
     /// The seed data of the tutorial app, created on first start.

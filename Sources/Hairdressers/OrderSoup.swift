@@ -66,8 +66,15 @@ public struct OrderSoupHandler: IntentHandler {
         let available = try await database.queue.read { db in
             try db.queryFirst("SELECT available FROM soup WHERE name = ?", [.text(soup)]) { $0.int(0) == 1 } ?? false
         }
-        return available ? .ready : .failure(code: Self.soldOut, message: "\(soup) is sold out today")
+        guard available else { return .failure(code: Self.soldOut, message: "\(soup) is sold out today") }
+        if let quantity = intent.quantity, quantity > Self.confirmAbove {
+            return .confirmationRequired(prompt: "Order \(quantity) × \(soup)?")
+        }
+        return .ready
     }
+
+    /// Orders of more soups than this ask the user to confirm the whole order first.
+    public static let confirmAbove = 10
 
     public func handle(_ intent: OrderSoup, context: IntentContext) async throws -> HandleOutcome {
         guard let soup = context.resolvedValue("soup")?.stringValue, let quantity = intent.quantity else {

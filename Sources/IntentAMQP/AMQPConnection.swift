@@ -254,10 +254,12 @@ public final class AMQPConnection {
 
     /// Starts consuming `queue` with manual acks; returns the consumer tag.
     @discardableResult
-    public func consume(_ queue: String) throws(AMQPError) -> String {
+    public func consume(_ queue: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) -> String {
         let state = try live("consuming \(queue)")
-        let ok = withBytes(queue) { queueBytes in
-            amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, 0, 0, amqp_empty_table)
+        let ok = withTable(arguments.sorted { $0.key < $1.key }) { table in
+            withBytes(queue) { queueBytes in
+                amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, 0, 0, table)
+            }
         }
         try check(amqp_get_rpc_reply(state), context: "consuming queue '\(queue)'")
         return ok?.pointee.consumer_tag.string ?? ""

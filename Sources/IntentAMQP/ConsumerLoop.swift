@@ -21,6 +21,10 @@ public final class ConsumerLoop: Sendable {
         public var declare: @Sendable (AMQPConnection) throws -> Void
         /// Where the fault-injection suite may kill the process.
         public var faults: FaultInjection
+        /// More queues consumed on the same channel, with consume arguments
+        /// (a stream's `x-stream-offset`, say); their deliveries come through
+        /// `deliveries` too.
+        public var extraQueues: [(queue: String, arguments: [String: HeaderValue])] = []
 
         public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
                     declare: @escaping @Sendable (AMQPConnection) throws -> Void) {
@@ -162,7 +166,11 @@ public final class ConsumerLoop: Sendable {
     private func serve(_ connection: AMQPConnection) throws {
         let generation = connection.generation
         var consumerTag: String?
+        var extraTags: [String] = []
         if !shared.withLock({ $0.stopConsuming }) {
+            for extra in configuration.extraQueues {
+                extraTags.append(try connection.consume(extra.queue, arguments: extra.arguments))
+            }
             consumerTag = try connection.consume(configuration.queue)
         }
         var consuming = consumerTag != nil
@@ -264,6 +272,7 @@ public final class ConsumerLoop: Sendable {
             if stopConsuming, consuming {
                 consuming = false
                 if let consumerTag { try connection.cancel(consumerTag: consumerTag) }
+                for tag in extraTags { try connection.cancel(consumerTag: tag) }
                 continuation.finish()
                 logger.info("stopped consuming", metadata: ["amqp.queue": configuration.queue])
             }

@@ -19,6 +19,11 @@ public struct Topology: Sendable {
     public var workQueue = "intents.work"
     public var ledgerQueue = "intents.ledger"
     public var retryExchange = "intents.retry"
+    /// Cancellations: a fanout to the ledger (the store marks the intent) and to
+    /// a stream every worker reads from its start, so a cancel sent while no
+    /// worker runs still holds when one starts.
+    public var cancelExchange = "intents.cancel"
+    public var cancelStream = "intents.cancellations"
     /// Deliveries of one message before the broker dead-letters it.
     public var deliveryLimit: Int64 = 5
     /// The delays, in seconds, of the retry queues: a retry waits in the longest
@@ -46,7 +51,20 @@ public struct Topology: Sendable {
         try connection.declareQueue(ledgerQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(ledgerQueue, exchange: statusExchange, routingKey: "#")
         try connection.bindQueue(ledgerQueue, exchange: deadLetterExchange, routingKey: "")
+        try connection.declareExchange(cancelExchange, type: "fanout")
+        try connection.bindQueue(ledgerQueue, exchange: cancelExchange, routingKey: "")
     }
+
+    /// The stream of cancellations workers read (kept seven days).
+    public func declareCancellations(on connection: AMQPConnection) throws(AMQPError) {
+        try connection.declareExchange(cancelExchange, type: "fanout")
+        try connection.declareQueue(cancelStream, arguments: [.string("x-queue-type", "stream"), .string("x-max-age", "7D")])
+        try connection.bindQueue(cancelStream, exchange: cancelExchange, routingKey: "")
+    }
+
+    /// The header of the marker a worker writes into the cancellation stream to
+    /// know when it has read everything before it.
+    public static let syncHeader = "x-intent-sync"
 
     /// The retry queue for a wanted delay: its name, its bucket label and its delay.
     public func retryQueue(forDelay seconds: Double) -> (queue: String, bucket: String, seconds: Int) {
@@ -74,6 +92,7 @@ public struct Topology: Sendable {
     public func declareWork(on connection: AMQPConnection, types: [String]) throws(AMQPError) {
         try declareLedger(on: connection)
         try declareRetries(on: connection)
+        try declareCancellations(on: connection)
         try connection.declareQueue(deadLetterQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(deadLetterQueue, exchange: deadLetterExchange, routingKey: "")
         try connection.declareQueue(workQueue, arguments: [

@@ -48,6 +48,15 @@ public enum StatusReport {
         for resolution in status.resolutions ?? [] {
             add(resolution.label, describe(resolution.result))
         }
+        for turn in status.history ?? [] {
+            let asked = turn.question.filter { $0.result.needsInput }
+                .map { "\($0.label) \(describe($0.result))" }.joined(separator: "; ")
+            add("turn \(turn.turn)", "asked: \(asked.isEmpty ? "-" : asked)")
+            if let answer = turn.answer {
+                let text = answer.objectValue.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.displayString)" }.joined(separator: ", ") }
+                add("", "answered: \((text?.isEmpty ?? true) ? "confirmed" : text!)")
+            }
+        }
         add("attempts", "\(status.attempts)")
         if let submitted = status.submittedAt { add("submitted", Terminal.timestamp(seconds: submitted)) }
         add("updated", Terminal.timestamp(seconds: status.updatedAt))

@@ -13,6 +13,17 @@ public struct IntentContext: Sendable {
     /// What `resolve` settled on, set by the pipeline before `confirm` and
     /// `handle` (as SiriKit updates the intent with resolved values).
     public var resolutions: [ParameterResolution] = []
+    /// Parameters the user confirmed (and `intent` when the whole intent was).
+    public var confirmed: Set<String> = []
+    /// The conversation turn: 0 when submitted, one more with each answer.
+    public var turn: Int = 0
+    /// The broker-verified AMQP user that submitted the intent, when it said.
+    public var userID: String?
+    /// Asked before `confirm` and before `handle`: a canceled intent stops there.
+    public var isCanceled: @Sendable () async -> Bool = { false }
+
+    /// Whether the user confirmed this parameter (or `intent`, the whole intent).
+    public func isConfirmed(_ parameter: String) -> Bool { confirmed.contains(parameter) }
     private let progressSink: @Sendable (StatusEvent.Progress) -> Void
 
     public init(

@@ -16,16 +16,29 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
     public var parameters: [String: JSONValue]
     /// Seconds since 1970 when the submitter published it.
     public var submittedAt: Double
+    /// The turn of the conversation: 0 when submitted, one more with each answer.
+    public var turn: Int
+    /// The parameters the user answered in this turn (already merged into `parameters`).
+    public var answers: [String: JSONValue]?
+    /// Parameters the user confirmed, and `intent` when the whole intent was confirmed.
+    public var confirmed: [String]?
+    /// The conversation this intent belongs to, for deleting interactions together.
+    public var group: String?
 
     public init(
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
-        parameters: [String: JSONValue], submittedAt: Double
+        parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
+        answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil
     ) {
         self.version = version
         self.id = id
         self.type = type
         self.parameters = parameters
         self.submittedAt = submittedAt
+        self.turn = turn
+        self.answers = answers
+        self.confirmed = confirmed
+        self.group = group
     }
 
     /// An envelope for a typed intent, with a fresh id unless one is given.
@@ -39,13 +52,18 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
 
     /// The UTF-8 JSON body.
     public func encoded() -> [UInt8] {
-        JSONValue.object([
+        var object: [String: JSONValue] = [
             "version": .number(Double(version)),
             "id": .string(id),
             "type": .string(type),
             "parameters": .object(parameters),
             "submittedAt": .number(submittedAt),
-        ]).serialized()
+        ]
+        if turn != 0 { object["turn"] = .number(Double(turn)) }
+        if let answers { object["answers"] = .object(answers) }
+        if let confirmed { object["confirmed"] = .array(confirmed.map(JSONValue.string)) }
+        if let group { object["group"] = .string(group) }
+        return JSONValue.object(object).serialized()
     }
 
     /// Reads an envelope from a message body, with an error an operator can act on.
@@ -80,7 +98,19 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         }
         var submittedAt = 0.0
         if case .number(let seconds)? = fields["submittedAt"] { submittedAt = seconds }
-        return IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: submittedAt)
+        var turn = 0
+        if case .number(let number)? = fields["turn"] {
+            guard number >= 0, number < 1_000_000, number.rounded() == number else {
+                throw EnvelopeError(id: id, reason: "'turn' must be a whole number from 0")
+            }
+            turn = Int(number)
+        }
+        let answers = fields["answers"]?.objectValue
+        let confirmed = fields["confirmed"]?.arrayValue?.compactMap(\.stringValue)
+        let group = fields["group"]?.stringValue
+        return IntentEnvelope(
+            id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
+            confirmed: confirmed, group: group)
     }
 }
 

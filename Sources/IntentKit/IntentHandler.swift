@@ -14,6 +14,15 @@ public protocol IntentHandler: Sendable {
 
     /// How a `TransientFailure` of this type is retried.
     var retryPolicy: RetryPolicy { get }
+
+    /// The longest `handle` may run, in seconds; past it the intent fails with
+    /// `timedOut` and the handler's task is canceled (a handler that writes
+    /// should check for cancellation before it commits). nil: no limit.
+    var timeLimit: Double? { get }
+
+    /// A restricted type (SiriKit's `IntentsRestrictedWhileLocked`) is handled
+    /// only for submitters on the worker's allow-list of broker users.
+    var isRestricted: Bool { get }
 }
 
 extension IntentHandler {
@@ -22,12 +31,20 @@ extension IntentHandler {
     }
 
     public var retryPolicy: RetryPolicy { .standard }
+
+    public var timeLimit: Double? { 600 }
+
+    public var isRestricted: Bool { false }
 }
 
 /// The answer of `confirm`.
 public enum ConfirmOutcome: Sendable, Hashable {
     /// Go on to `handle`.
     case ready
+    /// Ask the user to confirm the whole intent first (App Intents'
+    /// `requestConfirmation`): the intent waits in `needsInput` until
+    /// `intent-submit --confirm` (or `--deny`).
+    case confirmationRequired(prompt: String)
     /// Stop with this code and reason.
     case failure(IntentFailure)
 

@@ -27,16 +27,25 @@ public struct PipelineOutcome: Sendable, Hashable {
 /// needs the user stops at `needsInput`; otherwise confirm, then handle.
 public enum IntentPipeline {
     /// Runs an envelope through the registry's handler for its type.
-    public static func run(_ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext) async -> PipelineOutcome {
+    /// - Parameter timeLimit: overrides the handler's own `timeLimit` when set.
+    public static func run(
+        _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil
+    ) async -> PipelineOutcome {
         guard let entry = registry.entry(for: envelope.type) else {
             return .failure(IntentFailure(
                 code: FailureCode.unknownIntentType,
                 message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
         }
-        return await entry.run(envelope, context)
+        return await entry.run(envelope, context, timeLimit ?? entry.timeLimit)
     }
 
-    static func run<H: IntentHandler>(_ handler: H, envelope: IntentEnvelope, context: IntentContext) async -> PipelineOutcome {
+    static let canceled = PipelineOutcome(
+        state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled"))
+
+    static func run<H: IntentHandler>(_ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?) async -> PipelineOutcome {
+        var context = context
+        context.confirmed = Set(envelope.confirmed ?? [])
+        context.turn = envelope.turn
         let intent: H.IntentType
         do {
             intent = try JSONValueDecoder().decode(H.IntentType.self, from: .object(envelope.parameters))
@@ -44,7 +53,7 @@ public enum IntentPipeline {
             return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
         }
 
-        let resolutions: [ParameterResolution]
+        var resolutions: [ParameterResolution]
         do {
             resolutions = try await handler.resolve(intent, context: context)
         } catch let transient as TransientFailure {
@@ -62,15 +71,29 @@ public enum IntentPipeline {
                 IntentFailure(code: FailureCode.unsupportedParameter, message: unsupported.joined(separator: "; ")),
                 resolutions: resolutions)
         }
+        // A value the user already confirmed stands as resolved.
+        for index in resolutions.indices {
+            if case .confirmationRequired(let value) = resolutions[index].result, context.isConfirmed(resolutions[index].parameter) {
+                resolutions[index].result = .success(value)
+            }
+        }
         if resolutions.contains(where: { $0.result.needsInput }) {
             return PipelineOutcome(state: .needsInput, resolutions: resolutions)
         }
 
-        var context = context
         context.resolutions = resolutions
+        if await context.isCanceled() { return canceled }
         do {
-            if case .failure(let failure) = try await handler.confirm(intent, context: context) {
+            switch try await handler.confirm(intent, context: context) {
+            case .ready:
+                break
+            case .failure(let failure):
                 return .failure(failure, resolutions: resolutions)
+            case .confirmationRequired(let prompt):
+                if !context.isConfirmed(wholeIntent) {
+                    return PipelineOutcome(
+                        state: .needsInput, resolutions: resolutions + [ParameterResolution(wholeIntent, .confirmationRequired(.string(prompt)))])
+                }
             }
         } catch let transient as TransientFailure {
             return .retry(transient, resolutions: resolutions)
@@ -78,8 +101,9 @@ public enum IntentPipeline {
             return .failure(failure(from: error, step: "confirm"), resolutions: resolutions)
         }
 
+        if await context.isCanceled() { return canceled }
         do {
-            switch try await handler.handle(intent, context: context) {
+            switch try await handle(handler, intent, context: context, timeLimit: timeLimit) {
             case .success(let response):
                 return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
             case .failure(let failure):
@@ -89,6 +113,28 @@ public enum IntentPipeline {
             return .retry(transient, resolutions: resolutions)
         } catch {
             return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
+        }
+    }
+
+    /// The name under which a whole-intent confirmation is asked and answered.
+    public static let wholeIntent = "intent"
+
+    /// Runs `handle`, failing with `timedOut` (and canceling it) past the limit.
+    private static func handle<H: IntentHandler>(
+        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?
+    ) async throws -> HandleOutcome {
+        guard let timeLimit, timeLimit > 0 else { return try await handler.handle(intent, context: context) }
+        return try await withThrowingTaskGroup(of: HandleOutcome?.self) { group in
+            group.addTask { try await handler.handle(intent, context: context) }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int(timeLimit * 1000)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let outcome = first else {
+                return .failure(code: FailureCode.timedOut, message: "the handler did not finish within \(timeLimit.formatted) s")
+            }
+            return outcome
         }
     }
 
@@ -112,6 +158,12 @@ public enum IntentPipeline {
         @unknown default:
             return "parameters do not fit \(type): \(error)"
         }
+    }
+}
+
+extension Double {
+    fileprivate var formatted: String {
+        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
     }
 }
 

@@ -4,8 +4,10 @@
 /// handler's own `IntentType`, so no handler ever sees another type's payload.
 public struct IntentRegistry: Sendable {
     struct Entry: Sendable {
-        let run: @Sendable (IntentEnvelope, IntentContext) async -> PipelineOutcome
+        let run: @Sendable (IntentEnvelope, IntentContext, Double?) async -> PipelineOutcome
         let retryPolicy: RetryPolicy
+        let timeLimit: Double?
+        let isRestricted: Bool
     }
 
     private var entries: [String: Entry] = [:]
@@ -23,8 +25,10 @@ public struct IntentRegistry: Sendable {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
         entries[name] = Entry(
-            run: { envelope, context in await IntentPipeline.run(handler, envelope: envelope, context: context) },
-            retryPolicy: handler.retryPolicy)
+            run: { envelope, context, timeLimit in
+                await IntentPipeline.run(handler, envelope: envelope, context: context, timeLimit: timeLimit)
+            },
+            retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted)
     }
 
     /// The type names this registry serves, sorted.
@@ -33,6 +37,16 @@ public struct IntentRegistry: Sendable {
     public func serves(_ typeName: String) -> Bool { entries[typeName] != nil }
 
     func entry(for typeName: String) -> Entry? { entries[typeName] }
+
+    /// Whether a served type is restricted to allowed submitters.
+    public func isRestricted(_ typeName: String) -> Bool {
+        entries[typeName]?.isRestricted ?? false
+    }
+
+    /// The handler's own time limit for a served type.
+    public func timeLimit(for typeName: String) -> Double? {
+        entries[typeName]?.timeLimit
+    }
 
     /// The retry policy of a served type (`.standard` for any other).
     public func retryPolicy(for typeName: String) -> RetryPolicy {

@@ -49,4 +49,12 @@ public enum FailureCode {
     /// The broker dead-lettered the message: it reached the delivery limit (a
     /// worker died on it every time) or could not be read at all.
     public static let deadLettered = "deadLettered"
+    /// The user denied a confirmation.
+    public static let denied = "denied"
+    /// A question went unanswered past its time limit.
+    public static let expired = "expired"
+    /// Canceled before it was handled.
+    public static let canceled = "canceled"
+    /// A restricted intent from a submitter not on the worker's allow-list.
+    public static let failureRequiringAppAuthentication = "failureRequiringAppAuthentication"
 }

@@ -13,6 +13,9 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public var at: Double
     /// Which delivery of the intent produced it: 1 for the first.
     public var attempt: Int
+    /// The conversation turn it belongs to (absent means 0): events of an older
+    /// turn never overwrite a newer one.
+    public var turn: Int?
     /// For `success` and `failure`: the code and message.
     public var response: IntentResponse?
     /// For `needsInput` (and for the record on other states): each parameter's resolution.
@@ -35,7 +38,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public init(
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
-        progress: Progress? = nil, worker: String? = nil
+        progress: Progress? = nil, worker: String? = nil, turn: Int = 0
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -47,6 +50,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         self.resolutions = resolutions
         self.progress = progress
         self.worker = worker
+        self.turn = turn == 0 ? nil : turn
     }
 
     /// The routing key on `intents.status`.

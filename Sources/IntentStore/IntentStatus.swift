@@ -22,12 +22,30 @@ public struct IntentStatus: Codable, Sendable, Hashable {
     public var startedAt: Double?
     public var updatedAt: Double
     public var finishedAt: Double?
+    /// The conversation turn: 0 until the first answer.
+    public var turn: Int?
+    /// The conversation (interaction group) it belongs to.
+    public var group: String?
+    /// Parameters confirmed so far (and `intent` for the whole intent).
+    public var confirmed: [String]?
+    /// Turn by turn: what was asked, with which options, and what was answered.
+    public var history: [Turn]?
+
+    /// One question of the conversation and its answer.
+    public struct Turn: Codable, Sendable, Hashable {
+        public var turn: Int
+        public var question: [ParameterResolution]
+        public var askedAt: Double?
+        public var answer: JSONValue?
+        public var answeredAt: Double?
+    }
 
     public init(
         id: String, type: String, state: IntentState, terminal: Bool? = nil, response: IntentResponse? = nil,
         resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,
         attempts: Int = 0, worker: String? = nil, submittedAt: Double? = nil, queuedAt: Double? = nil,
-        startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil
+        startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil, turn: Int? = nil, group: String? = nil,
+        confirmed: [String]? = nil, history: [Turn]? = nil
     ) {
         self.id = id
         self.type = type
@@ -44,5 +62,9 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         self.startedAt = startedAt
         self.updatedAt = updatedAt
         self.finishedAt = finishedAt
+        self.turn = turn
+        self.group = group
+        self.confirmed = confirmed
+        self.history = history
     }
 }

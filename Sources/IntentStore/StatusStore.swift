@@ -45,6 +45,21 @@ public final class StatusStore {
         );
         CREATE INDEX status_conflict_by_id ON status_conflict(id);
         """,
+        """
+        ALTER TABLE intent_status ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE intent_status ADD COLUMN group_id TEXT;
+        ALTER TABLE intent_status ADD COLUMN confirmed TEXT;
+        CREATE INDEX intent_status_by_group ON intent_status(group_id);
+        CREATE TABLE intent_turn (
+            id TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            question TEXT NOT NULL,
+            asked_at REAL,
+            answer TEXT,
+            answered_at REAL,
+            PRIMARY KEY (id, turn)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -74,6 +89,8 @@ public final class StatusStore {
         /// An operator put a dead-lettered intent back in the queue: its
         /// `deadLettered` failure (and only that one) reopens as `queued`.
         case requeued(IntentEnvelope)
+        /// A user canceled the intent: a `queued` or `needsInput` one ends `canceled`.
+        case canceled(id: String)
     }
 
     /// Applies updates in one transaction. States never move backwards: an
@@ -93,23 +110,48 @@ public final class StatusStore {
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
                     try recordQueued(envelope, now: now, in: db)
+                case .canceled(let id):
+                    try db.run(
+                        """
+                        UPDATE intent_status SET state = 'canceled', rank = 3, response_code = 'canceled',
+                            response_message = 'canceled by request', response_payload = NULL, updated_at = ?2, finished_at = ?2
+                        WHERE id = ?1 AND state IN ('queued', 'needsInput')
+                        """, [.text(id), .real(now)])
                 }
             }
         }
     }
 
     private func recordQueued(_ envelope: IntentEnvelope, now: Double, in db: Database) throws {
+        let confirmed = envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
+        let parameters = JSONValue.object(envelope.parameters).jsonString
+        if envelope.turn > 0 {
+            // An answer: the waiting intent starts its next turn with the merged parameters.
+            try db.run(
+                """
+                UPDATE intent_status SET state = 'queued', rank = 0, turn = ?2, parameters = ?3, confirmed = ?4,
+                    response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
+                    progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
+                WHERE id = ?1 AND turn < ?2 AND state = 'needsInput'
+                """, [.text(envelope.id), .int(envelope.turn), .text(parameters), .optional(confirmed), .real(now)])
+            let answer = JSONValue.object(envelope.answers ?? [:]).jsonString
+            try db.run(
+                "UPDATE intent_turn SET answer = ?3, answered_at = ?4 WHERE id = ?1 AND turn = ?2 AND answer IS NULL",
+                [.text(envelope.id), .int(envelope.turn - 1), .text(answer), .real(now)])
+            return
+        }
         try db.run(
             """
-            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at)
-            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5)
+            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed)
+            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5, ?6, ?7)
             ON CONFLICT(id) DO UPDATE SET
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
-                queued_at = coalesce(intent_status.queued_at, excluded.queued_at)
+                queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
+                group_id = coalesce(intent_status.group_id, excluded.group_id)
             """,
-            [.text(envelope.id), .text(envelope.type), .text(JSONValue.object(envelope.parameters).jsonString),
-             .real(envelope.submittedAt), .real(now)])
+            [.text(envelope.id), .text(envelope.type), .text(parameters), .real(envelope.submittedAt), .real(now),
+             .optional(envelope.group), .optional(confirmed)])
     }
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
@@ -117,10 +159,11 @@ public final class StatusStore {
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
-                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
             ON CONFLICT(id) DO UPDATE SET
                 state = excluded.state,
+                turn = excluded.turn,
                 rank = excluded.rank,
                 response_code = excluded.response_code,
                 response_message = excluded.response_message,
@@ -134,7 +177,9 @@ public final class StatusStore {
                 updated_at = excluded.updated_at,
                 finished_at = excluded.finished_at
             WHERE intent_status.rank < 3
-              AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1))
+              AND (excluded.turn > intent_status.turn
+                   OR (excluded.turn = intent_status.turn
+                       AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1))))
             """,
             [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
              .optional(event.response?.code), .optional(event.response?.message),
@@ -142,9 +187,15 @@ public final class StatusStore {
              .optional(event.progress?.fraction), .optional(event.progress?.message),
              .int(event.attempt), .optional(event.worker),
              event.state == .inProgress ? .real(event.at) : .null,
-             .real(now), event.state.isTerminal ? .real(now) : .null])
-        if db.changes == 0, event.state.isTerminal {
+             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0)])
+        let applied = db.changes > 0
+        if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
+        }
+        if applied, event.state == .needsInput {
+            try db.run(
+                "INSERT OR REPLACE INTO intent_turn(id, turn, question, asked_at) VALUES (?, ?, ?, ?)",
+                [.text(event.id), .int(event.turn ?? 0), .text(resolutions ?? "[]"), .real(now)])
         }
     }
 
@@ -172,13 +223,65 @@ public final class StatusStore {
 
     private static let columns = """
         id, type, state, response_code, response_message, response_payload, resolutions, progress_fraction,
-        progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at
+        progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at,
+        turn, group_id, confirmed
         """
 
     /// The status of one intent, or nil when the store has never seen the id.
     public func status(id: String) throws -> IntentStatus? {
         guard try hasSchema() else { return nil }
-        return try database.queryFirst("SELECT \(Self.columns) FROM intent_status WHERE id = ?", [.text(id)], Self.decodeRow)
+        guard var status = try database.queryFirst("SELECT \(Self.columns) FROM intent_status WHERE id = ?", [.text(id)], Self.decodeRow) else {
+            return nil
+        }
+        let turns = try database.query(
+            "SELECT turn, question, asked_at, answer, answered_at FROM intent_turn WHERE id = ? ORDER BY turn", [.text(id)]
+        ) { row in
+            IntentStatus.Turn(
+                turn: row.int(0),
+                question: (try? JSONDecoder().decode([ParameterResolution].self, from: Data(row.string(1).utf8))) ?? [],
+                askedAt: row.optionalDouble(2), answer: row.text(3).flatMap { try? JSONValue.parse(Data($0.utf8)) },
+                answeredAt: row.optionalDouble(4))
+        }
+        status.history = turns.isEmpty ? nil : turns
+        return status
+    }
+
+    /// Fails every question unanswered for longer than `seconds` with `expired`; returns how many.
+    @discardableResult
+    public func expireQuestions(olderThan seconds: Double, now: Double = Date().timeIntervalSince1970) throws -> Int {
+        try database.transaction { db in
+            try db.run(
+                """
+                UPDATE intent_status SET state = 'failure', rank = 3, response_code = 'expired',
+                    response_message = 'the question went unanswered for more than ' || ?2 || ' s', updated_at = ?1, finished_at = ?1
+                WHERE state = 'needsInput' AND updated_at < ?1 - ?2
+                """, [.real(now), .real(seconds)])
+            return db.changes
+        }
+    }
+
+    /// Removes stored interactions (status and history); returns how many intents went.
+    public func delete(ids: [String]? = nil, group: String? = nil) throws -> Int {
+        guard try hasSchema() else { return 0 }
+        return try database.transaction { db in
+            var removed = 0
+            if let ids {
+                for id in ids {
+                    try db.run("DELETE FROM intent_turn WHERE id = ?", [.text(id)])
+                    try db.run("DELETE FROM intent_status WHERE id = ?", [.text(id)])
+                    removed += db.changes
+                }
+            } else if let group {
+                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE group_id = ?)", [.text(group)])
+                try db.run("DELETE FROM intent_status WHERE group_id = ?", [.text(group)])
+                removed = db.changes
+            } else {
+                try db.run("DELETE FROM intent_turn")
+                try db.run("DELETE FROM intent_status")
+                removed = db.changes
+            }
+            return removed
+        }
     }
 
     /// The most recently updated intents, optionally of one state and/or type.
@@ -253,6 +356,7 @@ public final class StatusStore {
             parameters: row.text(9).flatMap { try? JSONValue.parse(Data($0.utf8)) },
             attempts: row.int(10), worker: row.text(11),
             submittedAt: row.optionalDouble(12), queuedAt: row.optionalDouble(13), startedAt: row.optionalDouble(14),
-            updatedAt: row.double(15), finishedAt: row.optionalDouble(16))
+            updatedAt: row.double(15), finishedAt: row.optionalDouble(16), turn: row.int(17), group: row.text(18),
+            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) })
     }
 }

@@ -16,6 +16,8 @@ public final class StatusRecorder: Service {
         /// Most events written in one transaction.
         public var batchSize: Int
         public var heartbeat: Int
+        /// A `needsInput` question unanswered this long (seconds) fails with `expired`.
+        public var questionTimeToLive: Double = 86_400
 
         public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
             self.brokerURL = brokerURL
@@ -115,7 +117,13 @@ public final class StatusRecorder: Service {
             batch.removeAll(keepingCapacity: true)
         }
 
+        var nextSweep = Date()
         while !isStopping {
+            if Date() >= nextSweep {
+                let expired = try store.expireQuestions(olderThan: configuration.questionTimeToLive)
+                if expired > 0 { logger.info("\(expired) unanswered questions expired") }
+                nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
+            }
             let event = try connection.nextEvent(timeout: batch.isEmpty && lastTag == ackedTag ? 0.25 : 0)
             guard let event else {
                 try flush()
@@ -130,6 +138,12 @@ public final class StatusRecorder: Service {
     }
 
     private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
+        if delivery.exchange == configuration.topology.cancelExchange {
+            guard delivery.headers[Topology.syncHeader] == nil,
+                  let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue
+            else { return nil }
+            return .canceled(id: id)
+        }
         if delivery.exchange == configuration.topology.deadLetterExchange {
             // The broker gave up on a submission: record it once as a failure.
             guard let id = (try? IntentEnvelope.decode(delivery.body))?.id ?? delivery.messageID else { return nil }

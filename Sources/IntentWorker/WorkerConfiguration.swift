@@ -18,6 +18,10 @@ public struct WorkerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// Where the fault-injection suite may kill the worker (off by default).
     public var faults: FaultInjection
+    /// Broker users whose submissions of restricted types are handled.
+    public var allowedUsers: Set<String> = []
+    /// Time limits per intent type, in seconds, overriding the handlers' own.
+    public var timeLimits: [String: Double] = [:]
 
     public init(
         brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,

@@ -14,6 +14,7 @@ public final class WorkerService: Service {
     private let configuration: WorkerConfiguration
     private let logger: Logger
     private let loop: ConsumerLoop
+    private let cancellations = Cancellations()
 
     public init(registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger) {
         self.registry = registry
@@ -21,12 +22,19 @@ public final class WorkerService: Service {
         self.logger = logger
         let topology = configuration.topology
         let types = registry.typeNames
-        loop = ConsumerLoop(
-            configuration: ConsumerLoop.Configuration(
-                url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
-                heartbeat: configuration.heartbeat, faults: configuration.faults,
-                declare: { connection in try topology.declareWork(on: connection, types: types) }),
-            logger: logger.with(["component": "worker"]))
+        let token = cancellations.token
+        var loopConfiguration = ConsumerLoop.Configuration(
+            url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
+            heartbeat: configuration.heartbeat, faults: configuration.faults,
+            declare: { connection in
+                try topology.declareWork(on: connection, types: types)
+                // Read back, this marker says the stream has been read up to now.
+                try connection.publish(OutgoingMessage(
+                    exchange: topology.cancelExchange, routingKey: "", body: [], persistent: true,
+                    headers: [Topology.syncHeader: .string(token)]))
+            })
+        loopConfiguration.extraQueues = [(topology.cancelStream, ["x-stream-offset": .string("first")])]
+        loop = ConsumerLoop(configuration: loopConfiguration, logger: logger.with(["component": "worker"]))
     }
 
     public func run() async throws {
@@ -38,6 +46,10 @@ public final class WorkerService: Service {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await delivery in loop.deliveries {
+                if delivery.exchange == configuration.topology.cancelExchange {
+                    noteCancellation(delivery)
+                    continue
+                }
                 if running >= configuration.concurrency {
                     await group.next()
                     running -= 1
@@ -52,6 +64,16 @@ public final class WorkerService: Service {
 
     public func stop() {
         loop.stopConsuming()
+    }
+
+    /// A message of the cancellation stream: a canceled id, or a worker's marker.
+    private func noteCancellation(_ delivery: Delivery) {
+        if let marker = delivery.headers[Topology.syncHeader]?.stringValue {
+            if marker == cancellations.token { cancellations.markCaughtUp() }
+        } else if let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue {
+            cancellations.add(id)
+        }
+        loop.send(.ack(delivery.tag))
     }
 
     /// Whether the worker is connected to the broker now.
@@ -73,28 +95,52 @@ public final class WorkerService: Service {
         let attempt = delivery.attempt + retries
         let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
         let loop = self.loop
-        let started = StatusEvent(id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName)
+        let turn = envelope.turn
+        if await cancellations.isCanceled(envelope.id) {
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: PipelineOutcome(
+                state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled")))
+            return
+        }
+        if registry.isRestricted(envelope.type), !(delivery.userID.map(configuration.allowedUsers.contains) ?? false) {
+            logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": delivery.userID ?? "none"])
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(IntentFailure(
+                code: FailureCode.failureRequiringAppAuthentication,
+                message: "\(envelope.type) is restricted: the submitter \(delivery.userID.map { "'\($0)'" } ?? "(no user_id)") is not allowed")))
+            return
+        }
+        let started = StatusEvent(
+            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn)
         loop.send(.publish([message(for: started)], thenAck: nil))
 
-        let context = IntentContext(
+        var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: self.logger,
             progress: { [configuration] progress in
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
-                    worker: configuration.workerName)
+                    worker: configuration.workerName, turn: turn)
                 loop.send(.publish([Self.message(for: event, topology: configuration.topology)], thenAck: nil))
             })
-        let outcome = await IntentPipeline.run(envelope, registry: registry, context: context)
+        context.userID = delivery.userID
+        let cancellations = self.cancellations
+        context.isCanceled = { await cancellations.isCanceled(envelope.id) }
+        let outcome = await IntentPipeline.run(
+            envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type])
         configuration.faults.hit(.afterHandle, intentID: envelope.id)
         if let reason = outcome.retryReason {
             retry(delivery, envelope: envelope, retries: retries, attempt: attempt, reason: reason, logger: logger)
             return
         }
+        logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
+        finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome)
+    }
+
+    /// Publishes the outcome and acks the delivery once the broker confirmed it.
+    private func finish(_ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome) {
         let event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
-            resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName)
-        logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
+            resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
+            turn: envelope.turn)
         loop.send(.publish([message(for: event)], thenAck: delivery.tag))
     }
 
@@ -104,11 +150,8 @@ public final class WorkerService: Service {
         let policy = registry.retryPolicy(for: envelope.type)
         guard retries < policy.maxRetries else {
             logger.warning("giving up after \(retries) retries: \(reason)")
-            let event = StatusEvent(
-                id: envelope.id, type: envelope.type, state: .failure, attempt: attempt,
-                response: IntentResponse(code: FailureCode.retriesExhausted, message: "gave up after \(retries) retries: \(reason)"),
-                worker: configuration.workerName)
-            loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(IntentFailure(
+                code: FailureCode.retriesExhausted, message: "gave up after \(retries) retries: \(reason)")))
             return
         }
         let topology = configuration.topology
@@ -117,7 +160,7 @@ public final class WorkerService: Service {
         let progress = StatusEvent(
             id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt,
             progress: .init(fraction: nil, message: "retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
-            worker: configuration.workerName)
+            worker: configuration.workerName, turn: envelope.turn)
         let again = OutgoingMessage(
             exchange: topology.retryExchange, routingKey: envelope.type, body: delivery.body, messageID: envelope.id,
             type: envelope.type, persistent: true,

@@ -7,7 +7,7 @@ import IntentStore
 /// `intent-status`: what the status store knows.
 struct StatusCommand {
     static let tool = "intent-status"
-    static let usage = "intent-status <id> [--wait [--timeout S]] [--json] | list [--state S] [--type T] [--limit N] [--json] | dead [--limit N] [--json] | requeue <id>"
+    static let usage = "intent-status <id> [--wait [--timeout S]] [--json] | list [--state S] [--type T] [--limit N] [--json] | dead [--limit N] [--json] | requeue <id> | cancel <id> | delete (<id>... | --group G | --all)"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
@@ -16,6 +16,8 @@ struct StatusCommand {
           intent-status list [--state S] [--type T] [--limit N] [--json]
           intent-status dead [--limit N] [--json]     intents the broker dead-lettered (delivery limit, unreadable)
           intent-status requeue <id>                  put a dead-lettered intent back in the work queue
+          intent-status cancel <id>                   cancel a queued or waiting intent (workers skip it, even later)
+          intent-status delete <id>... | --group G | --all   remove stored interactions; prints how many went
 
         Options:
           --wait              wait until the intent ends or needs input
@@ -40,6 +42,8 @@ struct StatusCommand {
         case list(state: IntentState?, type: String?, limit: Int)
         case dead(limit: Int)
         case requeue(id: String)
+        case cancel(id: String)
+        case delete(ids: [String]?, group: String?)
     }
 
     var action: Action
@@ -47,10 +51,22 @@ struct StatusCommand {
 
     static func parse(_ words: [String]) throws(UsageError) -> StatusCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--wait", "--json"], options: ["--timeout", "--state", "--type", "--limit"])
+            words, flags: ["--help", "--wait", "--json", "--all"], options: ["--timeout", "--state", "--type", "--limit", "--group"])
         if arguments.has("--help") { return nil }
         guard let first = arguments.positionals.first else { throw UsageError("missing an intent id or 'list'") }
         let json = arguments.has("--json")
+        if first == "delete" {
+            let ids = Array(arguments.positionals.dropFirst())
+            let group = try arguments.value("--group")
+            let choices = [!ids.isEmpty, group != nil, arguments.has("--all")].filter { $0 }.count
+            guard choices == 1 else { throw UsageError("delete takes intent ids, or --group G, or --all (one of them)") }
+            return StatusCommand(action: .delete(ids: ids.isEmpty ? nil : ids, group: group), json: json)
+        }
+        if arguments.has("--all") || arguments.options["--group"] != nil { throw UsageError("--all and --group only apply to delete") }
+        if first == "cancel" {
+            guard arguments.positionals.count == 2 else { throw UsageError("cancel takes exactly one intent id") }
+            return StatusCommand(action: .cancel(id: arguments.positionals[1]), json: json)
+        }
         if first == "requeue" {
             guard arguments.positionals.count == 2 else { throw UsageError("requeue takes exactly one intent id") }
             guard arguments.options.isEmpty, arguments.flags.isEmpty else { throw UsageError("requeue takes no options") }
@@ -119,10 +135,44 @@ struct StatusCommand {
                 return ExitCode.success
             case .requeue(let id):
                 return requeue(id)
+            case .cancel(let id):
+                return cancel(id, path: path)
+            case .delete(let ids, let group):
+                // Deleting is an operator's maintenance, done in place: SQLite's
+                // locking and busy timeout keep it safe beside the recorder.
+                let removed = try StatusStore(path: path).delete(ids: ids, group: group)
+                Terminal.write(json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
+                return ExitCode.success
             }
         } catch {
             return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
         }
+    }
+
+    private func cancel(_ id: String, path: String) -> Int32 {
+        let status: IntentStatus
+        do {
+            guard let found = try StatusStore(readingFrom: path).status(id: id) else {
+                return Terminal.fail(Self.tool, "\(id) is unknown to the status store", code: ExitCode.unknown)
+            }
+            status = found
+        } catch {
+            return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
+        }
+        guard !status.state.isTerminal else {
+            return Terminal.fail(Self.tool, "\(id) has already ended (\(status.state.rawValue)); only an unfinished intent can be canceled", code: ExitCode.failed)
+        }
+        do {
+            let publisher = try IntentPublisher(url: try Environment.brokerURL())
+            defer { publisher.close() }
+            try publisher.cancel(id: id, type: status.type)
+        } catch let error as UsageError {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        } catch {
+            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
+        }
+        Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested"]).jsonString : "\(id): cancel requested")
+        return ExitCode.success
     }
 
     private func requeue(_ id: String) -> Int32 {

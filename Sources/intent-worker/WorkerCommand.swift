@@ -8,7 +8,7 @@ import IntentWorker
 /// `intent-worker`: serves the Hairdressers intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static let tool = "intent-worker"
-    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--log-format human|json] [--log-level L]"
+    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--time-limit Type=S]... [--question-ttl S] [--log-format human|json] [--log-level L]"
     static let help = """
         Run IntentQueue workers for the Hairdressers app (SendMessage, OrderSoup), and/or the status recorder.
 
@@ -21,6 +21,9 @@ struct WorkerCommand {
           --recorder-only       run only the status recorder
           --heartbeat S         AMQP heartbeat in seconds (default 30)
           --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
+          --allow-user U        a broker user whose restricted intents (SendPayment) are handled; repeatable
+          --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
+          --question-ttl S      the recorder fails needsInput questions unanswered this long (default 86400)
           --log-format F        human (default) or json, one line per event on standard error
           --log-level L         trace, debug, info (default), notice, warning or error
           -h, --help            show this help
@@ -48,11 +51,15 @@ struct WorkerCommand {
     var grace: Double
     var jsonLogs: Bool
     var logLevel: Logger.Level
+    var allowedUsers: Set<String> = []
+    var timeLimits: [String: Double] = [:]
+    var questionTTL: Double = 86_400
 
     static func parse(_ words: [String]) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
-            options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level"])
+            options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
+                      "--time-limit", "--question-ttl"])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
@@ -65,13 +72,22 @@ struct WorkerCommand {
         guard let level = Logger.Level.allCases.first(where: { $0.name == levelName }) else {
             throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")), not '\(levelName)'")
         }
+        var timeLimits: [String: Double] = [:]
+        for item in arguments.options["--time-limit"] ?? [] {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let seconds = Double(parts[1]), seconds > 0, seconds.isFinite else {
+                throw UsageError("--time-limit takes Type=seconds, such as BookAppointment=30, not '\(item)'")
+            }
+            timeLimits[String(parts[0])] = seconds
+        }
         return WorkerCommand(
             mode: mode,
             concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 8,
             prefetch: try arguments.integer("--prefetch", in: 1...65_535).map { UInt16($0) },
             heartbeat: try arguments.integer("--heartbeat", in: 0...3_600) ?? 30,
             grace: try arguments.seconds("--grace") ?? 20,
-            jsonLogs: format == "json", logLevel: level)
+            jsonLogs: format == "json", logLevel: level, allowedUsers: Set(arguments.options["--allow-user"] ?? []),
+            timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400)
     }
 
     func run() async -> Int32 {
@@ -101,12 +117,15 @@ struct WorkerCommand {
                 }
                 logger.warning("fault injection is on: \(setting)")
             }
-            let configuration = WorkerConfiguration(
+            var configuration = WorkerConfiguration(
                 brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat, faults: faults)
+            configuration.allowedUsers = allowedUsers
+            configuration.timeLimits = timeLimits
             services.append(WorkerService(registry: registry, configuration: configuration, logger: logger))
         }
         if mode != .worker {
-            let configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
+            var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
+            configuration.questionTimeToLive = questionTTL
             services.insert(StatusRecorder(configuration: configuration, logger: logger), at: 0)
         }
         let group = ServiceGroup(services: services, gracePeriod: grace, logger: logger)

@@ -74,8 +74,8 @@ import Testing
 
     // MARK: Registration
 
-    @Test func theAppServesItsThreeIntents() {
-        #expect(registry.typeNames == ["BookAppointment", "OrderSoup", "SendMessage"])
+    @Test func theAppServesItsFourIntents() {
+        #expect(registry.typeNames == ["BookAppointment", "OrderSoup", "SendMessage", "SendPayment"])
     }
 
     // MARK: SendMessage

@@ -3,7 +3,7 @@ import IntentAMQP
 
 /// Publishes arbitrary bodies, as a careless or hostile client would, on a connection of its own.
 func publishRaw(url: String, routingKey: String, body: [UInt8], messageID: String? = nil, exchange: String = "intents",
-                headers: [String: HeaderValue] = [:]) async throws {
+                headers: [String: HeaderValue] = [:], userID: String? = nil) async throws {
     let broker = try BrokerURL(url)
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         Thread {
@@ -12,8 +12,8 @@ func publishRaw(url: String, routingKey: String, body: [UInt8], messageID: Strin
                 defer { connection.close() }
                 try connection.enableConfirms()
                 let sequence = try connection.publish(OutgoingMessage(
-                    exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, persistent: true, mandatory: true,
-                    headers: headers))
+                    exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, userID: userID, persistent: true,
+                    mandatory: true, headers: headers))
                 let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: 10)
                 guard confirmed, returned == nil else { throw BrokerFailure(message: "the broker did not take the message") }
             })

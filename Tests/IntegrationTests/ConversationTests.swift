@@ -1,0 +1,202 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Testing
+
+/// The SiriKit conversation across the queue: questions answered later,
+/// confirmation, slow handlers, cancellation, restricted intents, deletion.
+@Suite(.timeLimit(.minutes(4)))
+struct ConversationTests {
+    @Test func theJeffQuestionAnsweredLaterEndsWithOneMessageAndItsHistory() async throws {
+        let sandbox = try await Sandbox("answer")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+
+        let asked = try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "jeff", "--wait"])
+        #expect(asked.exitCode == 3, "\(asked)")
+        let notWaiting = try await sandbox.submit(["--answer", "no-such-intent", "recipients=Jeff Baker"])
+        #expect(notWaiting.exitCode == 4, "\(notWaiting)")
+
+        let answered = try await sandbox.submit(["--answer", "jeff", "recipients=Jeff Baker", "--wait", "--json"])
+        #expect(answered.exitCode == 0, "\(answered)")
+        let status = try #require(try sandbox.statusStore().status(id: "jeff"))
+        #expect(status.state == .success)
+        #expect(status.turn == 1)
+        let database = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        let rows = try database.query("SELECT hairdresser, content FROM message WHERE intent_id = 'jeff'") { [$0.string(0), $0.string(1)] }
+        #expect(rows == [["Jeff Baker", "3pm?"]])
+
+        let history = try #require(status.history)
+        #expect(history.count == 1)
+        #expect(history[0].question.contains { $0.result == .disambiguation(["Jeff Baker", "Jeff Chen"]) })
+        #expect(history[0].answer == ["recipients": "Jeff Baker"])
+        let shown = try await sandbox.status(["jeff"])
+        #expect(shown.stdout.contains("Jeff Baker | Jeff Chen") && shown.stdout.contains("answered: recipients=Jeff Baker"), "\(shown.stdout)")
+
+        // An intent that is not waiting refuses an answer.
+        let again = try await sandbox.submit(["--answer", "jeff", "recipients=Jeff Chen"])
+        #expect(again.exitCode == 2, "\(again)")
+        #expect(again.stderr.contains("not waiting for an answer"))
+    }
+
+    @Test func aBigSoupOrderWaitsForConfirmation() async throws {
+        let sandbox = try await Sandbox("confirm")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+
+        for id in ["big-yes", "big-no"] {
+            let waiting = try await sandbox.submit(["OrderSoup", "soup=tomato", "quantity=12", "--id", id, "--wait"])
+            #expect(waiting.exitCode == 3, "\(waiting)")
+            #expect(waiting.stdout.contains("needs confirmation"), "\(waiting.stdout)")
+        }
+        let confirmed = try await sandbox.submit(["--confirm", "big-yes", "--wait"])
+        #expect(confirmed.exitCode == 0, "\(confirmed)")
+        #expect(try sandbox.statusStore().status(id: "big-yes")?.response?.message == "Your order is confirmed!")
+
+        let denied = try await sandbox.submit(["--deny", "big-no", "--wait"])
+        #expect(denied.exitCode == 1, "\(denied)")
+        let status = try #require(try sandbox.statusStore().status(id: "big-no"))
+        #expect(status.state == .failure)
+        #expect(status.response?.code == FailureCode.denied)
+        let orders = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            .query("SELECT intent_id FROM soup_order ORDER BY intent_id") { $0.string(0) }
+        #expect(orders == ["big-yes"])
+    }
+
+    @Test func aSlowHandlerReportsProgressAndItsTimeLimitHolds() async throws {
+        let sandbox = try await Sandbox("slow")
+        defer { Task { await sandbox.tearDown() } }
+        // Heartbeat 1 s, below the 3 s call; limit 10 s above it, and 1 s for the second worker's type.
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "1", "--time-limit", "BookAppointment=10"])
+        let slow = try await sandbox.submit([
+            "BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=3", "--id", "slow-call", "--wait", "--timeout", "30",
+        ])
+        #expect(slow.exitCode == 0, "\(slow)")
+        let status = try #require(try sandbox.statusStore().status(id: "slow-call"))
+        #expect(status.attempts == 1, "no redelivery")
+        let log = try String(contentsOfFile: sandbox.directory.appendingPathComponent("worker-0.log").path, encoding: .utf8)
+        #expect(!log.contains("connection lost"))
+
+        let limited = try await Sandbox("slow-limit")
+        defer { Task { await limited.tearDown() } }
+        try await limited.startWorker(["--with-recorder", "--time-limit", "BookAppointment=1"])
+        let timedOut = try await limited.submit([
+            "BookAppointment", "hairdresser=Bob", "time=16:00", "callSeconds=3", "--id", "too-slow", "--wait", "--timeout", "30",
+        ])
+        #expect(timedOut.exitCode == 1, "\(timedOut)")
+        #expect(try limited.statusStore().status(id: "too-slow")?.response?.code == FailureCode.timedOut)
+        let booked = try Database(path: limited.appDatabasePath, mode: .readOnly).queryFirst("SELECT count(*) FROM appointment") { $0.int(0) }
+        #expect(booked == 0, "a timed-out call books nothing")
+    }
+
+    @Test func progressEventsArePublishedWhileTheHandlerRuns() async throws {
+        let sandbox = try await Sandbox("progress")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let submitted = try await sandbox.submit(["BookAppointment", "hairdresser=Carol", "time=11:00", "callSeconds=3", "--id", "progress"])
+        #expect(submitted.exitCode == 0)
+        var fractions = Set<Double>()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if FileManager.default.fileExists(atPath: sandbox.statusStorePath), let status = try sandbox.statusStore().status(id: "progress") {
+                if let fraction = status.progress?.fraction, status.state == .inProgress { fractions.insert(fraction) }
+                if status.state.isTerminal { break }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(fractions.count >= 3, "several inProgress updates were seen: \(fractions.sorted())")
+        #expect(try sandbox.statusStore().status(id: "progress")?.state == .success)
+    }
+
+    @Test func aCancelSentWhileNoWorkerRunsHolds() async throws {
+        let sandbox = try await Sandbox("cancel")
+        defer { Task { await sandbox.tearDown() } }
+        // Bind the queues, then leave only the recorder running.
+        let first = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await first.stop() == 0)
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+
+        let queued = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=never", "--id", "to-cancel"])
+        #expect(queued.exitCode == 0)
+        try await eventually(timeout: 10, "the submission to be recorded") {
+            FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "to-cancel")) != nil
+        }
+        let canceled = try await sandbox.status(["cancel", "to-cancel"])
+        #expect(canceled.exitCode == 0, "\(canceled)")
+        try await eventually(timeout: 10, "the store to mark it canceled") {
+            try sandbox.statusStore().status(id: "to-cancel")?.state == .canceled
+        }
+
+        try await sandbox.startWorker([], expectedConnections: 1)
+        let after = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=later", "--id", "after", "--wait"])
+        #expect(after.exitCode == 0, "the worker serves: \(after)")
+        #expect(try sandbox.messageCount(intentID: "to-cancel") == 0, "its handler never ran")
+        #expect(try sandbox.statusStore().status(id: "to-cancel")?.state == .canceled)
+        #expect(try sandbox.statusStore().conflictCount() == 0)
+
+        let finished = try await sandbox.status(["cancel", "after"])
+        #expect(finished.exitCode == 1, "\(finished)")
+        #expect(finished.stderr.contains("already ended"))
+    }
+
+    @Test func restrictedIntentsNeedAnAllowedBrokerUser() async throws {
+        let sandbox = try await Sandbox("restricted")
+        defer { Task { await sandbox.tearDown() } }
+        let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
+        let suffix = UUID().uuidString.prefix(6).lowercased()
+        let owner = "owner-\(suffix)"
+        let stranger = "stranger-\(suffix)"
+        for user in [owner, stranger] {
+            for arguments in [["add_user", user, "pw-\(user)"], ["set_permissions", "-p", vhost, user, ".*", ".*", ".*"]] {
+                let result = try await run(Paths.brokerScript, ["ctl", "iqtest"] + arguments, timeout: 60)
+                try #require(result.exitCode == 0, "\(result)")
+            }
+        }
+        defer {
+            Task {
+                for user in [owner, stranger] { _ = try? await run(Paths.brokerScript, ["ctl", "iqtest", "delete_user", user], timeout: 60) }
+            }
+        }
+        try await sandbox.startWorker(["--with-recorder", "--allow-user", owner])
+        func url(_ user: String) -> String { "amqp://\(user):pw-\(user)@127.0.0.1:5690/\(vhost)" }
+
+        let paid = try await run(Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-ok", "--wait"],
+                                 environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(owner)]) { _, new in new })
+        #expect(paid.exitCode == 0, "\(paid)")
+        let refused = try await run(Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-no", "--wait"],
+                                    environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(stranger)]) { _, new in new })
+        #expect(refused.exitCode == 1, "\(refused)")
+        #expect(try sandbox.statusStore().status(id: "pay-no")?.response?.code == FailureCode.failureRequiringAppAuthentication)
+        let payments = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            .query("SELECT intent_id, payer FROM payment") { [$0.string(0), $0.string(1)] }
+        #expect(payments == [["pay-ok", owner]])
+
+        // Claiming to be the owner over the stranger's connection: the broker refuses it.
+        let forged = IntentEnvelope(id: "pay-forged", type: "SendPayment", parameters: ["hairdresser": "Alice", "amount": 5], submittedAt: 0)
+        await #expect(throws: (any Error).self) {
+            try await publishRaw(url: url(stranger), routingKey: "SendPayment", body: forged.encoded(), messageID: "pay-forged", userID: owner)
+        }
+    }
+
+    @Test func deletingByIDGroupAndAllRemovesExactlyThat() async throws {
+        let sandbox = try await Sandbox("delete")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        for (id, group) in [("d1", "chat-a"), ("d2", "chat-a"), ("d3", "chat-b"), ("d4", nil), ("d5", nil)] {
+            var arguments = ["OrderSoup", "soup=tomato", "quantity=1", "--id", id, "--wait"]
+            if let group { arguments += ["--group", group] }
+            #expect(try await sandbox.submit(arguments).exitCode == 0)
+        }
+        let one = try await sandbox.status(["delete", "d4", "--json"])
+        #expect(one.stdout.contains("\"deleted\":1"), "\(one)")
+        let group = try await sandbox.status(["delete", "--group", "chat-a"])
+        #expect(group.stdout.contains("deleted 2 intents"), "\(group)")
+        let remaining = try sandbox.statusStore().list(limit: 100).map(\.id).sorted()
+        #expect(remaining == ["d3", "d5"])
+        let all = try await sandbox.status(["delete", "--all"])
+        #expect(all.stdout.contains("deleted 2 intents"), "\(all)")
+        #expect(try sandbox.statusStore().list(limit: 100).isEmpty)
+        #expect(try await sandbox.status(["d3"]).exitCode == 4)
+    }
+}
