@@ -1,5 +1,15 @@
 import Foundation
 import IntentCLI
 
-Terminal.writeError("intent-bench: not built yet")
-exit(ExitCode.software)
+let exitCode: Int32
+do {
+    if let command = try BenchCommand.parse(Array(CommandLine.arguments.dropFirst())) {
+        exitCode = command.run()
+    } else {
+        Terminal.write(BenchCommand.help)
+        exitCode = ExitCode.success
+    }
+} catch {
+    exitCode = Terminal.usageFailure(error, tool: BenchCommand.tool, usage: BenchCommand.usage)
+}
+exit(exitCode)

@@ -1,0 +1,172 @@
+import Foundation
+import IntentAMQP
+import IntentCLI
+import IntentKit
+import IntentWorker
+
+/// `intent-bench`: measures the raw broker ceiling of IntentQueue's message
+/// pattern, then IntentQueue end to end at full speed and at a fixed offered load.
+struct BenchCommand {
+    static let tool = "intent-bench"
+    static let usage = "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
+        + "[--latency-intents M] [--skip-ceiling] [--timeout S] [--dir PATH] [--json] [--keep]"
+    static let help = """
+        Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
+
+        Usage: \(usage)
+
+        Phases:
+          ceiling      N messages in IntentQueue's exact pattern (confirmed persistent publish to the work and ledger
+                       quorum queues; per message two confirmed status publishes, then an ack; the ledger batched
+                       into SQLite) with no decoding, handler or status logic
+          end to end   N SendMessage intents from P producers through W workers and the recorder, all guarantees on,
+                       until every intent is success in the status store; Message rows checked (one per intent)
+          latency      M intents offered at R intents/s (open loop); submit → terminal percentiles from the store
+
+        Options:
+          --intents N          intents in the ceiling and end-to-end phases (default 20000)
+          --producers P        producer threads, each with its own connection (default 2)
+          --workers W          in-process WorkerService instances (default 1)
+          --concurrency C      handlers at once per worker; prefetch is 2 × C as in intent-worker (default 32)
+          --window N           unconfirmed publishes a producer keeps in flight (default 128)
+          --rate R             offered intents/s in the latency phase (default 1000)
+          --latency-intents M  intents in the latency phase; 0 skips it (default 5000)
+          --skip-ceiling       run only the IntentQueue phases
+          --timeout S          seconds each phase may take (default 60 + N/200; latency: 60 + M/R)
+          --dir PATH           where the run's SQLite files go (default the temporary folder)
+          --json               print one JSON object instead of the table
+          --keep               keep the run's SQLite files (the broker objects are never deleted yet)
+          -h, --help           show this help
+
+        Workers and the recorder run inside this process, on the run's own queues and exchanges
+        (intentbench.<time>-<random>.*), so memory and CPU figures are this process's.
+
+        Environment:
+          INTENT_BROKER_URL    amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+
+        Exit codes: 0 done, 1 a phase failed or timed out (or --dir is unusable), 64 usage error, 69 broker unreachable.
+        """
+
+    var intents: Int
+    var producers: Int
+    var workers: Int
+    var concurrency: Int
+    var window: Int
+    var rate: Int
+    var latencyIntents: Int
+    var skipCeiling: Bool
+    var timeout: Double?
+    var directory: String
+    var json: Bool
+    var keep: Bool
+
+    static let recorderBatch = 500
+
+    /// Parses and validates; `nil` means `--help` was asked for.
+    static func parse(_ words: [String]) throws(UsageError) -> BenchCommand? {
+        let arguments = try Arguments(
+            words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
+            options: ["--intents", "--producers", "--workers", "--concurrency", "--window", "--rate", "--latency-intents",
+                      "--timeout", "--dir"])
+        if arguments.has("--help") { return nil }
+        if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
+        let command = BenchCommand(
+            intents: try arguments.integer("--intents", in: 1...10_000_000) ?? 20_000,
+            producers: try arguments.integer("--producers", in: 1...64) ?? 2,
+            workers: try arguments.integer("--workers", in: 1...64) ?? 1,
+            concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 32,
+            window: try arguments.integer("--window", in: 1...10_000) ?? 128,
+            rate: try arguments.integer("--rate", in: 1...1_000_000) ?? 1_000,
+            latencyIntents: try arguments.integer("--latency-intents", in: 0...10_000_000) ?? 5_000,
+            skipCeiling: arguments.has("--skip-ceiling"),
+            timeout: try arguments.seconds("--timeout"),
+            directory: try arguments.value("--dir") ?? FileManager.default.temporaryDirectory.path,
+            json: arguments.has("--json"), keep: arguments.has("--keep"))
+        if command.producers > command.intents {
+            throw UsageError("--producers (\(command.producers)) cannot exceed --intents (\(command.intents))")
+        }
+        return command
+    }
+
+    func run() -> Int32 {
+        let start = ProcessMetrics.sample()
+        let url: BrokerURL
+        do {
+            url = try Environment.brokerURL()
+        } catch {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        }
+        do {
+            let connection = try AMQPConnection(url: url, connectTimeout: 3, rpcTimeout: 5)
+            connection.close()
+        } catch {
+            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
+        }
+        let run: BenchRun
+        do {
+            run = try BenchRun(baseDirectory: directory)
+        } catch {
+            return Terminal.fail(Self.tool, "cannot create a folder in \(directory): \(error)", code: ExitCode.failed)
+        }
+        let report: BenchReport
+        do {
+            report = try measure(url: url, run: run, start: start)
+        } catch {
+            let failure = BenchError.from(error, phase: Self.tool)
+            return Terminal.fail(Self.tool, "\(failure.description) (files kept in \(run.directory))", code: failure.exitCode)
+        }
+        Terminal.write(json ? report.json() : report.table())
+        if keep {
+            progress("kept \(run.directory)")
+        } else {
+            run.removeDirectory()
+        }
+        progress("left on the broker: the queues and exchanges \(run.name).* (AMQPConnection has no delete yet)")
+        return ExitCode.success
+    }
+
+    /// Runs the phases in order and gathers their figures.
+    private func measure(url: BrokerURL, run: BenchRun, start: ProcessMetrics) throws -> BenchReport {
+        let logger = Logger(label: Self.tool, level: .warning, sink: Terminal.logSink(json: false))
+        let prefetch = Int(WorkerConfiguration(brokerURL: url, concurrency: concurrency).prefetch)
+        let phaseTimeout = timeout ?? 60 + Double(intents) / 200
+        let broker = BrokerProcess.find(host: url.host, port: url.port)
+        var ceiling: PhaseResult?
+        var afterCeiling: Int?
+        if !skipCeiling {
+            progress("ceiling: \(intents) messages in IntentQueue's pattern…")
+            ceiling = try CeilingPhase(
+                url: url, topology: try run.topology("ceiling"), intents: intents, producers: producers, window: window,
+                prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, storePath: run.path("ceiling.sqlite"),
+                timeout: phaseTimeout, broker: broker
+            ).run()
+            afterCeiling = ProcessMetrics.sample().residentBytes
+        }
+        progress("end to end: \(intents) intents at full speed, then \(latencyIntents) at \(rate)/s…")
+        let outcome = try EndToEndPhase(
+            url: url, topology: try run.topology("e2e"), intents: intents, producers: producers, workers: workers,
+            concurrency: concurrency, window: window, rate: Double(rate), latencyIntents: latencyIntents,
+            timeout: phaseTimeout, latencyTimeout: timeout ?? 60 + Double(latencyIntents) / Double(rate),
+            statusPath: run.path("status.sqlite"), appPath: run.path("hairdressers.sqlite"), logger: logger, broker: broker
+        ).run()
+        let end = ProcessMetrics.sample()
+        return BenchReport(
+            settings: BenchReport.Settings(
+                broker: url.description, brokerPID: broker?.pid, run: run.name, intents: intents, producers: producers,
+                workers: workers, concurrency: concurrency, prefetch: prefetch, window: window, rate: Double(rate),
+                latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch),
+            ceiling: ceiling, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
+            memory: BenchReport.Memory(
+                start: start.residentBytes, afterCeiling: afterCeiling, servicesReady: outcome.residentReady,
+                afterEndToEnd: outcome.residentAfterFullSpeed, afterLatency: outcome.residentAfterFixedLoad,
+                end: end.residentBytes,
+                // VmHWM can trail VmRSS by a moment: the kernel syncs per-thread counters lazily.
+                peak: [end.peakResidentBytes, end.residentBytes, outcome.residentAfterFullSpeed,
+                       outcome.residentAfterFixedLoad ?? 0, afterCeiling ?? 0].max() ?? 0))
+    }
+
+    /// A progress line on standard error, so standard output holds only the result.
+    private func progress(_ text: String) {
+        Terminal.writeError("\(Self.tool): \(text)")
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import IntentAMQP
+
+/// The ceiling's worker: for each delivery of the work queue, two persistent
+/// confirmed publishes to the status exchange, then an ack (`multiple`) once
+/// both are confirmed. No decoding, no handler, no status logic.
+struct CeilingWorker: Sendable {
+    var url: BrokerURL
+    var topology: Topology
+    var count: Int
+    var prefetch: UInt16
+
+    func run(gate: StartGate, control: PhaseControl) throws {
+        let connection = try AMQPConnection(url: url, connectTimeout: 5)
+        defer { connection.close() }
+        try connection.enableConfirms()
+        try connection.setPrefetch(prefetch)
+        try connection.consume(topology.workQueue)
+        let events = Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling")
+        let bodies = events.map { $0.encoded() }
+        let keys = events.map(\.routingKey)
+        var tracker = ConfirmTracker()
+        // Deliveries in order, each with the sequence of its last publish.
+        var waiting: [(lastSequence: UInt64, tag: UInt64)] = []
+        var head = 0
+        var settled = 0
+        var ackUpTo: UInt64?
+        _ = try gate.arriveAndWait(control: control)
+
+        while settled < count || ackUpTo != nil {
+            if settled < count {
+                switch try connection.nextEvent(control: control, "working (\(settled) of \(count) acked)") {
+                case .delivery(let delivery):
+                    var last: UInt64 = 0
+                    for index in bodies.indices {
+                        last = try connection.publish(OutgoingMessage(
+                            exchange: topology.statusExchange, routingKey: keys[index], body: bodies[index],
+                            messageID: delivery.messageID, type: Workload.type, persistent: true))
+                        tracker.published(last)
+                    }
+                    waiting.append((last, delivery.tag.value))
+                case .confirmed(let sequence, let multiple):
+                    tracker.confirm(sequence, multiple: multiple)
+                    let watermark = tracker.watermark
+                    while head < waiting.count, waiting[head].lastSequence <= watermark {
+                        ackUpTo = waiting[head].tag
+                        head += 1
+                        settled += 1
+                    }
+                    if head > 4_096, head * 2 > waiting.count {
+                        waiting.removeFirst(head)
+                        head = 0
+                    }
+                case .rejected:
+                    throw BenchError.failed("ceiling: the broker refused a status publish (basic.nack)")
+                case .returned(let message):
+                    throw BenchError.failed("ceiling: a status publish came back: \(message.replyText)")
+                }
+            }
+            // One ack for everything settled so far, once nothing more is waiting in rabbitmq-c's buffer.
+            if let tag = ackUpTo, settled == count || !connection.hasBufferedData {
+                try connection.ack(tag, multiple: true)
+                ackUpTo = nil
+            }
+        }
+    }
+}
