@@ -35,8 +35,9 @@ import Testing
 
     // MARK: Helpers
 
-    func run(_ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1) async -> PipelineOutcome {
-        let envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: 1_700_000_000)
+    func run(_ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1,
+             confirmed: [String]? = nil) async -> PipelineOutcome {
+        let envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: 1_700_000_000, confirmed: confirmed)
         let context = IntentContext(intentID: id, intentType: type, attempt: attempt, submittedAt: envelope.submittedAt)
         return await IntentPipeline.run(envelope, registry: registry, context: context)
     }
@@ -240,8 +241,19 @@ import Testing
 
     @Test(arguments: [1, 20])
     func theQuantityBoundsAreAccepted(_ quantity: Int) async throws {
-        let outcome = await orderSoup(["soup": "tomato", "quantity": .number(Double(quantity))])
+        let outcome = await run(OrderSoup.typeName, ["soup": "tomato", "quantity": .number(Double(quantity))], confirmed: ["intent"])
         #expect(outcome.state == .success)
+    }
+
+    @Test func anOrderOfMoreThanTenSoupsAsksForConfirmationFirst() async throws {
+        let asked = await orderSoup(["soup": "tomato", "quantity": 11])
+        #expect(asked.state == .needsInput)
+        #expect(resolution(asked, "intent") == .confirmationRequired("Order 11 × Tomato Soup?"))
+        #expect(try count("SELECT count(*) FROM soup_order") == 0)
+        let ten = await orderSoup(["soup": "tomato", "quantity": 10])
+        #expect(ten.state == .success, "ten soups need no confirmation")
+        let confirmed = await run(OrderSoup.typeName, ["soup": "tomato", "quantity": 11], confirmed: ["intent"])
+        #expect(confirmed.state == .success)
     }
 
     @Test func aMissingSoupNeedsAValue() async throws {
