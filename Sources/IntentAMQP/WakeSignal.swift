@@ -34,9 +34,11 @@ final class WakeSignal: Sendable {
 
     /// Clears the pipe before the waiter looks at what it was woken for.
     func drain() {
-        pending.store(false, ordering: .sequentiallyConsistent)
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while read(readEnd, &buffer, buffer.count) > 0 {}
+        // Nothing was written since the last drain: no system call needed.
+        guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            while read(readEnd, buffer.baseAddress, buffer.count) > 0 {}
+        }
     }
 
     /// Waits until `socket` is readable, `wake()` is called, or `timeout` passes.

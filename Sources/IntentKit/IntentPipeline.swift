@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where the pipeline left an intent: `needsInput`, `success` or `failure`.
 public struct PipelineOutcome: Sendable, Hashable {
     public var state: IntentState
@@ -120,21 +122,24 @@ public enum IntentPipeline {
     public static let wholeIntent = "intent"
 
     /// Runs `handle`, failing with `timedOut` (and canceling it) past the limit.
+    /// The outcome is given at the deadline even if the handler ignores the
+    /// cancellation; a handler that writes should check for it before committing.
     private static func handle<H: IntentHandler>(
         _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?
     ) async throws -> HandleOutcome {
         guard let timeLimit, timeLimit > 0 else { return try await handler.handle(intent, context: context) }
-        return try await withThrowingTaskGroup(of: HandleOutcome?.self) { group in
-            group.addTask { try await handler.handle(intent, context: context) }
-            group.addTask {
-                try await Task.sleep(for: .milliseconds(Int(timeLimit * 1000)))
-                return nil
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HandleOutcome, any Error>) in
+            let first = FirstOutcome(continuation)
+            let running = CancelableTask()
+            let token = Deadlines.shared.schedule(after: timeLimit) {
+                running.cancel()
+                first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(timeLimit.formatted) s")))
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let outcome = first else {
-                return .failure(code: FailureCode.timedOut, message: "the handler did not finish within \(timeLimit.formatted) s")
-            }
-            return outcome
+            running.set(Task {
+                let result = await Result(catching: { try await handler.handle(intent, context: context) })
+                Deadlines.shared.clear(token)
+                first.resume(with: result)
+            })
         }
     }
 
@@ -170,5 +175,16 @@ extension Double {
 extension String {
     fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
         split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
+
+extension Result where Failure == any Error {
+    /// Captures an async throwing call.
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
     }
 }

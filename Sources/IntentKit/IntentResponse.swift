@@ -12,6 +12,13 @@ public struct IntentResponse: Codable, Sendable, Hashable {
         self.payload = payload
     }
 
+    public var jsonValue: JSONValue {
+        var object: [String: JSONValue] = ["code": .string(code)]
+        if let message { object["message"] = .string(message) }
+        if let payload { object["payload"] = payload }
+        return .object(object)
+    }
+
     /// A successful response with the conventional code `success`.
     public static func success(_ message: String? = nil, payload: JSONValue? = nil) -> IntentResponse {
         IntentResponse(code: "success", message: message, payload: payload)

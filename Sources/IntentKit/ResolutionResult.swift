@@ -54,6 +54,21 @@ public struct ParameterResolution: Sendable, Hashable {
     }
 }
 
+extension ParameterResolution {
+    /// The JSON form, as `Codable` writes it.
+    public var jsonValue: JSONValue {
+        var object: [String: JSONValue] = ["parameter": .string(parameter), "outcome": .string(result.outcome)]
+        if let index { object["index"] = .number(Double(index)) }
+        switch result {
+        case .success(let value), .confirmationRequired(let value): object["value"] = value
+        case .disambiguation(let options): object["options"] = .array(options)
+        case .unsupported(let reason): object["reason"] = .string(reason)
+        case .needsValue, .notRequired: break
+        }
+        return .object(object)
+    }
+}
+
 extension ParameterResolution: Codable {
     private enum CodingKeys: String, CodingKey {
         case parameter, index, outcome, value, options, reason

@@ -56,11 +56,28 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     /// The routing key on `intents.status`.
     public var routingKey: String { "\(type).\(state.rawValue)" }
 
-    /// The UTF-8 JSON body.
+    /// The UTF-8 JSON body, written without Foundation's encoder (this is on
+    /// every intent's path); the same shape `Codable` reads back.
     public func encoded() -> [UInt8] {
-        // Encoding can only fail for non-finite numbers, which JSONValue writes as null.
-        let data = (try? Self.encoder.encode(self)) ?? Data()
-        return Array(data)
+        jsonValue.serialized()
+    }
+
+    public var jsonValue: JSONValue {
+        var object: [String: JSONValue] = [
+            "version": .number(Double(version)), "id": .string(id), "type": .string(type),
+            "state": .string(state.rawValue), "at": .number(at), "attempt": .number(Double(attempt)),
+        ]
+        if let turn { object["turn"] = .number(Double(turn)) }
+        if let response { object["response"] = response.jsonValue }
+        if let resolutions { object["resolutions"] = .array(resolutions.map(\.jsonValue)) }
+        if let progress {
+            var fields: [String: JSONValue] = [:]
+            if let fraction = progress.fraction { fields["fraction"] = .number(fraction) }
+            if let message = progress.message { fields["message"] = .string(message) }
+            object["progress"] = .object(fields)
+        }
+        if let worker { object["worker"] = .string(worker) }
+        return .object(object)
     }
 
     public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
@@ -68,11 +85,4 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         return try JSONValueDecoder().decode(StatusEvent.self, from: value)
     }
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(
-            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-        return encoder
-    }()
 }

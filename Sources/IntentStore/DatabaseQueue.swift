@@ -1,13 +1,33 @@
 import Dispatch
+import Synchronization
 
 /// Serializes every use of one `Database` on a private dispatch queue, so async
 /// code (handlers running as tasks) can use SQLite without blocking the
 /// cooperative thread pool and without two threads touching the connection.
+///
+/// Writes are group-committed: the writes queued while one commit runs are
+/// applied together in the next `BEGIN IMMEDIATE` transaction, each in a
+/// savepoint of its own, and every caller resumes after that one durable
+/// commit. A write that throws rolls back to its savepoint and fails alone;
+/// the others still commit. With `synchronous=FULL` this turns one fsync per
+/// intent into one per batch, while no caller hears "done" before its data is on disk.
 public final class DatabaseQueue: @unchecked Sendable {
-    // @unchecked: `database` is only touched inside `queue.sync`/`queue.async`
-    // blocks, which run one at a time.
+    // @unchecked: `database` is only touched inside blocks running on `queue`,
+    // one at a time.
     private let database: Database
     private let queue: DispatchQueue
+    private let pending = Mutex<[PendingWrite]>([])
+
+    private struct PendingWrite: @unchecked Sendable {
+        // @unchecked: both closures run on `queue` only.
+        let run: (Database) throws -> Void
+        let finish: ((any Error)?) -> Void
+    }
+
+    /// Holds a write's value between its savepoint and the commit; touched on `queue` only.
+    private final class ValueBox<T>: @unchecked Sendable {
+        var value: T?
+    }
 
     public init(path: String, label: String = "intentqueue.database") throws(DatabaseError) {
         database = try Database(path: path)
@@ -23,14 +43,65 @@ public final class DatabaseQueue: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` inside one `BEGIN IMMEDIATE` transaction on the queue.
+    /// Runs `body` inside a `BEGIN IMMEDIATE` transaction (shared with the other
+    /// writes queued at the same time) and returns once it is committed.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await read { database in try database.transaction(body) }
+        try await withCheckedThrowingContinuation { continuation in
+            let box = ValueBox<T>()
+            let write = PendingWrite(
+                run: { database in box.value = try body(database) },
+                finish: { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = box.value {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: DatabaseError(code: 1, message: "the write produced no value", context: "group commit"))
+                    }
+                })
+            let first = pending.withLock { writes -> Bool in
+                writes.append(write)
+                return writes.count == 1
+            }
+            if first { queue.async { self.commitPending() } }
+        }
     }
 
     /// Runs `body` on the queue, blocking the caller: for set-up code and
     /// tests, never from inside a task.
     public func sync<T>(_ body: (Database) throws -> T) throws -> T {
         try queue.sync { try body(database) }
+    }
+
+    /// On `queue`: applies every write queued so far in one transaction.
+    private func commitPending() {
+        let batch = pending.withLock { writes -> [PendingWrite] in
+            defer { writes.removeAll(keepingCapacity: true) }
+            return writes
+        }
+        guard !batch.isEmpty else { return }
+        var errors: [(any Error)?] = []
+        do {
+            // A busy database fails BEGIN IMMEDIATE before any write ran: retry the whole batch.
+            try database.transaction { db in
+                errors = Array(repeating: nil, count: batch.count)
+                for (index, write) in batch.enumerated() {
+                    try db.execute("SAVEPOINT intentqueue_write")
+                    do {
+                        try write.run(db)
+                        try db.execute("RELEASE intentqueue_write")
+                    } catch {
+                        errors[index] = error
+                        try db.execute("ROLLBACK TO intentqueue_write")
+                        try db.execute("RELEASE intentqueue_write")
+                    }
+                }
+            }
+        } catch {
+            errors = batch.indices.map { errors.indices.contains($0) ? (errors[$0] ?? error) : error }
+        }
+        for (index, write) in batch.enumerated() {
+            write.finish(errors[index])
+        }
     }
 }

@@ -155,7 +155,7 @@ public final class StatusStore {
     }
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
-        let resolutions = try event.resolutions.map { String(decoding: try Self.encoder.encode($0), as: UTF8.self) }
+        let resolutions = event.resolutions.map { JSONValue.array($0.map(\.jsonValue)).jsonString }
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,

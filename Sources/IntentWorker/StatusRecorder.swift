@@ -118,18 +118,28 @@ public final class StatusRecorder: Service {
         }
 
         var nextSweep = Date()
+        var batchStarted = Date()
         while !isStopping {
             if Date() >= nextSweep {
                 let expired = try store.expireQuestions(olderThan: configuration.questionTimeToLive)
                 if expired > 0 { logger.info("\(expired) unanswered questions expired") }
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
             }
-            let event = try connection.nextEvent(timeout: batch.isEmpty && lastTag == ackedTag ? 0.25 : 0)
+            // An open batch waits a little for more (1 ms of quiet, 5 ms at most) so
+            // that one commit serves many events without delaying any much.
+            let waiting: Double
+            if batch.isEmpty && lastTag == ackedTag {
+                waiting = 0.25
+            } else {
+                waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
+            }
+            let event = try connection.nextEvent(timeout: waiting)
             guard let event else {
                 try flush()
                 continue
             }
             guard case .delivery(let delivery) = event else { continue }
+            if lastTag == ackedTag { batchStarted = Date() }
             lastTag = delivery.tag.value
             if let update = update(from: delivery, intentsExchange: intentsExchange) { batch.append(update) }
             if batch.count >= configuration.batchSize { try flush() }

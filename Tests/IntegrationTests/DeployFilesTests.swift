@@ -358,12 +358,15 @@ import Testing
         let types = Set(source.matches(of: try Regex(#"declareExchange\(\s*\w+\s*,\s*type:\s*"(\w+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         #expect(types == Set(expected.exchanges.values), "exchange types in Topology.swift: \(types.sorted())")
         let keys = Set(source.matches(of: try Regex(#""(x-[a-z-]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
-        let known: Set<String> = ["x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-match",
-                                  Topology.retryBucketHeader, Topology.retriesHeader]
-        #expect(keys.subtracting(known).isEmpty, "arguments the definitions do not model: \(keys.subtracting(known).sorted())")
-        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 4, "Topology declares another number of exchanges")
-        #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 4, "Topology declares another number of queues")
-        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 6, "Topology makes another number of bindings")
+        // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
+        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.syncHeader]
+        let known: Set<String> = ["x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
+                                  Topology.retryBucketHeader]
+        let unknown = keys.subtracting(known).subtracting(messageHeaders)
+        #expect(unknown.isEmpty, "arguments the definitions do not model: \(unknown.sorted())")
+        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 6, "Topology declares another number of exchanges")
+        #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 5, "Topology declares another number of queues")
+        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8, "Topology makes another number of bindings")
     }
 
     @Test func theDefinitionsHoldNoPasswordAndGrantLeastPrivilege() throws {
@@ -396,33 +399,39 @@ import Testing
         }
         let exchanges: Set<String> = [topology.intentsExchange, topology.statusExchange, topology.deadLetterExchange]
 
-        // intent-submit: exchange.declare of the three exchanges, basic.publish to intents.
+        // intent-submit: exchange.declare of the three exchanges (IntentPublisher's declareExchanges),
+        // basic.publish to intents, and (--deny) of a status event to intents.status.
         let producer = try #require(grants["intent-producer"])
         #expect(try allowed(producer.configure).isSuperset(of: exchanges))
-        #expect(try allowed(producer.configure).isDisjoint(with: [topology.workQueue, topology.ledgerQueue, topology.retryExchange]))
-        #expect(try allowed(producer.write) == [topology.intentsExchange])
+        #expect(try allowed(producer.configure).isDisjoint(with: [topology.workQueue, topology.ledgerQueue, topology.retryExchange,
+                                                                  topology.cancelExchange, topology.cancelStream]))
+        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.statusExchange])
         #expect(try allowed(producer.read).isEmpty)
 
-        // intent-worker: declares everything; binds work, ledger, dead and retry queues (write on the
-        // queue, read on the source exchange); declaring a queue with a dead-letter exchange needs read
-        // on the queue and write on that exchange; consumes work; publishes status and retries.
+        // intent-worker: declares everything; binds work, ledger, dead, retry and cancellation queues
+        // (write on the queue, read on the source exchange); declaring a queue with a dead-letter
+        // exchange needs read on the queue and write on that exchange; consumes work and the
+        // cancellation stream; publishes status, retries and its sync marker to intents.cancel.
         let worker = try #require(grants["intent-worker"])
         #expect(try allowed(worker.configure) == everything)
         #expect(try allowed(worker.write) == everything)
-        let workerReads = exchanges.union([topology.retryExchange, topology.workQueue]).union(retryQueues)
+        let workerReads = exchanges.union([topology.retryExchange, topology.workQueue, topology.cancelExchange, topology.cancelStream])
+            .union(retryQueues)
         #expect(try allowed(worker.read) == workerReads, "the worker needs no read on the ledger")
 
-        // The recorder: declares the exchanges and the ledger, binds the ledger to status and
-        // dead letters, consumes the ledger.
+        // The recorder: declares the exchanges, intents.cancel and the ledger, binds the ledger to
+        // status, dead letters and cancellations, consumes the ledger.
         let recorder = try #require(grants["intent-recorder"])
-        #expect(try allowed(recorder.configure) == exchanges.union([topology.ledgerQueue]))
+        #expect(try allowed(recorder.configure) == exchanges.union([topology.cancelExchange, topology.ledgerQueue]))
         #expect(try allowed(recorder.write) == [topology.ledgerQueue])
-        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.ledgerQueue])
+        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.cancelExchange,
+                                               topology.ledgerQueue])
 
         // intent-status requeue: basic.get from the dead-letter queue, basic.publish to intents.
+        // intent-status cancel: IntentPublisher declares the three exchanges, then publishes to intents.cancel.
         let operatorGrant = try #require(grants["intent-operator"])
-        #expect(try allowed(operatorGrant.configure).isEmpty)
-        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange])
+        #expect(try allowed(operatorGrant.configure) == exchanges)
+        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange, topology.cancelExchange])
         #expect(try allowed(operatorGrant.read) == [topology.deadLetterQueue])
     }
 

@@ -23,7 +23,7 @@ struct VolumeTests {
                     defer { publisher.close() }
                     for (index, id) in ids.enumerated() {
                         let parameters: [String: JSONValue] = index % 4 == 3
-                            ? ["soup": "Tomato Soup", "quantity": .number(Double(index % 20 + 1))]
+                            ? ["soup": "Tomato Soup", "quantity": .number(Double(index % 10 + 1))]
                             : ["recipients": ["Alice Smith"], "content": .string("message \(index)")]
                         try publisher.submit(IntentEnvelope(
                             id: id, type: index % 4 == 3 ? "OrderSoup" : "SendMessage", parameters: parameters,

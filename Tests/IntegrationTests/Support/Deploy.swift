@@ -153,7 +153,8 @@ enum Deploy {
         var bindings: Set<Binding> = []
     }
 
-    /// What `Topology.declareWork` (which includes `declareLedger` and `declareRetries`) declares
+    /// What `Topology.declareWork` (which includes `declareLedger`, `declareRetries` and
+    /// `declareCancellations`) declares
     /// for the Hairdressers types, with the names and numbers of `Topology()`.
     static func expectedTopology() throws -> ExpectedTopology {
         let topology = Topology()
@@ -161,6 +162,7 @@ enum Deploy {
         expected.exchanges = [
             topology.intentsExchange: "topic", topology.statusExchange: "topic",
             topology.deadLetterExchange: "fanout", topology.retryExchange: "headers",
+            topology.cancelExchange: "fanout",
         ]
         let quorum: [String: Argument] = ["x-queue-type": .string("quorum")]
         expected.queues[topology.ledgerQueue] = quorum
@@ -169,10 +171,13 @@ enum Deploy {
             "x-delivery-limit": .integer(topology.deliveryLimit),
             "x-dead-letter-exchange": .string(topology.deadLetterExchange),
         ]) { $1 }
+        expected.queues[topology.cancelStream] = ["x-queue-type": .string("stream"), "x-max-age": .string("7D")]
         expected.bindings = [
             Binding(source: topology.statusExchange, destination: topology.ledgerQueue, key: "#"),
             Binding(source: topology.deadLetterExchange, destination: topology.ledgerQueue, key: ""),
             Binding(source: topology.deadLetterExchange, destination: topology.deadLetterQueue, key: ""),
+            Binding(source: topology.cancelExchange, destination: topology.ledgerQueue, key: ""),
+            Binding(source: topology.cancelExchange, destination: topology.cancelStream, key: ""),
         ]
         for delay in Set(topology.retryDelays) {
             let retry = topology.retryQueue(forDelay: Double(delay))
