@@ -17,6 +17,10 @@ trap stop_test_nodes EXIT
 swift build --build-tests
 swift test --skip-build 2>&1 | tee .build/test-output.txt
 
+# A small benchmark run, so that the benchmark itself never breaks (figures
+# from a machine busy with tests mean little; see the README's Performance).
+"$(swift build --show-bin-path)/intent-bench" --intents 500 --latency-intents 200
+
 # The short fault-injection run: 1,000 intents through worker kills, a broker
 # restart, closed connections and a frozen broker; nothing lost or done twice.
 deploy/chaos.sh --intents 1000

@@ -236,6 +236,20 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
     }
 
+    /// Deletes a queue and its messages.
+    public func deleteQueue(_ name: String) throws(AMQPError) {
+        let state = try live("deleting queue \(name)")
+        withBytes(name) { queue in _ = amqp_queue_delete(state, channel, queue, 0, 0) }
+        try check(amqp_get_rpc_reply(state), context: "deleting queue '\(name)'")
+    }
+
+    /// Deletes an exchange and its bindings.
+    public func deleteExchange(_ name: String) throws(AMQPError) {
+        let state = try live("deleting exchange \(name)")
+        withBytes(name) { exchange in _ = amqp_exchange_delete(state, channel, exchange, 0) }
+        try check(amqp_get_rpc_reply(state), context: "deleting exchange '\(name)'")
+    }
+
     /// Puts the channel in confirm mode: every publish is then acked or nacked by the broker.
     public func enableConfirms() throws(AMQPError) {
         let state = try live("enabling publisher confirms")

@@ -66,6 +66,31 @@ public struct Topology: Sendable {
     /// know when it has read everything before it.
     public static let syncHeader = "x-intent-sync"
 
+    /// Deletes every queue and exchange of this topology that exists, messages
+    /// and all: for benchmarks and tests that made a topology of their own.
+    /// Returns how many objects were deleted.
+    @discardableResult
+    public func deleteAll(url: BrokerURL) -> Int {
+        let queues = [workQueue, ledgerQueue, deadLetterQueue, cancelStream] + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
+        let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange]
+        var connection: AMQPConnection?
+        var deleted = 0
+        for (name, isQueue) in queues.map({ ($0, true) }) + exchanges.map({ ($0, false) }) {
+            do {
+                // A refused delete closes the channel: the next name gets a fresh connection.
+                let live = try connection ?? AMQPConnection(url: url, connectTimeout: 3, rpcTimeout: 5)
+                connection = live
+                if isQueue { try live.deleteQueue(name) } else { try live.deleteExchange(name) }
+                deleted += 1
+            } catch {
+                connection?.abandon()
+                connection = nil
+            }
+        }
+        connection?.close()
+        return deleted
+    }
+
     /// The retry queue for a wanted delay: its name, its bucket label and its delay.
     public func retryQueue(forDelay seconds: Double) -> (queue: String, bucket: String, seconds: Int) {
         let delays = retryDelays.isEmpty ? [1] : retryDelays.sorted()

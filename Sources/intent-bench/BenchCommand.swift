@@ -121,7 +121,11 @@ struct BenchCommand {
         } else {
             run.removeDirectory()
         }
-        progress("left on the broker: the queues and exchanges \(run.name).* (AMQPConnection has no delete yet)")
+        var deleted = 0
+        for phase in ["ceiling", "e2e"] {
+            if let topology = try? run.topology(phase) { deleted += topology.deleteAll(url: url) }
+        }
+        progress("deleted the run's \(deleted) queues and exchanges (\(run.name).*) from the broker")
         return ExitCode.success
     }
 
