@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "Hairdressers", dependencies: ["IntentKit", "IntentStore"]),
         .executableTarget(name: "intent-worker", dependencies: ["IntentWorker", "IntentCLI", "Hairdressers"]),
         .executableTarget(name: "intent-submit", dependencies: ["IntentCLI", "IntentAMQP", "IntentStore"]),
-        .executableTarget(name: "intent-status", dependencies: ["IntentCLI", "IntentStore", "IntentAMQP"]),
+        .executableTarget(name: "intent-status", dependencies: ["IntentCLI", "IntentStore", "IntentAMQP", "Hairdressers"]),
         .executableTarget(
             name: "intent-bench",
             dependencies: ["IntentCLI", "IntentAMQP", "IntentStore", "IntentKit", "IntentWorker", "Hairdressers"]),

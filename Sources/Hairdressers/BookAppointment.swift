@@ -38,12 +38,12 @@ public struct BookAppointmentHandler: IntentHandler {
     public var retryPolicy: RetryPolicy { RetryPolicy(maxRetries: 3, initialDelay: 1, maxDelay: 2) }
 
     public func resolve(_ intent: BookAppointment, context: IntentContext) async throws -> [ParameterResolution] {
-        let hairdressers = try await database.queue.read { db in
-            try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }
+        let (hairdressers, words) = try await database.queue.read { db in
+            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
         }
         var resolutions: [ParameterResolution] = []
         if let name = intent.hairdresser, !name.trimmingWhitespace().isEmpty {
-            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(name, in: hairdressers)))
+            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(name, words), in: hairdressers)))
         } else {
             resolutions.append(ParameterResolution("hairdresser", .needsValue))
         }
@@ -82,5 +82,11 @@ public struct BookAppointmentHandler: IntentHandler {
                     payload: ["hairdresser": .string(hairdresser), "time": .string(time)]))
             }
         }
+    }
+}
+
+extension BookAppointmentHandler: IntentRendering {
+    public static func render(_ view: IntentView) -> String? {
+        "Appointment with \(view.value("hairdresser")?.displayString ?? "?") at \(view.value("time")?.displayString ?? "?")"
     }
 }

@@ -68,6 +68,14 @@ public final class HairdressersDatabase: Sendable {
             intent_id TEXT NOT NULL UNIQUE
         );
         """,
+        """
+        CREATE TABLE vocabulary (
+            kind TEXT NOT NULL,
+            term TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (kind, term)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The seed data of the tutorial app, created on first start.

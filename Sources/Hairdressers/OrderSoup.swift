@@ -29,12 +29,12 @@ public struct OrderSoupHandler: IntentHandler {
     }
 
     public func resolve(_ intent: OrderSoup, context: IntentContext) async throws -> [ParameterResolution] {
-        let menu = try await database.queue.read { db in
-            try db.query("SELECT name FROM soup ORDER BY name") { $0.string(0) }
+        let (menu, words) = try await database.queue.read { db in
+            (try db.query("SELECT name FROM soup ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.soup, in: db))
         }
         var resolutions: [ParameterResolution] = []
         if let soup = intent.soup, !soup.trimmingWhitespace().isEmpty {
-            let wanted = soup.lowercased().trimmingWhitespace()
+            let wanted = Vocabulary.read(soup, words).lowercased().trimmingWhitespace()
             let exact = menu.filter { $0.lowercased() == wanted }
             let matches = exact.isEmpty ? menu.filter { $0.lowercased().contains(wanted) } : exact
             let result: ResolutionResult =
@@ -92,5 +92,18 @@ public struct OrderSoupHandler: IntentHandler {
                     payload: ["soup": .string(soup), "quantity": .number(Double(quantity)), "totalCents": .number(Double(total))]))
             }
         }
+    }
+}
+
+extension OrderSoupHandler: IntentRendering {
+    /// The order line: "2 × Tomato Soup".
+    public static func render(_ view: IntentView) -> String? {
+        let soup = view.value("soup")?.displayString ?? "?"
+        let quantity = view.value("quantity")?.displayString ?? "?"
+        var line = "\(quantity) × \(soup)"
+        if case .number(let cents)? = view.response?.payload?["totalCents"] {
+            line += String(format: " — $%.2f", cents / 100)
+        }
+        return line
     }
 }

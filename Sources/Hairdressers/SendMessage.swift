@@ -27,9 +27,10 @@ public struct SendMessageHandler: IntentHandler {
     }
 
     public func resolve(_ intent: SendMessage, context: IntentContext) async throws -> [ParameterResolution] {
-        let (hairdressers, groups) = try await database.queue.read { db in
+        let (hairdressers, groups, words, groupWords) = try await database.queue.read { db in
             (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) },
-             try db.query("SELECT name FROM \"group\" ORDER BY name") { $0.string(0) })
+             try db.query("SELECT name FROM \"group\" ORDER BY name") { $0.string(0) },
+             try Vocabulary.terms(.hairdresser, in: db), try Vocabulary.terms(.group, in: db))
         }
         var resolutions: [ParameterResolution] = []
         let recipients = (intent.recipients ?? []).filter { !$0.trimmingWhitespace().isEmpty }
@@ -37,14 +38,15 @@ public struct SendMessageHandler: IntentHandler {
             resolutions.append(ParameterResolution("recipients", intent.groupName == nil ? .needsValue : .notRequired))
         }
         for (index, name) in recipients.enumerated() {
-            resolutions.append(ParameterResolution("recipients", index: index, NameMatcher.resolveHairdresser(name, in: hairdressers)))
+            resolutions.append(ParameterResolution(
+                "recipients", index: index, NameMatcher.resolveHairdresser(Vocabulary.read(name, words), in: hairdressers)))
         }
 
         let content = intent.content?.trimmingWhitespace() ?? ""
         resolutions.append(ParameterResolution("content", content.isEmpty ? .needsValue : .success(.string(intent.content!))))
 
         if let group = intent.groupName {
-            let wanted = group.lowercased().trimmingWhitespace()
+            let wanted = Vocabulary.read(group, groupWords).lowercased().trimmingWhitespace()
             let matches = wanted.isEmpty ? [] : groups.filter { $0.lowercased().contains(wanted) }
             let result: ResolutionResult =
                 switch matches.count {
@@ -90,5 +92,15 @@ public struct SendMessageHandler: IntentHandler {
                     payload: ["recipients": .array(recipients.map(JSONValue.string)), "content": .string(content)]))
             }
         }
+    }
+}
+
+extension SendMessageHandler: IntentRendering {
+    /// "To: Alice Smith, Bob Jones" and the message, once.
+    public static func render(_ view: IntentView) -> String? {
+        var recipients = view.values("recipients")
+        if let group = view.value("groupName")?.stringValue { recipients.append("group \(group)") }
+        let content = view.parameters["content"]?.displayString ?? ""
+        return "To: \(recipients.isEmpty ? "?" : recipients.joined(separator: ", "))\n\(content)"
     }
 }

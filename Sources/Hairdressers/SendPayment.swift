@@ -30,12 +30,12 @@ public struct SendPaymentHandler: IntentHandler {
     public var isRestricted: Bool { true }
 
     public func resolve(_ intent: SendPayment, context: IntentContext) async throws -> [ParameterResolution] {
-        let hairdressers = try await database.queue.read { db in
-            try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }
+        let (hairdressers, words) = try await database.queue.read { db in
+            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
         }
         var resolutions: [ParameterResolution] = []
         if let name = intent.hairdresser, !name.trimmingWhitespace().isEmpty {
-            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(name, in: hairdressers)))
+            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(name, words), in: hairdressers)))
         } else {
             resolutions.append(ParameterResolution("hairdresser", .needsValue))
         }
@@ -68,5 +68,11 @@ public struct SendPaymentHandler: IntentHandler {
                     payload: ["hairdresser": .string(hairdresser), "amount": .number(amount), "currency": .string(currency)]))
             }
         }
+    }
+}
+
+extension SendPaymentHandler: IntentRendering {
+    public static func render(_ view: IntentView) -> String? {
+        "Pay \(view.value("amount")?.displayString ?? "?") \(view.value("currency")?.displayString ?? "USD") to \(view.value("hairdresser")?.displayString ?? "?")"
     }
 }

@@ -29,10 +29,16 @@ public enum StatusReport {
         return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
-    /// A few aligned lines for a person.
-    public static func human(_ status: IntentStatus?, id: String) -> String {
+    /// A few aligned lines for a person, after the app's own view of the intent when it has one.
+    public static func human(_ status: IntentStatus?, id: String, view: ((IntentView) -> String?)? = nil) -> String {
         guard let status else { return "\(id): unknown (the status store has never seen this id)" }
         var lines = ["\(status.type) \(status.id): \(status.state.rawValue)"]
+        let intentView = IntentView(
+            type: status.type, state: status.state, parameters: status.parameters?.objectValue ?? [:],
+            resolutions: status.resolutions ?? [], response: status.response)
+        if let rendered = view?(intentView) {
+            lines += rendered.split(separator: "\n", omittingEmptySubsequences: false).map { "  │ " + $0 }
+        }
         func add(_ label: String, _ value: String) {
             let padded = label + ":" + String(repeating: " ", count: max(1, 13 - label.count))
             lines.append("  " + padded + value)
@@ -45,7 +51,11 @@ public enum StatusReport {
             let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }
             add("progress", [percent, progress.message].compactMap { $0 }.joined(separator: " "))
         }
+        let rendered = view?(intentView) != nil
         for resolution in status.resolutions ?? [] {
+            // The app's view already shows what resolved; keep what still matters.
+            if rendered, case .success = resolution.result { continue }
+            if rendered, case .notRequired = resolution.result { continue }
             add(resolution.label, describe(resolution.result))
         }
         for turn in status.history ?? [] {

@@ -1,4 +1,5 @@
 import Foundation
+import Hairdressers
 import IntentAMQP
 import IntentCLI
 import IntentKit
@@ -111,7 +112,7 @@ struct StatusCommand {
             switch action {
             case .show(let id, let timeout):
                 let status = try StatusReport.read(id: id, storePath: path, timeout: timeout)
-                Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id))
+                Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id, view: HairdressersApp.render))
                 return StatusReport.exitCode(for: status)
             case .list(let state, let type, let limit):
                 let statuses = try StatusStore(readingFrom: path).list(state: state, type: type, limit: limit)

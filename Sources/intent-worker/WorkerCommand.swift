@@ -14,6 +14,11 @@ struct WorkerCommand {
 
         Usage: \(usage)
 
+        The app's custom vocabulary (terms users say, read as the app's names):
+          intent-worker vocabulary set <hairdresser|soup|group> <term> <value>
+          intent-worker vocabulary list [--json]
+          intent-worker vocabulary clear [<term>]
+
         Options:
           --concurrency N       handlers running at once (default 8)
           --prefetch N          unacked deliveries the broker may send ahead (default 2 × concurrency)
@@ -39,6 +44,12 @@ struct WorkerCommand {
         The worker keeps retrying while the broker is away and resumes on its own. SIGTERM or SIGINT stops
         consuming, lets running handlers finish within the grace period, flushes their status events and exits 0.
         """
+
+    /// `HAIRDRESSERS_DB`, or `hairdressers.sqlite` in the state folder.
+    static var appDatabasePath: String {
+        Environment.values[HairdressersDatabase.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? Environment.stateDirectory() + "/hairdressers.sqlite"
+    }
 
     enum Mode {
         case worker, workerAndRecorder, recorderOnly
@@ -100,8 +111,7 @@ struct WorkerCommand {
         }
         var services: [any Service] = []
         if mode != .recorderOnly {
-            let appPath = Environment.values[HairdressersDatabase.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-                ?? Environment.stateDirectory() + "/hairdressers.sqlite"
+            let appPath = Self.appDatabasePath
             var registry = IntentRegistry()
             do {
                 let database = try HairdressersDatabase(path: appPath)

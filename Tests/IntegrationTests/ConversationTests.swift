@@ -200,3 +200,50 @@ struct ConversationTests {
         #expect(try await sandbox.status(["d3"]).exitCode == 4)
     }
 }
+
+/// The app's vocabulary and its views of intents, through the tools.
+@Suite(.timeLimit(.minutes(2)))
+struct VocabularyAndViewTests {
+    @Test func termsAreReadAsTheAppsNamesAndCanBeListedAndCleared() async throws {
+        let sandbox = try await Sandbox("vocabulary")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let worker = Paths.tool("intent-worker")
+        let set = try await run(worker, ["vocabulary", "set", "hairdresser", "Jeffy", "jeff baker"], environment: sandbox.environment)
+        #expect(set.exitCode == 0 && set.stdout.contains("Jeff Baker"), "\(set)")
+        let soup = try await run(worker, ["vocabulary", "set", "soup", "red soup", "Tomato Soup"], environment: sandbox.environment)
+        #expect(soup.exitCode == 0)
+        let wrong = try await run(worker, ["vocabulary", "set", "soup", "beet", "Borscht"], environment: sandbox.environment)
+        #expect(wrong.exitCode == 1 && wrong.stderr.contains("not a soup"), "\(wrong)")
+
+        let sent = try await sandbox.submit(["SendMessage", "recipients=Jeffy", "content=hi", "--id", "via-term", "--wait"])
+        #expect(sent.exitCode == 0, "\(sent)")
+        let rows = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            .query("SELECT hairdresser FROM message WHERE intent_id = 'via-term'") { $0.string(0) }
+        #expect(rows == ["Jeff Baker"])
+        let ordered = try await sandbox.submit(["OrderSoup", "soup=red soup", "quantity=2", "--id", "red", "--wait"])
+        #expect(ordered.exitCode == 0, "\(ordered)")
+
+        let listed = try await run(worker, ["vocabulary", "list", "--json"], environment: sandbox.environment)
+        #expect(listed.stdout.contains("\"term\":\"jeffy\"") && listed.stdout.contains("\"value\":\"Tomato Soup\""), "\(listed)")
+        let cleared = try await run(worker, ["vocabulary", "clear", "jeffy"], environment: sandbox.environment)
+        #expect(cleared.stdout.contains("cleared 1 term"))
+        let unknown = try await sandbox.submit(["SendMessage", "recipients=Jeffy", "content=hi", "--wait"])
+        #expect(unknown.exitCode == 1, "without the term, Jeffy is nobody: \(unknown)")
+        let all = try await run(worker, ["vocabulary", "clear"], environment: sandbox.environment)
+        #expect(all.stdout.contains("cleared 1 term"), "\(all)")
+    }
+
+    @Test func intentStatusShowsEachTypeTheWayItsAppWould() async throws {
+        let sandbox = try await Sandbox("view")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice,Bob", "content=Running late", "--id", "m", "--wait"]).exitCode == 0)
+        #expect(try await sandbox.submit(["OrderSoup", "soup=tomato", "quantity=2", "--id", "o", "--wait"]).exitCode == 0)
+        let message = try await sandbox.status(["m"])
+        #expect(message.stdout.contains("│ To: Alice Smith, Bob Jones\n  │ Running late"), "\(message.stdout)")
+        #expect(message.stdout.components(separatedBy: "Running late").count == 2, "the message once")
+        let order = try await sandbox.status(["o"])
+        #expect(order.stdout.contains("│ 2 × Tomato Soup — $9.00"), "\(order.stdout)")
+    }
+}

@@ -1,0 +1,56 @@
+/// What a renderer sees of an intent: enough to draw it the way its app would
+/// (SiriKit's UI extension), without a database or a handler instance.
+public struct IntentView: Sendable {
+    public var type: String
+    public var state: IntentState
+    public var parameters: [String: JSONValue]
+    public var resolutions: [ParameterResolution]
+    public var response: IntentResponse?
+
+    public init(type: String, state: IntentState, parameters: [String: JSONValue], resolutions: [ParameterResolution], response: IntentResponse?) {
+        self.type = type
+        self.state = state
+        self.parameters = parameters
+        self.resolutions = resolutions
+        self.response = response
+    }
+
+    /// The resolved value of a parameter, else what was submitted.
+    public func value(_ parameter: String) -> JSONValue? {
+        for resolution in resolutions where resolution.parameter == parameter && resolution.index == nil {
+            if case .success(let value) = resolution.result { return value }
+        }
+        return parameters[parameter]
+    }
+
+    /// The resolved elements of a list parameter, else what was submitted.
+    public func values(_ parameter: String) -> [String] {
+        let resolved = resolutions
+            .filter { $0.parameter == parameter && $0.index != nil }
+            .compactMap { resolution -> String? in
+                if case .success(let value) = resolution.result { return value.stringValue }
+                return nil
+            }
+        if !resolved.isEmpty { return resolved }
+        switch parameters[parameter] {
+        case .array(let items)?: return items.map(\.displayString)
+        case .string(let text)?: return text.split(separator: ",").map { String($0).trimmingCharacters(in: " ") }
+        default: return []
+        }
+    }
+}
+
+/// A handler type that knows how to show its intents to people.
+public protocol IntentRendering {
+    /// A few lines for people, or nil to show the plain status only.
+    static func render(_ view: IntentView) -> String?
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Character) -> String {
+        var slice = Substring(self)
+        while slice.first == set { slice.removeFirst() }
+        while slice.last == set { slice.removeLast() }
+        return String(slice)
+    }
+}
