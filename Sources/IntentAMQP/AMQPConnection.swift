@@ -431,9 +431,11 @@ public final class AMQPConnection {
     }
 
     private func delivery(from envelope: amqp_envelope_t) -> Delivery {
-        delivery(
+        var delivery = delivery(
             tag: envelope.delivery_tag, exchange: envelope.exchange, routingKey: envelope.routing_key,
             redelivered: envelope.redelivered != 0, message: envelope.message)
+        delivery.consumerTag = envelope.consumer_tag.string
+        return delivery
     }
 
     /// Takes one message from `queue` without a consumer (basic.get), unacked;

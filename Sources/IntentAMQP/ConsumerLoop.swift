@@ -22,9 +22,11 @@ public final class ConsumerLoop: Sendable {
         /// Where the fault-injection suite may kill the process.
         public var faults: FaultInjection
         /// More queues consumed on the same channel, with consume arguments
-        /// (a stream's `x-stream-offset`, say); their deliveries come through
-        /// `deliveries` too.
+        /// (a stream's `x-stream-offset`, say). Their deliveries go to
+        /// `onExtraDelivery`, called on the I/O thread and acked at once, so a
+        /// busy `deliveries` consumer never holds them up.
         public var extraQueues: [(queue: String, arguments: [String: HeaderValue])] = []
+        public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
 
         public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
                     declare: @escaping @Sendable (AMQPConnection) throws -> Void) {
@@ -282,6 +284,10 @@ public final class ConsumerLoop: Sendable {
                 budget -= 1
                 busy = true
                 switch event {
+                case .delivery(let delivery) where extraTags.contains(delivery.consumerTag):
+                    configuration.onExtraDelivery(delivery)
+                    outstanding.insert(delivery.tag.value)
+                    acks.append(delivery.tag.value)
                 case .delivery(let delivery):
                     if consuming {
                         outstanding.insert(delivery.tag.value)

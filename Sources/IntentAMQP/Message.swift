@@ -72,6 +72,8 @@ public struct Delivery: Sendable {
     public var deliveryCount: Int?
     /// The message's string and integer headers.
     public var headers: [String: HeaderValue]
+    /// The consumer it was delivered to (empty for basic.get).
+    public var consumerTag: String = ""
 
     /// 1 for the first delivery of the message.
     public var attempt: Int {

@@ -132,8 +132,9 @@ public enum IntentPipeline {
             let first = FirstOutcome(continuation)
             let running = CancelableTask()
             let token = Deadlines.shared.schedule(after: timeLimit) {
-                running.cancel()
+                // The outcome first: the canceled handler must not answer in its place.
                 first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(timeLimit.formatted) s")))
+                running.cancel()
             }
             running.set(Task {
                 let result = await Result(catching: { try await handler.handle(intent, context: context) })

@@ -32,6 +32,9 @@ final class Cancellations: Sendable {
         while !isCaughtUp, Date() < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
+        // Waited once in vain (the stream is slow or unreadable): go on with what is known
+        // rather than make every intent wait.
+        markCaughtUp()
         return state.withLock { $0.ids.contains(id) }
     }
 }

@@ -34,6 +34,8 @@ public final class WorkerService: Service {
                     headers: [Topology.syncHeader: .string(token)]))
             })
         loopConfiguration.extraQueues = [(topology.cancelStream, ["x-stream-offset": .string("first")])]
+        let cancellations = self.cancellations
+        loopConfiguration.onExtraDelivery = { delivery in Self.noteCancellation(delivery, in: cancellations) }
         loop = ConsumerLoop(configuration: loopConfiguration, logger: logger.with(["component": "worker"]))
     }
 
@@ -46,10 +48,6 @@ public final class WorkerService: Service {
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await delivery in loop.deliveries {
-                if delivery.exchange == configuration.topology.cancelExchange {
-                    noteCancellation(delivery)
-                    continue
-                }
                 if running >= configuration.concurrency {
                     await group.next()
                     running -= 1
@@ -66,14 +64,13 @@ public final class WorkerService: Service {
         loop.stopConsuming()
     }
 
-    /// A message of the cancellation stream: a canceled id, or a worker's marker.
-    private func noteCancellation(_ delivery: Delivery) {
+    /// A message of the cancellation stream (on the I/O thread): a canceled id, or a worker's marker.
+    private static func noteCancellation(_ delivery: Delivery, in cancellations: Cancellations) {
         if let marker = delivery.headers[Topology.syncHeader]?.stringValue {
             if marker == cancellations.token { cancellations.markCaughtUp() }
         } else if let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue {
             cancellations.add(id)
         }
-        loop.send(.ack(delivery.tag))
     }
 
     /// Whether the worker is connected to the broker now.
