@@ -195,7 +195,7 @@ SUCCEEDED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM inten
 FAILED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
 INTEGRITY_STATUS=$(sqlite3 "$INTENT_STATUS_DB" "PRAGMA integrity_check")
 INTEGRITY_APP=$(sqlite3 "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
-QUEUES=$(deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null | awk '$1 != "name" && $1 != "intents.dead" && $2 != 0 {print $1 "=" $2}' | paste -sd, -)
+QUEUES=$(deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null | awk '$1 != "name" && $1 != "intents.dead" && $1 != "intents.cancellations" && $2 != 0 {print $1 "=" $2}' | paste -sd, -)
 KILLS=$(cat "$RUN/kills.log" 2>/dev/null | wc -l)
 RESTARTED=$(($(cat "$RUN"/worker-*.starts 2>/dev/null | wc -l) - WORKERS))
 
