@@ -330,6 +330,14 @@ public final class StatusStore {
         if schemaChecked { return true }
         let found = try database.queryFirst(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'") { _ in true } ?? false
+        if found {
+            let version = try database.userVersion
+            guard version >= Self.migrations.count else {
+                throw DatabaseError(
+                    code: 1, message: "the status store has schema version \(version) and this build reads version \(Self.migrations.count); start this version's recorder once to migrate it",
+                    context: "opening \(database.path)")
+            }
+        }
         schemaChecked = found
         return found
     }
