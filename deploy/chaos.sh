@@ -47,6 +47,9 @@ KILL_MIN="${KILL_EVERY%-*}"
 KILL_MAX="${KILL_EVERY#*-}"
 
 NODE=iqchaos
+# One run at a time: a second would stop the first one's broker and share its queues.
+exec 9>"${TMPDIR:-/tmp}/intentqueue-chaos.lock"
+flock -n 9 || { echo "chaos.sh: another chaos run is in progress" >&2; exit 69; }
 BIN="${INTENTQUEUE_BIN_DIR:-$(swift build --show-bin-path 2>/dev/null)}"
 for tool in intent-worker intent-submit intent-status; do
     [[ -x "$BIN/$tool" ]] || { echo "chaos.sh: $BIN/$tool is missing; run swift build first" >&2; exit 69; }
@@ -69,6 +72,8 @@ PIDS=()
 cleanup() {
     touch "$STOP"
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+    # The supervisors' children too: a worker left behind would reconnect to the next run's broker.
+    for f in "$RUN"/*.pid; do [[ -e "$f" ]] && kill -9 "$(cat "$f")" 2>/dev/null; done
     wait 2>/dev/null
     deploy/broker.sh stop "$NODE" >/dev/null 2>&1
 }

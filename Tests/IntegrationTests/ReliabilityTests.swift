@@ -49,8 +49,11 @@ struct ReliabilityTests {
                     environment: sandbox.environment.merging(["INTENTQUEUE_FAULT": "afterReceive@poison-"]) { _, new in new },
                     logPath: sandbox.directory.appendingPathComponent("crashing-\(generation).log").path)
                 generation += 1
-                while worker.isRunning, !Task.isCancelled { try await Task.sleep(for: .milliseconds(20)) }
-                if Task.isCancelled { _ = try? await worker.stop(); return }
+                while worker.isRunning, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
+                if Task.isCancelled {
+                    kill(worker.pid, SIGKILL)
+                    return
+                }
                 crashes.increment()
             }
         }

@@ -76,6 +76,7 @@ final class WorkerProcess: @unchecked Sendable {
         process.standardOutput = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        ProcessReaper.track(process.processIdentifier)
     }
 
     var isRunning: Bool { process.isRunning }
@@ -101,6 +102,7 @@ final class WorkerProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+        ProcessReaper.forget(process.processIdentifier)
         return process.terminationStatus
     }
 }
