@@ -38,15 +38,7 @@ public struct BookAppointmentHandler: IntentHandler {
     public var retryPolicy: RetryPolicy { RetryPolicy(maxRetries: 3, initialDelay: 1, maxDelay: 2) }
 
     public func resolve(_ intent: BookAppointment, context: IntentContext) async throws -> [ParameterResolution] {
-        let (hairdressers, words) = try await database.queue.read { db in
-            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
-        }
-        var resolutions: [ParameterResolution] = []
-        if let name = intent.hairdresser, !name.trimmingWhitespace().isEmpty {
-            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(name, words), in: hairdressers)))
-        } else {
-            resolutions.append(ParameterResolution("hairdresser", .needsValue))
-        }
+        var resolutions = [try await database.resolveHairdresser(intent.hairdresser)]
         let time = intent.time?.trimmingWhitespace() ?? ""
         resolutions.append(ParameterResolution("time", time.isEmpty ? .needsValue : .success(.string(time))))
         if let seconds = intent.callSeconds, !(0...3_600).contains(seconds) {

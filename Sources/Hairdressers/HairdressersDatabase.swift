@@ -1,4 +1,5 @@
 import Foundation
+import IntentKit
 import IntentStore
 
 /// The Hairdressers app's own SQLite database: hairdressers, groups, the
@@ -99,5 +100,17 @@ public final class HairdressersDatabase: Sendable {
         self.path = path
         queue = try DatabaseQueue(path: path, label: "hairdressers.database")
         try queue.sync { db in try db.migrate(Self.migrations) }
+    }
+}
+
+extension HairdressersDatabase {
+    /// The `hairdresser` parameter of an intent: through the vocabulary, then
+    /// matched against the hairdresser table; missing → `needsValue`.
+    func resolveHairdresser(_ said: String?) async throws -> ParameterResolution {
+        guard let said, !said.trimmingWhitespace().isEmpty else { return ParameterResolution("hairdresser", .needsValue) }
+        let (hairdressers, words) = try await queue.read { db in
+            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
+        }
+        return ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(said, words), in: hairdressers))
     }
 }

@@ -30,15 +30,7 @@ public struct SendPaymentHandler: IntentHandler {
     public var isRestricted: Bool { true }
 
     public func resolve(_ intent: SendPayment, context: IntentContext) async throws -> [ParameterResolution] {
-        let (hairdressers, words) = try await database.queue.read { db in
-            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
-        }
-        var resolutions: [ParameterResolution] = []
-        if let name = intent.hairdresser, !name.trimmingWhitespace().isEmpty {
-            resolutions.append(ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(name, words), in: hairdressers)))
-        } else {
-            resolutions.append(ParameterResolution("hairdresser", .needsValue))
-        }
+        var resolutions = [try await database.resolveHairdresser(intent.hairdresser)]
         switch intent.amount {
         case nil: resolutions.append(ParameterResolution("amount", .needsValue))
         case let amount? where amount > 0 && amount <= 10_000: resolutions.append(ParameterResolution("amount", .success(.number(amount))))

@@ -327,8 +327,8 @@ public final class AMQPConnection {
                     properties._flags |= amqp_flags_t(AMQP_BASIC_HEADERS_FLAG)
                     properties.headers = table
                 }
-                let watch = SendWatchdog.shared.arm(socket: amqp_get_sockfd(state), seconds: sendTimeout)
-                defer { SendWatchdog.shared.disarm(watch) }
+                let watch = SendWatchdog.arm(socket: amqp_get_sockfd(state), seconds: sendTimeout)
+                defer { SendWatchdog.disarm(watch) }
                 return message.body.withUnsafeBytes { body in
                     amqp_basic_publish(
                         state, channel, bytes(exchange), bytes(routingKey), message.mandatory ? 1 : 0, 0, &properties,

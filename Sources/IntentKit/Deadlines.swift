@@ -1,15 +1,15 @@
 import Foundation
 import Synchronization
 
-/// One thread that runs an action when a deadline passes, for every handler's
-/// time limit at once.
+/// One thread that runs an action when a deadline passes: every handler's time
+/// limit, and the guard on blocking sends, share it.
 ///
 /// Racing each handler against its own `Task.sleep` keeps a timer and a task
 /// alive until the deadline even after the handler returns — for a ten-minute
 /// limit, memory that grows with every intent. Here a finished handler just
 /// removes its entry.
-final class Deadlines: Sendable {
-    static let shared = Deadlines()
+public final class Deadlines: Sendable {
+    public static let shared = Deadlines()
 
     private struct Entry {
         var deadline: ContinuousClock.Instant
@@ -31,14 +31,14 @@ final class Deadlines: Sendable {
     }
 
     /// Runs `action` (on the deadline thread) once `seconds` have passed, unless cleared first.
-    func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
+    public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
         let deadline = ContinuousClock.now.advanced(by: .microseconds(Int64(seconds * 1_000_000)))
         entries.withLock { $0[token] = Entry(deadline: deadline, action: action) }
         return token
     }
 
-    func clear(_ token: Int) {
+    public func clear(_ token: Int) {
         _ = entries.withLock { $0.removeValue(forKey: token) }
     }
 
