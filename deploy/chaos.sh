@@ -184,7 +184,14 @@ terminal_count() {
 }
 deadline=$((SECONDS + 300))
 while (($(terminal_count) < CONFIRMED && SECONDS < deadline)); do sleep 1; done
-sleep 2   # let the last acks and batches land
+# Then until the queues are empty: resubmitted duplicates and the last status
+# events still have to pass through the workers and the recorder.
+queues_left() {
+    deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null |
+        awk '$1 != "name" && $1 != "intents.dead" && $1 != "intents.cancellations" && $2 != 0 {print $1 "=" $2}' | paste -sd, -
+}
+while [[ -n "$(queues_left)" && SECONDS -lt deadline ]]; do sleep 1; done
+sleep 1
 touch "$STOP"
 for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 for f in "$RUN"/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done
@@ -200,7 +207,7 @@ SUCCEEDED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM inten
 FAILED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
 INTEGRITY_STATUS=$(sqlite3 "$INTENT_STATUS_DB" "PRAGMA integrity_check")
 INTEGRITY_APP=$(sqlite3 "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
-QUEUES=$(deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null | awk '$1 != "name" && $1 != "intents.dead" && $1 != "intents.cancellations" && $2 != 0 {print $1 "=" $2}' | paste -sd, -)
+QUEUES=$(queues_left)
 KILLS=$(cat "$RUN/kills.log" 2>/dev/null | wc -l)
 RESTARTED=$(($(cat "$RUN"/worker-*.starts 2>/dev/null | wc -l) - WORKERS))
 
