@@ -62,4 +62,8 @@ story 3 "A message to the group \"co\"" SendMessage groupName=co "content=Team l
 story 4 "Two tomato soups" OrderSoup soup=tomato quantity=2
 story 5 "A sold-out soup" OrderSoup soup=Minestrone quantity=1
 echo
+echo "Story 2 waits for an answer; give it later, under the same id:"
+echo "   export INTENT_STATUS_DB=$INTENT_STATUS_DB HAIRDRESSERS_DB=$HAIRDRESSERS_DB"
+echo "   $BIN/intent-worker --with-recorder &"
+echo "   $BIN/intent-submit --answer story-2-$RUN_ID \"recipients=Jeff Baker\" --wait"
 echo "Worker log: $RUN_DIR/worker.log"

@@ -40,7 +40,7 @@ public enum StatusReport {
             lines += rendered.split(separator: "\n", omittingEmptySubsequences: false).map { "  │ " + $0 }
         }
         func add(_ label: String, _ value: String) {
-            let padded = label + ":" + String(repeating: " ", count: max(1, 13 - label.count))
+            let padded = label.isEmpty ? String(repeating: " ", count: 14) : label + ":" + String(repeating: " ", count: max(1, 13 - label.count))
             lines.append("  " + padded + value)
         }
         if let response = status.response {
