@@ -24,11 +24,7 @@ public final class IntentPublisher {
 
     /// Publishes the envelope persistently and waits for the broker's confirm.
     public func submit(_ envelope: IntentEnvelope, userID: String? = nil) throws(AMQPError) {
-        let message = OutgoingMessage(
-            exchange: topology.intentsExchange, routingKey: envelope.type, body: envelope.encoded(),
-            messageID: envelope.id, type: envelope.type, userID: userID ?? connection.url.user, persistent: true, mandatory: true,
-            timestampSeconds: UInt64(max(0, envelope.submittedAt)))
-        let sequence = try connection.publish(message)
+        let sequence = try connection.publish(outgoing(envelope, userID: userID))
         let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: confirmTimeout)
         if returned != nil {
             throw AMQPError(
@@ -75,29 +71,13 @@ public final class IntentPublisher {
     @discardableResult
     public func submit(_ envelopes: some Sequence<IntentEnvelope>, window: Int, userID: String? = nil) throws(AMQPError) -> Int {
         let window = max(1, window)
-        // Published sequence numbers, ascending; a confirm may settle one out of order.
-        var pending: [(sequence: UInt64, settled: Bool)] = []
-        var head = 0
-        var inFlight = 0
+        var tracker = ConfirmTracker()
         var published = 0
 
         func settle(_ event: AMQPConnection.Event) throws(AMQPError) {
             switch event {
             case .confirmed(let sequence, let multiple):
-                if multiple {
-                    while head < pending.count, pending[head].sequence <= sequence {
-                        if !pending[head].settled { inFlight -= 1 }
-                        head += 1
-                    }
-                } else if let index = Self.index(of: sequence, in: pending, from: head), !pending[index].settled {
-                    pending[index].settled = true
-                    inFlight -= 1
-                }
-                while head < pending.count, pending[head].settled { head += 1 }
-                if head > 4_096, head * 2 > pending.count {
-                    pending.removeFirst(head)
-                    head = 0
-                }
+                tracker.confirm(sequence, multiple: multiple)
             case .rejected:
                 throw AMQPError(.rejected, context: "submitting intents", detail: "the broker refused a message (basic.nack)")
             case .returned(let message):
@@ -116,7 +96,7 @@ public final class IntentPublisher {
                 let remaining = deadline.timeIntervalSinceNow
                 guard remaining > 0 else {
                     throw AMQPError(.timeout, context: "waiting for the broker to confirm a publish",
-                                    detail: "no confirm within \(confirmTimeout) s (\(inFlight) unconfirmed)")
+                                    detail: "no confirm within \(confirmTimeout) s (\(tracker.inFlight) unconfirmed)")
                 }
                 if let event = try connection.nextEvent(timeout: remaining) {
                     return try settle(event)
@@ -125,13 +105,11 @@ public final class IntentPublisher {
         }
 
         for envelope in envelopes {
-            while inFlight >= window { try awaitOne() }
-            let sequence = try connection.publish(outgoing(envelope, userID: userID))
-            pending.append((sequence, false))
-            inFlight += 1
+            while tracker.inFlight >= window { try awaitOne() }
+            tracker.published(try connection.publish(outgoing(envelope, userID: userID)))
             published += 1
         }
-        while inFlight > 0 { try awaitOne() }
+        while tracker.inFlight > 0 { try awaitOne() }
         return published
     }
 
@@ -141,16 +119,5 @@ public final class IntentPublisher {
             exchange: topology.intentsExchange, routingKey: envelope.type, body: envelope.encoded(),
             messageID: envelope.id, type: envelope.type, userID: userID ?? connection.url.user, persistent: true, mandatory: true,
             timestampSeconds: UInt64(max(0, envelope.submittedAt)))
-    }
-
-    /// Binary search among pending sequence numbers (ascending from `head`).
-    private static func index(of sequence: UInt64, in pending: [(sequence: UInt64, settled: Bool)], from head: Int) -> Int? {
-        var low = head
-        var high = pending.count
-        while low < high {
-            let middle = (low + high) / 2
-            if pending[middle].sequence < sequence { low = middle + 1 } else { high = middle }
-        }
-        return low < pending.count && pending[low].sequence == sequence ? low : nil
     }
 }

@@ -1,20 +1,22 @@
 /// Publisher confirms of one channel, tracked by sequence number: how many are
 /// still unconfirmed, and up to which sequence every publish is confirmed.
-struct ConfirmTracker {
+public struct ConfirmTracker: Sendable {
     /// Published sequences, ascending from `head`; an entry may be confirmed out of order.
     private var pending: [(sequence: UInt64, confirmed: Bool)] = []
     private var head = 0
     private var lastPublished: UInt64 = 0
-    private(set) var inFlight = 0
+    public private(set) var inFlight = 0
 
-    mutating func published(_ sequence: UInt64) {
+    public init() {}
+
+    public mutating func published(_ sequence: UInt64) {
         pending.append((sequence, false))
         lastPublished = sequence
         inFlight += 1
     }
 
     /// Applies a `basic.ack`.
-    mutating func confirm(_ sequence: UInt64, multiple: Bool) {
+    public mutating func confirm(_ sequence: UInt64, multiple: Bool) {
         if multiple {
             while head < pending.count, pending[head].sequence <= sequence {
                 if !pending[head].confirmed { inFlight -= 1 }
@@ -32,7 +34,7 @@ struct ConfirmTracker {
     }
 
     /// Every sequence up to and including this one is confirmed.
-    var watermark: UInt64 {
+    public var watermark: UInt64 {
         head < pending.count ? pending[head].sequence - 1 : lastPublished
     }
 
