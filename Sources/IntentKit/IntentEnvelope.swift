@@ -85,7 +85,7 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
             throw EnvelopeError(id: id, reason: "the envelope has no numeric 'version'")
         }
         guard version == Double(currentVersion) else {
-            throw EnvelopeError(id: id, reason: "envelope version \(version.formatted()) is not supported (this worker reads version \(currentVersion))")
+            throw EnvelopeError(id: id, reason: "envelope version \(JSONValue.formatNumber(version)) is not supported (this worker reads version \(currentVersion))")
         }
         guard let type = fields["type"]?.stringValue, !type.isEmpty else {
             throw EnvelopeError(id: id, reason: "the envelope has no string 'type'")
@@ -126,10 +126,4 @@ public struct EnvelopeError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { reason }
-}
-
-extension Double {
-    fileprivate func formatted() -> String {
-        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
-    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Where the pipeline left an intent: `needsInput`, `success` or `failure`.
@@ -133,7 +134,7 @@ public enum IntentPipeline {
             let running = CancelableTask()
             let token = Deadlines.shared.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
-                first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(timeLimit.formatted) s")))
+                first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
                 running.cancel()
             }
             running.set(Task {
@@ -164,18 +165,6 @@ public enum IntentPipeline {
         @unknown default:
             return "parameters do not fit \(type): \(error)"
         }
-    }
-}
-
-extension Double {
-    fileprivate var formatted: String {
-        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }
 

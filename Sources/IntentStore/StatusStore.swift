@@ -342,12 +342,6 @@ public final class StatusStore {
         return found
     }
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
     private static func decodeRow(_ row: Row) throws -> IntentStatus {
         let state = IntentState(rawValue: row.string(2)) ?? .queued
         let response = row.text(3).map { code in
