@@ -112,7 +112,7 @@ public final class ConsumerLoop: Sendable {
 
     private func run() {
         var generation: UInt64 = 0
-        var backoff = 0.2
+        var backoff = ReconnectBackoff()
         while !shared.withLock({ $0.shutdown }) {
             generation += 1
             let connection: AMQPConnection
@@ -122,13 +122,13 @@ public final class ConsumerLoop: Sendable {
                 try connection.enableConfirms()
                 try connection.setPrefetch(configuration.prefetch)
             } catch {
-                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", backoff)) s: \(error)",
+                let wait = backoff.next()
+                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
                                metadata: ["amqp.url": configuration.url.description])
-                sleep(seconds: backoff)
-                backoff = min(backoff * 2, 10) * Double.random(in: 0.8...1.2)
+                sleep(seconds: wait)
                 continue
             }
-            backoff = 0.2
+            backoff.reset()
             shared.withLock { $0.connected = true }
             logger.info("connected", metadata: ["amqp.url": configuration.url.description, "amqp.queue": configuration.queue])
             do {

@@ -66,7 +66,7 @@ public final class StatusRecorder: Service {
             return
         }
         logger.info("recording to \(configuration.storePath)")
-        var backoff = 0.2
+        var backoff = ReconnectBackoff()
         var generation: UInt64 = 0
         while !isStopping {
             generation += 1
@@ -77,13 +77,13 @@ public final class StatusRecorder: Service {
                 try connection.setPrefetch(UInt16(clamping: configuration.batchSize * 2))
                 try connection.consume(configuration.topology.ledgerQueue)
             } catch {
-                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", backoff)) s: \(error)",
+                let wait = backoff.next()
+                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
                                metadata: ["amqp.url": configuration.brokerURL.description])
-                pause(backoff)
-                backoff = min(backoff * 2, 10) * Double.random(in: 0.8...1.2)
+                pause(wait)
                 continue
             }
-            backoff = 0.2
+            backoff.reset()
             logger.info("connected", metadata: ["amqp.url": configuration.brokerURL.description])
             do {
                 try record(from: connection, into: store)
@@ -91,7 +91,7 @@ public final class StatusRecorder: Service {
             } catch {
                 connection.abandon()
                 logger.warning("recorder interrupted, reconnecting: \(error)")
-                pause(backoff)
+                pause(backoff.delay)
             }
         }
         store.database.close()
