@@ -13,6 +13,10 @@
 # Nodes live under $INTENTQUEUE_BROKER_DIR (default /var/tmp/intentqueue-broker).
 # INTENTQUEUE_BROKER_CONF names a file of extra rabbitmq.conf lines for `start`
 # (a TLS listener, say).
+# INTENTQUEUE_BROKER_COOKIE, when set, is written to the node's Erlang cookie
+# ($dir/.erlang.cookie, mode 400) by `start` before the node starts: nodes of
+# one cluster need the same cookie (deploy/cluster.sh). Unset, the node keeps
+# the cookie it has, or Erlang makes a random one on its first start.
 set -euo pipefail
 
 BASE="${INTENTQUEUE_BROKER_DIR:-/var/tmp/intentqueue-broker}"
@@ -20,7 +24,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RABBIT_BIN="${RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}"
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 64
 }
 
@@ -57,6 +61,11 @@ start() {
         exit 69
     fi
     mkdir -p "$dir/mnesia" "$dir/log"
+    if [[ -n "${INTENTQUEUE_BROKER_COOKIE:-}" ]]; then
+        rm -f "$dir/.erlang.cookie"
+        (umask 077 && printf '%s' "$INTENTQUEUE_BROKER_COOKIE" > "$dir/.erlang.cookie")
+        chmod 400 "$dir/.erlang.cookie"
+    fi
     export ERL_CRASH_DUMP="$dir/log/erl_crash.dump"
     sed "s/@PORT@/$port/" "$HERE/rabbitmq.conf" > "$dir/rabbitmq.conf"
     if [[ -n "${INTENTQUEUE_BROKER_CONF:-}" ]]; then

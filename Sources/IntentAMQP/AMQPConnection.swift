@@ -1,5 +1,6 @@
 import CRabbitMQ
 import Foundation
+import Synchronization
 
 /// One rabbitmq-c connection with one channel.
 ///
@@ -8,7 +9,8 @@ import Foundation
 /// deliberately not `Sendable`. Every call that returns a reply goes through
 /// `check(_:context:)`.
 public final class AMQPConnection {
-    public let url: BrokerURL
+    /// The node this connection reached (one of the URL's endpoints).
+    public private(set) var url: BrokerURL
     private var state: amqp_connection_state_t?
     private let channel: amqp_channel_t = 1
     private var nextPublishSequence: UInt64 = 1
@@ -36,19 +38,36 @@ public final class AMQPConnection {
     ///   - generation: stamped on every delivery tag of this connection.
     public init(url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, rpcTimeout: Double = 10,
                 generation: UInt64 = 0) throws(AMQPError) {
-        self.url = url
+        let endpoints = url.endpoints
+        self.url = endpoints[0]
         self.generation = generation
-        guard let state = amqp_new_connection() else {
-            throw AMQPError(.library, context: "connecting to \(url)", detail: "out of memory")
+        // Several URLs are one cluster: start from the node that answered last,
+        // and go on to the next one when a node cannot be reached.
+        let first = Self.preferredEndpoint.load(ordering: .relaxed) % endpoints.count
+        var failure: AMQPError?
+        for offset in 0..<endpoints.count {
+            let index = (first + offset) % endpoints.count
+            self.url = endpoints[index]
+            guard let state = amqp_new_connection() else {
+                throw AMQPError(.library, context: "connecting to \(self.url)", detail: "out of memory")
+            }
+            self.state = state
+            do {
+                try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout, rpcTimeout: rpcTimeout)
+                Self.preferredEndpoint.store(index, ordering: .relaxed)
+                return
+            } catch {
+                close()
+                // A bad setting is bad on every node; only an unreachable node is skipped.
+                guard error.kind == .connection || error.kind == .timeout else { throw error }
+                failure = error
+            }
         }
-        self.state = state
-        do {
-            try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout, rpcTimeout: rpcTimeout)
-        } catch {
-            close()
-            throw error
-        }
+        throw failure!
     }
+
+    /// The index, in a URL's endpoints, of the node that last accepted a connection.
+    private static let preferredEndpoint = Atomic<Int>(0)
 
     public let generation: UInt64
 
@@ -179,8 +198,28 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), context: "declaring exchange '\(name)'")
     }
 
+    /// What `queue.declare` answered: the queue's name (the broker's choice
+    /// for an empty name), its ready messages and its consumers.
+    public struct QueueInfo: Sendable, Hashable {
+        public var name: String
+        public var messages: Int
+        public var consumers: Int
+    }
+
+    @discardableResult
     public func declareQueue(_ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
-                             arguments: [Argument] = []) throws(AMQPError) {
+                             arguments: [Argument] = []) throws(AMQPError) -> QueueInfo {
+        try queueDeclare(name, passive: false, durable: durable, exclusive: exclusive, autoDelete: autoDelete, arguments: arguments)
+    }
+
+    /// Asks about an existing queue without declaring it. A queue that does not
+    /// exist makes the broker close the channel (an error of kind `.server`, 404).
+    public func inspectQueue(_ name: String) throws(AMQPError) -> QueueInfo {
+        try queueDeclare(name, passive: true, durable: false, exclusive: false, autoDelete: false, arguments: [])
+    }
+
+    private func queueDeclare(_ name: String, passive: Bool, durable: Bool, exclusive: Bool, autoDelete: Bool,
+                              arguments: [Argument]) throws(AMQPError) -> QueueInfo {
         let state = try live("declaring queue \(name)")
         let entries: [(String, HeaderValue)] = arguments.map { argument in
             switch argument {
@@ -188,12 +227,14 @@ public final class AMQPConnection {
             case .integer(let key, let value): (key, .integer(value))
             }
         }
-        withTable(entries) { table in
+        let ok = withTable(entries) { table in
             withBytes(name) { queue in
-                _ = amqp_queue_declare(state, channel, queue, 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
+                amqp_queue_declare(state, channel, queue, passive ? 1 : 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
             }
         }
-        try check(amqp_get_rpc_reply(state), context: "declaring queue '\(name)'")
+        try check(amqp_get_rpc_reply(state), context: passive ? "looking up queue '\(name)'" : "declaring queue '\(name)'")
+        guard let ok else { return QueueInfo(name: name, messages: 0, consumers: 0) }
+        return QueueInfo(name: ok.pointee.queue.string, messages: Int(ok.pointee.message_count), consumers: Int(ok.pointee.consumer_count))
     }
 
     /// A headers table for rabbitmq-c, valid only inside `body`.
@@ -266,13 +307,15 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), context: "setting prefetch to \(count)")
     }
 
-    /// Starts consuming `queue` with manual acks; returns the consumer tag.
+    /// Starts consuming `queue`, with manual acks unless `noAck` (the broker then
+    /// counts a message as done once sent); returns the consumer tag.
     @discardableResult
-    public func consume(_ queue: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) -> String {
+    public func consume(_ queue: String, noAck: Bool = false, exclusive: Bool = false,
+                        arguments: [String: HeaderValue] = [:]) throws(AMQPError) -> String {
         let state = try live("consuming \(queue)")
         let ok = withTable(arguments.sorted { $0.key < $1.key }) { table in
             withBytes(queue) { queueBytes in
-                amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, 0, 0, table)
+                amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, noAck ? 1 : 0, exclusive ? 1 : 0, table)
             }
         }
         try check(amqp_get_rpc_reply(state), context: "consuming queue '\(queue)'")
@@ -301,6 +344,9 @@ public final class AMQPConnection {
         let messageID = message.messageID.map { arena.add($0) }
         let type = message.type.map { arena.add($0) }
         let userID = message.userID.map { arena.add($0) }
+        let replyTo = message.replyTo.map { arena.add($0) }
+        let correlationID = message.correlationID.map { arena.add($0) }
+        let expiration = message.expirationMilliseconds.map { arena.add(String($0)) }
         let status: Int32 = arena.withBytes { bytes in
             var properties = amqp_basic_properties_t()
             properties._flags = amqp_flags_t(AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG)
@@ -317,6 +363,18 @@ public final class AMQPConnection {
             if let userID {
                 properties._flags |= amqp_flags_t(AMQP_BASIC_USER_ID_FLAG)
                 properties.user_id = bytes(userID)
+            }
+            if let replyTo {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_REPLY_TO_FLAG)
+                properties.reply_to = bytes(replyTo)
+            }
+            if let correlationID {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_CORRELATION_ID_FLAG)
+                properties.correlation_id = bytes(correlationID)
+            }
+            if let expiration {
+                properties._flags |= amqp_flags_t(AMQP_BASIC_EXPIRATION_FLAG)
+                properties.expiration = bytes(expiration)
             }
             if let timestamp = message.timestampSeconds {
                 properties._flags |= amqp_flags_t(AMQP_BASIC_TIMESTAMP_FLAG)
@@ -479,6 +537,8 @@ public final class AMQPConnection {
             messageID: has(AMQP_BASIC_MESSAGE_ID_FLAG) ? properties.message_id.string : nil,
             type: has(AMQP_BASIC_TYPE_FLAG) ? properties.type.string : nil,
             userID: has(AMQP_BASIC_USER_ID_FLAG) ? properties.user_id.string : nil,
+            replyTo: has(AMQP_BASIC_REPLY_TO_FLAG) ? properties.reply_to.string : nil,
+            correlationID: has(AMQP_BASIC_CORRELATION_ID_FLAG) ? properties.correlation_id.string : nil,
             deliveryCount: deliveryCount,
             headers: headers)
     }

@@ -2,6 +2,10 @@
 ///
 /// Parts follow RabbitMQ's URI spec: user, password and vhost are
 /// percent-decoded, an empty path means vhost `/`, and `%2f` spells `/`.
+///
+/// The nodes of a cluster are given as several URLs separated by commas: the
+/// first is this value, the others its `alternates`, and a connection goes
+/// to the next one when a node cannot be reached.
 public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     public static let environmentVariable = "INTENT_BROKER_URL"
     public static let defaultURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
@@ -15,9 +19,36 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     /// For `amqps://`: a PEM file of the certificate authorities to trust
     /// (`?cacertfile=` in the URL, or `INTENT_BROKER_CA`). The broker's
     /// certificate and host name are always verified.
-    public var certificateAuthority: String?
+    public var certificateAuthority: String? {
+        didSet { alternates = alternates.map { var url = $0; url.certificateAuthority = certificateAuthority; return url } }
+    }
+    /// The cluster's other nodes, tried in turn when this one does not answer.
+    public var alternates: [BrokerURL] = []
 
+    /// This node, then the alternates.
+    public var endpoints: [BrokerURL] {
+        var first = self
+        first.alternates = []
+        return [first] + alternates.map { var url = $0; url.alternates = []; return url }
+    }
+
+    /// One URL, or several separated by commas (a cluster's nodes).
     public init(_ text: String) throws(AMQPError) {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { (part: Substring) -> String in String(String(part).trimmingWhitespace()) }
+        guard parts.count > 1 else {
+            try self.init(single: text)
+            return
+        }
+        guard !parts.contains(where: { $0.isEmpty }) else {
+            throw AMQPError(.configuration, context: "broker URL", detail: "an empty URL in the comma-separated list")
+        }
+        try self.init(single: parts[0])
+        for part in parts.dropFirst() {
+            alternates.append(try BrokerURL(single: part))
+        }
+    }
+
+    private init(single text: String) throws(AMQPError) {
         func invalid(_ why: String) -> AMQPError {
             AMQPError(.configuration, context: "broker URL", detail: why)
         }
@@ -99,10 +130,11 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
         return url
     }
 
-    /// The URL without its password, for logs and error messages.
+    /// The URL without its password, for logs and error messages (every node of a cluster).
     public var description: String {
         let vhost = virtualHost == "/" ? "%2f" : virtualHost
-        return "\(tls ? "amqps" : "amqp")://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(vhost)"
+        let this = "\(tls ? "amqps" : "amqp")://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(vhost)"
+        return ([this] + alternates.map(\.description)).joined(separator: ",")
     }
 
     static func redacted(_ text: String) -> String {

@@ -130,7 +130,7 @@ public final class ConsumerLoop: Sendable {
             }
             backoff.reset()
             shared.withLock { $0.connected = true }
-            logger.info("connected", metadata: ["amqp.url": configuration.url.description, "amqp.queue": configuration.queue])
+            logger.info("connected", metadata: ["amqp.url": connection.url.description, "amqp.queue": configuration.queue])
             do {
                 try serve(connection)
                 shared.withLock { $0.connected = false }
@@ -139,7 +139,7 @@ public final class ConsumerLoop: Sendable {
             } catch {
                 shared.withLock { $0.connected = false }
                 connection.abandon()
-                logger.warning("connection lost, reconnecting: \(error)", metadata: ["amqp.url": configuration.url.description])
+                logger.warning("connection lost, reconnecting: \(error)", metadata: ["amqp.url": connection.url.description])
             }
         }
         continuation.finish()
@@ -302,7 +302,7 @@ public final class ConsumerLoop: Sendable {
                     try confirm(upTo: sequence, multiple: multiple, refused: true)
                 case .returned(let message):
                     logger.warning("a status event was returned: \(message.replyText)",
-                                   metadata: ["amqp.routing_key": message.routingKey])
+                                   metadata: ["amqp.routing_key": message.routingKey, "intent.id": message.messageID ?? ""])
                 }
             }
             try flushAcks()

@@ -17,11 +17,18 @@ public struct OutgoingMessage: Sendable {
     public var timestampSeconds: UInt64?
     /// Application headers: strings and integers only.
     public var headers: [String: HeaderValue]
+    /// `reply_to`: where an answer goes (a request over direct reply-to).
+    public var replyTo: String?
+    /// `correlation_id`: ties an answer to its request.
+    public var correlationID: String?
+    /// `expiration`: the broker drops the message after this long in a queue.
+    public var expirationMilliseconds: Int?
 
     public init(
         exchange: String, routingKey: String, body: [UInt8], messageID: String? = nil, type: String? = nil,
         userID: String? = nil, contentType: String = "application/json", persistent: Bool = true,
-        mandatory: Bool = false, timestampSeconds: UInt64? = nil, headers: [String: HeaderValue] = [:]
+        mandatory: Bool = false, timestampSeconds: UInt64? = nil, headers: [String: HeaderValue] = [:],
+        replyTo: String? = nil, correlationID: String? = nil, expirationMilliseconds: Int? = nil
     ) {
         self.exchange = exchange
         self.routingKey = routingKey
@@ -34,6 +41,9 @@ public struct OutgoingMessage: Sendable {
         self.mandatory = mandatory
         self.timestampSeconds = timestampSeconds
         self.headers = headers
+        self.replyTo = replyTo
+        self.correlationID = correlationID
+        self.expirationMilliseconds = expirationMilliseconds
     }
 }
 
@@ -68,6 +78,8 @@ public struct Delivery: Sendable {
     public var messageID: String?
     public var type: String?
     public var userID: String?
+    public var replyTo: String?
+    public var correlationID: String?
     /// `x-delivery-count` from a quorum queue: how many earlier deliveries failed.
     public var deliveryCount: Int?
     /// The message's string and integer headers.

@@ -8,6 +8,8 @@
 /// intents.status (topic, key = "<type>.<state>") ──▶ intents.ledger (key "#")
 /// intents.dead (fanout) ──▶ intents.dead, and ──▶ intents.ledger (so a dead letter is recorded as a failure)
 /// intents.retry (headers, x-retry-bucket) ──▶ intents.retry.<n>s (TTL n s, dead-letters back to intents)
+/// intents.cancel (fanout) ──▶ intents.ledger, intents.cancellations (stream)
+/// "" (default) ──▶ intents.status.requests (the recorder's; answers via amq.rabbitmq.reply-to)
 /// ```
 /// Workers bind the work and ledger queues only for the types they serve, so a
 /// submission of any other type is unroutable and comes back to its producer.
@@ -24,6 +26,11 @@ public struct Topology: Sendable {
     /// worker runs still holds when one starts.
     public var cancelExchange = "intents.cancel"
     public var cancelStream = "intents.cancellations"
+    /// Remote status: the recorder consumes this queue (non-durable, deleted
+    /// when the recorder goes) and answers each request on its `reply_to`.
+    public var statusRequestQueue = "intents.status.requests"
+    /// RabbitMQ's direct reply-to pseudo-queue.
+    public static let directReplyTo = "amq.rabbitmq.reply-to"
     /// Deliveries of one message before the broker dead-letters it.
     public var deliveryLimit: Int64 = 5
     /// The delays, in seconds, of the retry queues: a retry waits in the longest

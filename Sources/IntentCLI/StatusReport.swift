@@ -1,4 +1,5 @@
 import Foundation
+import IntentAMQP
 import IntentKit
 import IntentStore
 
@@ -23,10 +24,7 @@ public enum StatusReport {
     }
 
     public static func jsonString<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        String(decoding: IntentStatus.jsonEncoded(value), as: UTF8.self)
     }
 
     /// A few aligned lines for a person, after the app's own view of the intent when it has one.
@@ -91,29 +89,22 @@ public enum StatusReport {
         }
     }
 
-    /// Reads one status; with `timeout`, polls until `done` holds for it or the
-    /// time is up. While waiting, a store or id not seen yet is "not yet".
+    /// Reads one status from the local store; with `timeout`, waits until `done`
+    /// holds for it or the time is up (see `StatusWaiter`). While waiting, a
+    /// store or id not seen yet is "not yet".
     public static func read(
-        id: String, storePath: String, timeout: Double?, done: (IntentStatus) -> Bool = { $0.state.isTerminal || $0.state == .needsInput }
+        id: String, storePath: String, timeout: Double?, brokerURL: BrokerURL? = nil,
+        done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
     ) throws -> IntentStatus? {
         guard let timeout else {
             return try StatusStore(readingFrom: storePath).status(id: id)
         }
-        let deadline = Date().addingTimeInterval(timeout)
         var store: StatusStore?
-        var last: IntentStatus?
-        var delay = 0.005
-        while true {
+        return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, done: done) {
             if store == nil, FileManager.default.fileExists(atPath: storePath) {
                 store = try StatusStore(readingFrom: storePath)
             }
-            if let store {
-                last = try store.status(id: id)
-                if let last, done(last) { return last }
-            }
-            if Date() >= deadline { return last }
-            Thread.sleep(forTimeInterval: min(delay, max(0, deadline.timeIntervalSinceNow)))
-            delay = min(delay * 1.5, 0.05)
+            return try store?.status(id: id)
         }
     }
 }

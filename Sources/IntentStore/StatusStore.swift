@@ -60,6 +60,10 @@ public final class StatusStore {
             PRIMARY KEY (id, turn)
         ) WITHOUT ROWID;
         """,
+        """
+        CREATE INDEX intent_status_by_finished ON intent_status(finished_at) WHERE finished_at IS NOT NULL;
+        CREATE INDEX status_conflict_by_time ON status_conflict(at);
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -93,12 +97,35 @@ public final class StatusStore {
         case canceled(id: String)
     }
 
-    /// Applies updates in one transaction. States never move backwards: an
-    /// event ranked below the stored state is ignored, and a terminal state is final.
-    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970) throws {
-        guard !updates.isEmpty else { return }
-        try database.transaction { db in
+    /// A state change the store applied: what metrics count.
+    public struct Transition: Sendable, Hashable {
+        public var id: String
+        public var type: String
+        /// nil when the store had never seen the id.
+        public var from: IntentState?
+        public var to: IntentState
+        /// The response code of the new state, for `success` and `failure`.
+        public var code: String?
+    }
+
+    /// Applies updates in one transaction and returns the state changes it made.
+    /// States never move backwards: an event ranked below the stored state is
+    /// ignored, and a terminal state is final.
+    @discardableResult
+    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970) throws -> [Transition] {
+        guard !updates.isEmpty else { return [] }
+        return try database.transaction { db in
+            var transitions: [Transition] = []
             for update in updates {
+                let id: String
+                switch update {
+                case .queued(let envelope), .requeued(let envelope): id = envelope.id
+                case .event(let event): id = event.id
+                case .canceled(let canceled): id = canceled
+                }
+                let before = try db.queryFirst("SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]) { row in
+                    (state: IntentState(rawValue: row.string(0)), code: row.text(1))
+                }
                 switch update {
                 case .queued(let envelope): try recordQueued(envelope, now: now, in: db)
                 case .event(let event): try recordEvent(event, now: now, in: db)
@@ -118,7 +145,14 @@ public final class StatusStore {
                         WHERE id = ?1 AND state IN ('queued', 'needsInput')
                         """, [.text(id), .real(now)])
                 }
+                let after = try db.queryFirst("SELECT state, response_code, type FROM intent_status WHERE id = ?", [.text(id)]) { row in
+                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2))
+                }
+                if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
+                    transitions.append(Transition(id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code))
+                }
             }
+            return transitions
         }
     }
 
@@ -246,18 +280,39 @@ public final class StatusStore {
         return status
     }
 
-    /// Fails every question unanswered for longer than `seconds` with `expired`; returns how many.
+    /// Fails every question unanswered for longer than `seconds` with `expired`;
+    /// returns the state changes.
     @discardableResult
-    public func expireQuestions(olderThan seconds: Double, now: Double = Date().timeIntervalSince1970) throws -> Int {
+    public func expireQuestions(olderThan seconds: Double, now: Double = Date().timeIntervalSince1970) throws -> [Transition] {
         try database.transaction { db in
+            let cutoff: [SQLValue] = [.real(now), .real(seconds)]
+            let expiring = try db.query("SELECT id, type FROM intent_status WHERE state = 'needsInput' AND updated_at < ?1 - ?2", cutoff) { row in
+                Transition(id: row.string(0), type: row.string(1), from: .needsInput, to: .failure, code: FailureCode.expired)
+            }
+            guard !expiring.isEmpty else { return [] }
             try db.run(
                 """
                 UPDATE intent_status SET state = 'failure', rank = 3, response_code = 'expired',
                     response_message = 'the question went unanswered for more than ' || ?2 || ' s', updated_at = ?1, finished_at = ?1
                 WHERE state = 'needsInput' AND updated_at < ?1 - ?2
-                """, [.real(now), .real(seconds)])
-            return db.changes
+                """, cutoff)
+            return expiring
         }
+    }
+
+    /// Retention: removes up to `limit` intents that ended before `cutoff`
+    /// (seconds since 1970), oldest first, with their history; returns how many.
+    /// Small batches keep each transaction, and the recorder's pause, short.
+    public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
+        guard try hasSchema() else { return 0 }
+        let ids = try database.query(
+            "SELECT id FROM intent_status WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?",
+            [.real(cutoff), .int(limit)]) { $0.string(0) }
+        guard !ids.isEmpty else {
+            try database.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
+            return 0
+        }
+        return try delete(ids: ids)
     }
 
     /// Removes stored interactions (status and history); returns how many intents went.

@@ -8,6 +8,10 @@ import Synchronization
 /// thread, which owns both the AMQP connection and the SQLite connection, and
 /// writes what it reads in batches: one `BEGIN IMMEDIATE` transaction per batch,
 /// then one `multiple` ack for the whole batch once the commit is durable.
+///
+/// The same thread answers remote status queries (`intent-status --remote`)
+/// from a non-durable request queue, removes finished intents past their
+/// retention in small batches, and counts the state changes it applies.
 public final class StatusRecorder: Service {
     public struct Configuration: Sendable {
         public var brokerURL: BrokerURL
@@ -18,6 +22,12 @@ public final class StatusRecorder: Service {
         public var heartbeat: Int
         /// A `needsInput` question unanswered this long (seconds) fails with `expired`.
         public var questionTimeToLive: Double = 86_400
+        /// Finished intents older than this (seconds) are removed; nil keeps them forever.
+        public var retention: Double? = 7 * 86_400
+        /// Intents removed per retention transaction.
+        public var retentionBatch = 500
+        /// Where applied state changes are counted, when metrics are on.
+        public var metrics: Metrics?
 
         public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
             self.brokerURL = brokerURL
@@ -71,11 +81,16 @@ public final class StatusRecorder: Service {
         while !isStopping {
             generation += 1
             let connection: AMQPConnection
+            let requestConsumer: String
             do {
                 connection = try AMQPConnection(url: configuration.brokerURL, heartbeat: configuration.heartbeat, generation: generation)
                 try configuration.topology.declareLedger(on: connection)
                 try connection.setPrefetch(UInt16(clamping: configuration.batchSize * 2))
                 try connection.consume(configuration.topology.ledgerQueue)
+                // Remote status requests: a queue that goes away with the recorder, so a
+                // request with nobody to answer it comes back to its sender at once.
+                try connection.declareQueue(configuration.topology.statusRequestQueue, durable: false, autoDelete: true)
+                requestConsumer = try connection.consume(configuration.topology.statusRequestQueue, noAck: true)
             } catch {
                 let wait = backoff.next()
                 logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
@@ -84,9 +99,9 @@ public final class StatusRecorder: Service {
                 continue
             }
             backoff.reset()
-            logger.info("connected", metadata: ["amqp.url": configuration.brokerURL.description])
+            logger.info("connected", metadata: ["amqp.url": connection.url.description])
             do {
-                try record(from: connection, into: store)
+                try record(from: connection, into: store, requestConsumer: requestConsumer)
                 connection.close()
             } catch {
                 connection.abandon()
@@ -103,7 +118,7 @@ public final class StatusRecorder: Service {
         while !isStopping, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
 
-    private func record(from connection: AMQPConnection, into store: StatusStore) throws {
+    private func record(from connection: AMQPConnection, into store: StatusStore, requestConsumer: String) throws {
         var batch: [StatusStore.Update] = []
         var lastTag: UInt64 = 0
         var ackedTag: UInt64 = 0
@@ -111,19 +126,32 @@ public final class StatusRecorder: Service {
 
         func flush() throws {
             guard lastTag > ackedTag else { return }
-            try store.record(batch)
+            count(try store.record(batch))
             try connection.ack(lastTag, multiple: true)
             ackedTag = lastTag
             batch.removeAll(keepingCapacity: true)
         }
 
         var nextSweep = Date()
+        var nextRetention = Date()
         var batchStarted = Date()
         while !isStopping {
             if Date() >= nextSweep {
                 let expired = try store.expireQuestions(olderThan: configuration.questionTimeToLive)
-                if expired > 0 { logger.info("\(expired) unanswered questions expired") }
+                if !expired.isEmpty { logger.info("\(expired.count) unanswered questions expired") }
+                count(expired)
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
+            }
+            if let retention = configuration.retention, Date() >= nextRetention {
+                // One small batch at a time between batches of events: a backlog is
+                // worked off within seconds without pausing the recording.
+                let removed = try store.deleteFinished(
+                    before: Date().timeIntervalSince1970 - retention, limit: configuration.retentionBatch)
+                if removed > 0 {
+                    configuration.metrics?.increment("intentqueue_store_deleted_total", by: Double(removed))
+                    logger.debug("retention removed \(removed) finished intents")
+                }
+                nextRetention = Date().addingTimeInterval(removed >= configuration.retentionBatch ? 0.05 : min(10, max(0.2, retention / 10)))
             }
             // An open batch waits a little for more (1 ms of quiet, 5 ms at most) so
             // that one commit serves many events without delaying any much.
@@ -139,12 +167,55 @@ public final class StatusRecorder: Service {
                 continue
             }
             guard case .delivery(let delivery) = event else { continue }
+            if delivery.consumerTag == requestConsumer {
+                // What was read so far is written first, so the answer is at least as new as the request.
+                try flush()
+                try answer(delivery, from: store, on: connection)
+                continue
+            }
             if lastTag == ackedTag { batchStarted = Date() }
             lastTag = delivery.tag.value
             if let update = update(from: delivery, intentsExchange: intentsExchange) { batch.append(update) }
             if batch.count >= configuration.batchSize { try flush() }
         }
         try flush()
+    }
+
+    /// Answers one remote status query on its `reply_to`.
+    private func answer(_ request: Delivery, from store: StatusStore, on connection: AMQPConnection) throws {
+        guard let replyTo = request.replyTo, !replyTo.isEmpty else { return }
+        let result: Result<StatusQuery.Answer, any Error>
+        do {
+            result = .success(try StatusQuery.decode(request.body).answer(from: store))
+        } catch {
+            result = .failure(error)
+        }
+        try connection.publish(OutgoingMessage(
+            exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
+            correlationID: request.correlationID))
+    }
+
+    /// Counts applied state changes in the metrics.
+    private func count(_ transitions: [StatusStore.Transition]) {
+        guard let metrics = configuration.metrics else { return }
+        for transition in transitions {
+            if transition.from == nil {
+                metrics.increment("intentqueue_intents_received_total", ["type": transition.type])
+            }
+            switch transition.to {
+            case .needsInput:
+                metrics.increment("intentqueue_intents_needs_input_total", ["type": transition.type])
+            case .success, .failure, .canceled:
+                metrics.increment("intentqueue_intents_finished_total", [
+                    "type": transition.type, "state": transition.to.rawValue, "code": transition.code ?? "",
+                ])
+                if transition.code == FailureCode.deadLettered {
+                    metrics.increment("intentqueue_intents_dead_lettered_total", ["type": transition.type])
+                }
+            case .queued, .inProgress:
+                break
+            }
+        }
     }
 
     private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
@@ -174,7 +245,8 @@ public final class StatusRecorder: Service {
         do {
             return .event(try StatusEvent.decode(delivery.body))
         } catch {
-            logger.warning("skipping an unreadable status event: \(error)", metadata: ["amqp.routing_key": delivery.routingKey])
+            logger.warning("skipping an unreadable status event: \(error)",
+                           metadata: ["amqp.routing_key": delivery.routingKey, "intent.id": delivery.messageID ?? "", "intent.type": delivery.type ?? ""])
             return nil
         }
     }

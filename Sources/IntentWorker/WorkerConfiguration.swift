@@ -22,6 +22,8 @@ public struct WorkerConfiguration: Sendable {
     public var allowedUsers: Set<String> = []
     /// Time limits per intent type, in seconds, overriding the handlers' own.
     public var timeLimits: [String: Double] = [:]
+    /// Where handled intents, retries and handle durations are counted, when metrics are on.
+    public var metrics: Metrics?
 
     public init(
         brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,

@@ -91,9 +91,11 @@ public final class WorkerService: Service {
         let retries = Int(clamping: delivery.headers[Topology.retriesHeader]?.integerValue ?? 0)
         let attempt = delivery.attempt + retries
         let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
+        let received = ContinuousClock.now
         let loop = self.loop
         let turn = envelope.turn
         if await cancellations.isCanceled(envelope.id) {
+            logger.info("canceled before it was handled")
             finish(delivery, envelope: envelope, attempt: attempt, outcome: PipelineOutcome(
                 state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled")))
             return
@@ -111,7 +113,7 @@ public final class WorkerService: Service {
 
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
-            logger: self.logger,
+            logger: logger,
             progress: { [configuration] progress in
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
@@ -124,6 +126,14 @@ public final class WorkerService: Service {
         let outcome = await IntentPipeline.run(
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type])
         configuration.faults.hit(.afterHandle, intentID: envelope.id)
+        if let metrics = configuration.metrics {
+            let elapsed = received.duration(to: .now)
+            metrics.observe("intentqueue_worker_handle_duration_seconds", ["type": envelope.type],
+                            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            metrics.increment("intentqueue_worker_handled_total", [
+                "type": envelope.type, "state": outcome.retryReason == nil ? outcome.state.rawValue : "retry",
+            ])
+        }
         if let reason = outcome.retryReason {
             retry(delivery, envelope: envelope, retries: retries, attempt: attempt, reason: reason, logger: logger)
             return
@@ -152,6 +162,7 @@ public final class WorkerService: Service {
             return
         }
         let topology = configuration.topology
+        configuration.metrics?.increment("intentqueue_worker_retries_total", ["type": envelope.type])
         let wait = topology.retryQueue(forDelay: policy.delay(beforeRetry: retries))
         logger.info("retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)")
         let progress = StatusEvent(

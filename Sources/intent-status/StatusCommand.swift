@@ -8,21 +8,24 @@ import IntentStore
 /// `intent-status`: what the status store knows.
 struct StatusCommand {
     static let tool = "intent-status"
-    static let usage = "intent-status <id> [--wait [--timeout S]] [--json] | list [--state S] [--type T] [--limit N] [--json] | dead [--limit N] [--json] | requeue <id> | cancel <id> | delete (<id>... | --group G | --all)"
+    static let usage = "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
         Usage:
-          intent-status <id> [--wait [--timeout S]] [--json]
-          intent-status list [--state S] [--type T] [--limit N] [--json]
-          intent-status dead [--limit N] [--json]     intents the broker dead-lettered (delivery limit, unreadable)
+          intent-status <id> [--wait [--timeout S]] [--remote] [--json]
+          intent-status list [--state S] [--type T] [--limit N] [--remote] [--json]
+          intent-status dead [--limit N] [--remote] [--json]   intents the broker dead-lettered (delivery limit, unreadable)
+          intent-status watch [--type T] [--state S] [--json]  follow status events as workers publish them, until SIGINT
           intent-status requeue <id>                  put a dead-lettered intent back in the work queue
-          intent-status cancel <id>                   cancel a queued or waiting intent (workers skip it, even later)
-          intent-status delete <id>... | --group G | --all   remove stored interactions; prints how many went
+          intent-status cancel <id> [--remote]        cancel a queued or waiting intent (workers skip it, even later)
+          intent-status delete <id>... | --group G | --all   remove stored interactions (local store only)
 
         Options:
-          --wait              wait until the intent ends or needs input
+          --wait              wait until the intent ends or needs input (woken by its status event)
           --timeout S         seconds --wait waits (default 30)
+          --remote            ask the recorder over the broker instead of reading INTENT_STATUS_DB: same
+                              answers and exit codes, from a machine without the database file
           --state S           list only this state: \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))
           --type T            list only this intent type
           --limit N           list at most N intents, newest first (default 50)
@@ -31,11 +34,12 @@ struct StatusCommand {
 
         Environment:
           INTENT_STATUS_DB    the status store (default ~/.local/state/intentqueue/status.sqlite)
-          INTENT_BROKER_URL   the broker, for requeue (or INTENT_BROKER_URL_FILE, a file of mode 600)
+          INTENT_BROKER_URL   the broker, for --remote, watch, --wait, cancel and requeue; several URLs
+                              separated by commas for a cluster (or INTENT_BROKER_URL_FILE, a file of mode 600)
 
         Exit codes: 0 success, 1 failure or canceled, 3 not terminal (including needsInput) or the wait
         timed out, 4 unknown id (requeue: not in the dead-letter queue), 64 usage error,
-        69 status store or broker unreachable.
+        69 status store, broker or (for --remote) recorder unreachable.
         """
 
     enum Action {
@@ -45,17 +49,51 @@ struct StatusCommand {
         case requeue(id: String)
         case cancel(id: String)
         case delete(ids: [String]?, group: String?)
+        case watch(type: String?, state: IntentState?)
     }
 
     var action: Action
     var json: Bool
+    /// Ask the recorder over the broker instead of reading the store file.
+    var remote = false
 
     static func parse(_ words: [String]) throws(UsageError) -> StatusCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--wait", "--json", "--all"], options: ["--timeout", "--state", "--type", "--limit", "--group"])
+            words, flags: ["--help", "--wait", "--json", "--all", "--remote"], options: ["--timeout", "--state", "--type", "--limit", "--group"])
         if arguments.has("--help") { return nil }
         guard let first = arguments.positionals.first else { throw UsageError("missing an intent id or 'list'") }
         let json = arguments.has("--json")
+        let remote = arguments.has("--remote")
+        if remote, ["delete", "requeue", "watch"].contains(first) {
+            throw UsageError(first == "delete" ? "delete works on the local store only (run it where the recorder's database is)"
+                                               : "--remote does not apply to \(first), which always uses the broker")
+        }
+        var command = try parseAction(first, arguments: arguments, json: json)
+        command.remote = remote
+        return command
+    }
+
+    private static func state(_ arguments: Arguments) throws(UsageError) -> IntentState? {
+        guard let text = try arguments.value("--state") else { return nil }
+        guard let parsed = IntentState(rawValue: text) else {
+            throw UsageError("unknown state '\(text)'; states are \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return parsed
+    }
+
+    private static func parseAction(_ first: String, arguments: Arguments, json: Bool) throws(UsageError) -> StatusCommand {
+        if first == "watch" {
+            guard arguments.positionals.count == 1 else { throw UsageError("unexpected argument '\(arguments.positionals[1])'") }
+            for option in ["--timeout", "--limit", "--group"] where arguments.options[option] != nil {
+                throw UsageError("\(option) does not apply to watch")
+            }
+            if arguments.has("--wait") || arguments.has("--all") { throw UsageError("watch takes only --type, --state and --json") }
+            let state = try state(arguments)
+            if state == .queued {
+                throw UsageError("watch follows the events workers publish; 'queued' is the broker's acceptance, which only the store records")
+            }
+            return StatusCommand(action: .watch(type: try arguments.value("--type"), state: state), json: json)
+        }
         if first == "delete" {
             let ids = Array(arguments.positionals.dropFirst())
             let group = try arguments.value("--group")
@@ -88,13 +126,7 @@ struct StatusCommand {
                 throw UsageError("\(option) does not apply to list")
             }
             if arguments.has("--wait") { throw UsageError("--wait does not apply to list") }
-            var state: IntentState?
-            if let text = try arguments.value("--state") {
-                guard let parsed = IntentState(rawValue: text) else {
-                    throw UsageError("unknown state '\(text)'; states are \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                state = parsed
-            }
+            let state = try state(arguments)
             let limit = try arguments.integer("--limit", in: 1...100_000) ?? 50
             return StatusCommand(action: .list(state: state, type: try arguments.value("--type"), limit: limit), json: json)
         }
@@ -108,14 +140,27 @@ struct StatusCommand {
 
     func run() -> Int32 {
         let path = Environment.statusStorePath()
+        let source: StatusSource
+        do {
+            source = remote ? .remote(try Environment.brokerURL()) : .local(path)
+        } catch {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        }
         do {
             switch action {
             case .show(let id, let timeout):
-                let status = try StatusReport.read(id: id, storePath: path, timeout: timeout)
+                let status: IntentStatus?
+                if let timeout {
+                    // Woken by status events when a broker answers; otherwise it polls the store.
+                    let url = remote ? source.brokerURL : try? Environment.brokerURL()
+                    status = try source.wait(id: id, timeout: timeout, brokerURL: url)
+                } else {
+                    status = try source.status(id: id)
+                }
                 Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id, view: HairdressersApp.render))
                 return StatusReport.exitCode(for: status)
             case .list(let state, let type, let limit):
-                let statuses = try StatusStore(readingFrom: path).list(state: state, type: type, limit: limit)
+                let statuses = try source.statuses(.list(state: state, type: type, limit: limit))
                 if json {
                     Terminal.write(StatusReport.jsonString(statuses))
                 } else if statuses.isEmpty {
@@ -125,7 +170,7 @@ struct StatusCommand {
                 }
                 return ExitCode.success
             case .dead(let limit):
-                let statuses = try StatusStore(readingFrom: path).deadLettered(limit: limit)
+                let statuses = try source.statuses(.dead(limit: limit))
                 if json {
                     Terminal.write(StatusReport.jsonString(statuses))
                 } else if statuses.isEmpty {
@@ -134,10 +179,12 @@ struct StatusCommand {
                     statuses.forEach { Terminal.write(StatusReport.line($0) + "  " + ($0.response?.message ?? "")) }
                 }
                 return ExitCode.success
+            case .watch(let type, let state):
+                return StatusWatch(type: type, state: state, json: json).run()
             case .requeue(let id):
                 return requeue(id)
             case .cancel(let id):
-                return cancel(id, path: path)
+                return cancel(id, source: source)
             case .delete(let ids, let group):
                 // Deleting is an operator's maintenance, done in place: SQLite's
                 // locking and busy timeout keep it safe beside the recorder.
@@ -145,20 +192,22 @@ struct StatusCommand {
                 Terminal.write(json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
                 return ExitCode.success
             }
+        } catch let error as UsageError {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         } catch {
-            return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
+            return Terminal.fail(Self.tool, "\(source.unreachable): \(error)", code: ExitCode.unavailable)
         }
     }
 
-    private func cancel(_ id: String, path: String) -> Int32 {
+    private func cancel(_ id: String, source: StatusSource) -> Int32 {
         let status: IntentStatus
         do {
-            guard let found = try StatusStore(readingFrom: path).status(id: id) else {
+            guard let found = try source.status(id: id) else {
                 return Terminal.fail(Self.tool, "\(id) is unknown to the status store", code: ExitCode.unknown)
             }
             status = found
         } catch {
-            return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
+            return Terminal.fail(Self.tool, "\(source.unreachable): \(error)", code: ExitCode.unavailable)
         }
         guard !status.state.isTerminal else {
             return Terminal.fail(Self.tool, "\(id) has already ended (\(status.state.rawValue)); only an unfinished intent can be canceled", code: ExitCode.failed)

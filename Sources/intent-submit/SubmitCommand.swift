@@ -163,7 +163,7 @@ struct SubmitCommand {
             // An answer waits for its own turn's outcome, not the question it answered.
             let minimumTurn = envelope.turn
             let mode = self.mode
-            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout) { status in
+            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url) { status in
                 (status.turn ?? 0) >= minimumTurn && (status.state.isTerminal || (status.state == .needsInput && mode != .deny))
             }
             if json {

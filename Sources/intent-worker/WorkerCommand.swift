@@ -8,7 +8,7 @@ import IntentWorker
 /// `intent-worker`: serves the Hairdressers intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static let tool = "intent-worker"
-    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--time-limit Type=S]... [--question-ttl S] [--log-format human|json] [--log-level L]"
+    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     static let help = """
         Run IntentQueue workers for the Hairdressers app (SendMessage, OrderSoup), and/or the status recorder.
 
@@ -29,6 +29,11 @@ struct WorkerCommand {
           --allow-user U        a broker user whose restricted intents (SendPayment) are handled; repeatable
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
           --question-ttl S      the recorder fails needsInput questions unanswered this long (default 86400)
+          --retain D            the recorder removes intents finished longer ago than D, in small batches
+                                (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
+          --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
+                                textfile collector: intents by outcome, handle durations, queue depths
+          --metrics-interval S  seconds between metrics writes (default 5)
           --log-format F        human (default) or json, one line per event on standard error
           --log-level L         trace, debug, info (default), notice, warning or error
           -h, --help            show this help
@@ -65,12 +70,15 @@ struct WorkerCommand {
     var allowedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var questionTTL: Double = 86_400
+    var retention: Double? = 7 * 86_400
+    var metricsFile: String?
+    var metricsInterval: Double = 5
 
     static func parse(_ words: [String]) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
             options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                      "--time-limit", "--question-ttl"])
+                      "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval"])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
@@ -91,6 +99,14 @@ struct WorkerCommand {
             }
             timeLimits[String(parts[0])] = seconds
         }
+        var retention: Double? = 7 * 86_400
+        if let text = try arguments.value("--retain") {
+            guard mode != .worker else { throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)") }
+            retention = text == "forever" ? nil : try Self.duration(text, option: "--retain")
+        }
+        if arguments.options["--metrics-interval"] != nil, arguments.options["--metrics-file"] == nil {
+            throw UsageError("--metrics-interval only applies with --metrics-file")
+        }
         return WorkerCommand(
             mode: mode,
             concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 8,
@@ -98,7 +114,24 @@ struct WorkerCommand {
             heartbeat: try arguments.integer("--heartbeat", in: 0...3_600) ?? 30,
             grace: try arguments.seconds("--grace") ?? 20,
             jsonLogs: format == "json", logLevel: level, allowedUsers: Set(arguments.options["--allow-user"] ?? []),
-            timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400)
+            timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400,
+            retention: retention, metricsFile: try arguments.value("--metrics-file"),
+            metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
+    }
+
+    /// `90`, `90s`, `15m`, `12h` or `7d`, as seconds.
+    static func duration(_ text: String, option: String) throws(UsageError) -> Double {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        var number = Substring(text)
+        var unit = 1.0
+        if let last = text.last, let scale = units[last] {
+            number = number.dropLast()
+            unit = scale
+        }
+        guard let value = Double(number), value.isFinite, value > 0 else {
+            throw UsageError("\(option) takes a duration such as 3600, 30m, 12h or 7d, not '\(text)'")
+        }
+        return value * unit
     }
 
     func run() async -> Int32 {
@@ -110,6 +143,11 @@ struct WorkerCommand {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         }
         var services: [any Service] = []
+        let metrics: Metrics? = metricsFile.map { _ in
+            let metrics = Metrics()
+            metrics.declareIntentQueueFamilies()
+            return metrics
+        }
         if mode != .recorderOnly {
             let appPath = Self.appDatabasePath
             var registry = IntentRegistry()
@@ -131,12 +169,24 @@ struct WorkerCommand {
                 brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat, faults: faults)
             configuration.allowedUsers = allowedUsers
             configuration.timeLimits = timeLimits
+            configuration.metrics = metrics
             services.append(WorkerService(registry: registry, configuration: configuration, logger: logger))
         }
         if mode != .worker {
             var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
             configuration.questionTimeToLive = questionTTL
+            configuration.retention = retention
+            configuration.metrics = metrics
             services.insert(StatusRecorder(configuration: configuration, logger: logger), at: 0)
+        }
+        // The metrics writer runs beside the group and stops after it, so its last
+        // write holds the final counts of the services it watched.
+        let writer = zip(metricsFile, metrics).map { path, metrics in
+            MetricsWriter(configuration: .init(path: path, interval: metricsInterval, brokerURL: url), metrics: metrics, logger: logger)
+        }
+        let writing = writer.map { writer in Task { try await writer.run() } }
+        defer {
+            writer?.stop()
         }
         let group = ServiceGroup(services: services, gracePeriod: grace, logger: logger)
         do {
@@ -144,10 +194,18 @@ struct WorkerCommand {
             if case .deadlineExceeded = ending {
                 logger.warning("exiting with handlers still running: their intents go back to the queue")
             }
+            writer?.stop()
+            try? await writing?.value
             return ExitCode.success
         } catch {
             logger.error("stopped: \(error)")
             return ExitCode.unavailable
         }
     }
+}
+
+/// Both values, or nil when either is missing.
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
 }

@@ -1,0 +1,77 @@
+import Foundation
+
+/// Asks the status recorder a question over RabbitMQ's direct reply-to: the
+/// client needs no queue of its own and no access to the database file.
+/// Belongs to one thread, like the connection it owns.
+public final class StatusRequester {
+    private let connection: AMQPConnection
+    private let topology: Topology
+    private let timeout: Double
+
+    public init(url: BrokerURL, topology: Topology = Topology(), timeout: Double = 5) throws(AMQPError) {
+        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+        self.topology = topology
+        self.timeout = timeout
+        // Direct reply-to: consume the pseudo-queue (no acks) before the first request.
+        try connection.consume(Topology.directReplyTo, noAck: true)
+    }
+
+    /// Sends one request and waits for its answer.
+    public func ask(_ request: [UInt8]) throws(AMQPError) -> [UInt8] {
+        let correlation = UUID().uuidString
+        try connection.publish(OutgoingMessage(
+            exchange: "", routingKey: topology.statusRequestQueue, body: request, persistent: false, mandatory: true,
+            replyTo: Topology.directReplyTo, correlationID: correlation,
+            expirationMilliseconds: Int(timeout * 1000)))
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                throw AMQPError(.timeout, context: "asking the status recorder", detail: "no answer within \(timeout) s")
+            }
+            switch try connection.nextEvent(timeout: remaining) {
+            case .delivery(let delivery) where delivery.correlationID == correlation:
+                return delivery.body
+            case .returned:
+                throw AMQPError(
+                    .unroutable, context: "asking the status recorder",
+                    detail: "no recorder answers remote status requests (queue '\(topology.statusRequestQueue)' does not exist: is `intent-worker --recorder-only` or `--with-recorder` running?)")
+            default:
+                continue
+            }
+        }
+    }
+
+    public func close() { connection.close() }
+}
+
+/// Follows status events as they are published: a server-named queue that
+/// lives as long as this client's connection, bound to the status exchange.
+public final class StatusFeed {
+    private let connection: AMQPConnection
+    public let queue: String
+
+    /// - Parameter bindings: (exchange, routing key) pairs; for the status
+    ///   exchange the key is `<type>.<state>` with `*` and `#` wildcards.
+    public init(url: BrokerURL, bindings: [(exchange: String, key: String)]) throws(AMQPError) {
+        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+        queue = try connection.declareQueue("", durable: false, exclusive: true, autoDelete: true).name
+        for binding in bindings {
+            try connection.bindQueue(queue, exchange: binding.exchange, routingKey: binding.key)
+        }
+        try connection.consume(queue, noAck: true, exclusive: true)
+    }
+
+    /// The next message, or nil when none came within `timeout` seconds.
+    public func next(timeout: Double?) throws(AMQPError) -> Delivery? {
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        while true {
+            let remaining = deadline.map { max(0, $0.timeIntervalSinceNow) }
+            guard let event = try connection.nextEvent(timeout: remaining) else { return nil }
+            if case .delivery(let delivery) = event { return delivery }
+            if let deadline, Date() >= deadline { return nil }
+        }
+    }
+
+    public func close() { connection.close() }
+}

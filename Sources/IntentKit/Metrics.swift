@@ -1,0 +1,163 @@
+import Foundation
+import Synchronization
+
+/// Counters, gauges and histograms, rendered in Prometheus' text exposition
+/// format. Families are declared once with their help and type; samples are
+/// keyed by their labels. Thread-safe; no I/O (a writer puts the text in a file).
+public final class Metrics: Sendable {
+    public enum Kind: String, Sendable {
+        case counter, gauge, histogram
+    }
+
+    /// The upper bounds of histogram buckets, in seconds: 1 ms to 10 min.
+    public static let durationBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600]
+
+    private struct Family {
+        var kind: Kind
+        var help: String
+        var buckets: [Double]
+        /// Rendered label set (`{a="x",b="y"}` or empty) → value.
+        var values: [String: Double] = [:]
+        /// For histograms: label set → (bucket counts, sum, count).
+        var histograms: [String: (counts: [Double], sum: Double, count: Double)] = [:]
+    }
+
+    private struct State {
+        var order: [String] = []
+        var families: [String: Family] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Declares a family; declaring it again with the same kind is harmless.
+    public func declare(_ name: String, _ kind: Kind, help: String, buckets: [Double] = Metrics.durationBuckets) {
+        state.withLock { state in
+            guard state.families[name] == nil else { return }
+            state.order.append(name)
+            state.families[name] = Family(kind: kind, help: help, buckets: buckets.sorted())
+        }
+    }
+
+    /// Adds to a counter (or a gauge).
+    public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
+        let key = Self.labelText(labels)
+        state.withLock { state in
+            state.families[name]?.values[key, default: 0] += amount
+        }
+    }
+
+    /// Sets a gauge.
+    public func set(_ name: String, _ labels: [String: String] = [:], to value: Double) {
+        let key = Self.labelText(labels)
+        state.withLock { state in
+            state.families[name]?.values[key] = value
+        }
+    }
+
+    /// Removes every sample of a gauge family (before setting what is current).
+    public func clear(_ name: String) {
+        state.withLock { state in
+            state.families[name]?.values.removeAll()
+        }
+    }
+
+    /// Records one observation in a histogram.
+    public func observe(_ name: String, _ labels: [String: String] = [:], _ value: Double) {
+        let key = Self.labelText(labels)
+        state.withLock { state in
+            guard var family = state.families[name], family.kind == .histogram else { return }
+            var entry = family.histograms[key] ?? (Array(repeating: 0, count: family.buckets.count), 0, 0)
+            for (index, bound) in family.buckets.enumerated() where value <= bound {
+                entry.counts[index] += 1
+            }
+            entry.sum += value
+            entry.count += 1
+            family.histograms[key] = entry
+            state.families[name] = family
+        }
+    }
+
+    /// A counter's or gauge's current value (0 when never set).
+    public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
+        let key = Self.labelText(labels)
+        return state.withLock { $0.families[name]?.values[key] ?? 0 }
+    }
+
+    /// The text exposition format, families in declaration order, samples sorted.
+    public func render() -> String {
+        state.withLock { state in
+            var text = ""
+            for name in state.order {
+                guard let family = state.families[name] else { continue }
+                text += "# HELP \(name) \(Self.escapeHelp(family.help))\n# TYPE \(name) \(family.kind.rawValue)\n"
+                if family.kind == .histogram {
+                    for (labels, entry) in family.histograms.sorted(by: { $0.key < $1.key }) {
+                        for (index, bound) in family.buckets.enumerated() {
+                            text += "\(name)_bucket\(Self.adding("le", Self.number(bound), to: labels)) \(Self.number(entry.counts[index]))\n"
+                        }
+                        text += "\(name)_bucket\(Self.adding("le", "+Inf", to: labels)) \(Self.number(entry.count))\n"
+                        text += "\(name)_sum\(labels) \(Self.number(entry.sum))\n"
+                        text += "\(name)_count\(labels) \(Self.number(entry.count))\n"
+                    }
+                } else {
+                    for (labels, value) in family.values.sorted(by: { $0.key < $1.key }) {
+                        text += "\(name)\(labels) \(Self.number(value))\n"
+                    }
+                }
+            }
+            return text
+        }
+    }
+
+    static func labelText(_ labels: [String: String]) -> String {
+        guard !labels.isEmpty else { return "" }
+        return "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(escapeLabel($0.value))\"" }.joined(separator: ",") + "}"
+    }
+
+    private static func adding(_ key: String, _ value: String, to labels: String) -> String {
+        labels.isEmpty ? "{\(key)=\"\(value)\"}" : String(labels.dropLast()) + ",\(key)=\"\(value)\"}"
+    }
+
+    static func escapeLabel(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    private static func escapeHelp(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    static func number(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+}
+
+extension Metrics {
+    /// The families IntentQueue's worker and recorder report, declared in one place.
+    public func declareIntentQueueFamilies() {
+        declare("intentqueue_intents_received_total", .counter, help: "Intents the status store saw for the first time, by type.")
+        declare("intentqueue_intents_needs_input_total", .counter, help: "Times an intent stopped to ask the user (needsInput), by type.")
+        declare("intentqueue_intents_finished_total", .counter, help: "Intents that reached a terminal state, by type, state and response code.")
+        declare("intentqueue_intents_dead_lettered_total", .counter, help: "Intents the broker dead-lettered (recorded as failure/deadLettered), by type.")
+        declare("intentqueue_store_deleted_total", .counter, help: "Finished intents removed from the status store by retention.")
+        declare("intentqueue_worker_handled_total", .counter, help: "Deliveries a worker ran through the pipeline, by type and outcome state.")
+        declare("intentqueue_worker_retries_total", .counter, help: "Transient failures sent to a retry queue, by type.")
+        declare("intentqueue_worker_handle_duration_seconds", .histogram, help: "Time from receiving an intent to its outcome (resolve, confirm, handle), by type.")
+        declare("intentqueue_queue_messages", .gauge, help: "Messages ready in an IntentQueue queue, as the broker reports them.")
+        declare("intentqueue_queue_consumers", .gauge, help: "Consumers of an IntentQueue queue, as the broker reports them.")
+        declare("intentqueue_broker_up", .gauge, help: "1 when the last look at the broker's queues succeeded, else 0.")
+    }
+}

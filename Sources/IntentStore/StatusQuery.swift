@@ -1,0 +1,120 @@
+import Foundation
+import IntentKit
+
+/// A question about the status store that a client without the database file
+/// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
+///
+/// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`
+/// or `{"query":"dead","limit":…}`. Answer: `{"status":{…}|null}`,
+/// `{"statuses":[…]}`, or `{"error":"…"}`. Statuses are `IntentStatus` in
+/// the JSON `intent-status --json` prints, so a remote read decodes to the same value.
+public enum StatusQuery: Sendable, Hashable {
+    case show(id: String)
+    case list(state: IntentState?, type: String?, limit: Int)
+    case dead(limit: Int)
+
+    public enum Answer: Sendable, Hashable {
+        case status(IntentStatus?)
+        case statuses([IntentStatus])
+    }
+
+    /// The largest `limit` a request may ask for.
+    public static let maximumLimit = 100_000
+
+    public var encoded: [UInt8] {
+        var object: [String: JSONValue]
+        switch self {
+        case .show(let id):
+            object = ["query": "show", "id": .string(id)]
+        case .list(let state, let type, let limit):
+            object = ["query": "list", "limit": .number(Double(limit))]
+            if let state { object["state"] = .string(state.rawValue) }
+            if let type { object["type"] = .string(type) }
+        case .dead(let limit):
+            object = ["query": "dead", "limit": .number(Double(limit))]
+        }
+        return JSONValue.object(object).serialized()
+    }
+
+    public struct Invalid: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(Invalid) -> StatusQuery {
+        guard let object = (try? JSONValue.parse(bytes))?.objectValue else { throw Invalid(description: "the request is not a JSON object") }
+        func limit() throws(Invalid) -> Int {
+            guard let number = object["limit"]?.numberValue else { return 50 }
+            guard number >= 1, number <= Double(maximumLimit), number == number.rounded() else {
+                throw Invalid(description: "limit must be a whole number from 1 to \(maximumLimit)")
+            }
+            return Int(number)
+        }
+        switch object["query"]?.stringValue {
+        case "show":
+            guard let id = object["id"]?.stringValue, !id.isEmpty else { throw Invalid(description: "show needs an id") }
+            return .show(id: id)
+        case "list":
+            var state: IntentState?
+            if let text = object["state"]?.stringValue {
+                guard let parsed = IntentState(rawValue: text) else { throw Invalid(description: "unknown state '\(text)'") }
+                state = parsed
+            }
+            return .list(state: state, type: object["type"]?.stringValue, limit: try limit())
+        case "dead":
+            return .dead(limit: try limit())
+        case let other:
+            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead")
+        }
+    }
+
+    /// Reads the answer from the store.
+    public func answer(from store: StatusStore) throws -> Answer {
+        switch self {
+        case .show(let id): .status(try store.status(id: id))
+        case .list(let state, let type, let limit): .statuses(try store.list(state: state, type: type, limit: limit))
+        case .dead(let limit): .statuses(try store.deadLettered(limit: limit))
+        }
+    }
+
+    /// The reply body for an answer, or for a failure to answer.
+    public static func reply(_ result: Result<Answer, any Error>) -> [UInt8] {
+        switch result {
+        case .success(.status(let status)):
+            guard let status else { return Array(#"{"status":null}"#.utf8) }
+            return Array(#"{"status":"#.utf8) + IntentStatus.jsonEncoded(status) + Array("}".utf8)
+        case .success(.statuses(let statuses)):
+            return Array(#"{"statuses":"#.utf8) + IntentStatus.jsonEncoded(statuses) + Array("}".utf8)
+        case .failure(let error):
+            return JSONValue.object(["error": .string("\(error)")]).serialized()
+        }
+    }
+
+    /// What the recorder answered, or why it could not.
+    public static func decodeReply(_ bytes: [UInt8]) throws(Invalid) -> Answer {
+        struct Reply: Decodable {
+            var status: IntentStatus?
+            var statuses: [IntentStatus]?
+            var error: String?
+        }
+        let reply: Reply
+        do {
+            reply = try JSONDecoder().decode(Reply.self, from: Data(bytes))
+        } catch {
+            throw Invalid(description: "the recorder's answer could not be read: \(error)")
+        }
+        if let error = reply.error { throw Invalid(description: "the recorder could not answer: \(error)") }
+        if let statuses = reply.statuses { return .statuses(statuses) }
+        return .status(reply.status)
+    }
+}
+
+extension IntentStatus {
+    /// The JSON of `--json`: sorted keys, slashes unescaped, one encoder for local and remote reads.
+    public static func jsonEncoded<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return (try? encoder.encode(value)).map { Array($0) } ?? Array("{}".utf8)
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import Synchronization
+
+/// Writes the metrics, in Prometheus' text format, to a file that
+/// node_exporter's textfile collector reads: every `interval` seconds and
+/// once more on stop, each time to a temporary file renamed over the last
+/// one, so a reader never sees half a file. When given the broker, it also
+/// reports the depth and consumers of IntentQueue's queues, read with a passive
+/// `queue.declare` on a connection of its own.
+public final class MetricsWriter: Service {
+    public struct Configuration: Sendable {
+        public var path: String
+        public var interval: Double
+        public var brokerURL: BrokerURL?
+        public var topology: Topology
+
+        public init(path: String, interval: Double = 5, brokerURL: BrokerURL? = nil, topology: Topology = Topology()) {
+            self.path = path
+            self.interval = max(0.1, interval)
+            self.brokerURL = brokerURL
+            self.topology = topology
+        }
+    }
+
+    private let configuration: Configuration
+    private let metrics: Metrics
+    private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+
+    public init(configuration: Configuration, metrics: Metrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger.with(["component": "metrics"])
+    }
+
+    public func run() async throws {
+        let failure = Mutex<(any Error)?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                do {
+                    try runThread()
+                } catch {
+                    logger.error("metrics stopped: \(error)", metadata: ["metrics.path": configuration.path])
+                    failure.withLock { $0 = error }
+                }
+                continuation.resume()
+            }
+            thread.name = "intentqueue.metrics"
+            thread.start()
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    public func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    private func runThread() throws {
+        let directory = URL(fileURLWithPath: configuration.path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        logger.info("writing metrics every \(configuration.interval) s", metadata: ["metrics.path": configuration.path])
+        var connection: AMQPConnection?
+        defer { connection?.close() }
+        while true {
+            let last = stopping.load(ordering: .sequentiallyConsistent)
+            if let url = configuration.brokerURL { probeQueues(url: url, connection: &connection) }
+            do {
+                try write(metrics.render())
+            } catch {
+                logger.warning("cannot write the metrics file: \(error)", metadata: ["metrics.path": configuration.path])
+            }
+            if last { return }
+            let deadline = Date().addingTimeInterval(configuration.interval)
+            while !stopping.load(ordering: .sequentiallyConsistent), Date() < deadline {
+                Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
+            }
+        }
+    }
+
+    private func probeQueues(url: BrokerURL, connection: inout AMQPConnection?) {
+        let topology = configuration.topology
+        var samples: [(String, AMQPConnection.QueueInfo)] = []
+        for queue in [topology.workQueue, topology.ledgerQueue, topology.deadLetterQueue] {
+            do {
+                let live = try connection ?? AMQPConnection(url: url, heartbeat: 0, connectTimeout: 2, rpcTimeout: 3)
+                connection = live
+                samples.append((queue, try live.inspectQueue(queue)))
+            } catch let error as AMQPError where error.replyCode == 404 {
+                // Not declared yet (no worker has run): nothing to report; the channel is gone.
+                connection?.abandon()
+                connection = nil
+            } catch {
+                connection?.abandon()
+                connection = nil
+                metrics.set("intentqueue_broker_up", to: 0)
+                return
+            }
+        }
+        metrics.set("intentqueue_broker_up", to: 1)
+        metrics.clear("intentqueue_queue_messages")
+        metrics.clear("intentqueue_queue_consumers")
+        for (queue, info) in samples {
+            metrics.set("intentqueue_queue_messages", ["queue": queue], to: Double(info.messages))
+            metrics.set("intentqueue_queue_consumers", ["queue": queue], to: Double(info.consumers))
+        }
+    }
+
+    private func write(_ text: String) throws {
+        let temporary = configuration.path + ".tmp.\(ProcessInfo.processInfo.processIdentifier)"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, configuration.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "rename to \(configuration.path): \(reason)"])
+        }
+    }
+}
