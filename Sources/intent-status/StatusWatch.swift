@@ -30,9 +30,14 @@ struct StatusWatch {
             return Terminal.fail(StatusCommand.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
         }
         defer { feed.close() }
+        // A parent may start us with signals blocked (the mask is inherited): unblock the two we stop on.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
         for number in [SIGINT, SIGTERM] {
             signal(number) { _ in StatusWatch.interrupted.store(true, ordering: .relaxed) }
+            sigaddset(&stopSignals, number)
         }
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         Terminal.writeError("intent-status: watching \(key) on \(url); SIGINT stops")
         while !Self.interrupted.load(ordering: .relaxed) {
             let delivery: Delivery?

@@ -1,0 +1,328 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Synchronization
+import Testing
+
+/// What an operator uses: remote status, the live watch, --wait woken by
+/// events, the metrics file and retention, against the real broker and store.
+@Suite(.timeLimit(.minutes(4)))
+struct OperationsTests {
+    /// Publishes envelopes with confirms, off the cooperative pool.
+    static func submit(_ envelopes: [IntentEnvelope], url: String) async throws {
+        let broker = try BrokerURL(url)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                continuation.resume(with: Result {
+                    let publisher = try IntentPublisher(url: broker)
+                    defer { publisher.close() }
+                    for envelope in envelopes { try publisher.submit(envelope) }
+                })
+            }.start()
+        }
+    }
+
+    /// 100 intents: 80 messages to Alice (success), 10 to "Jeff" (needsInput), 10 sold-out soups (failure).
+    static func mixedRun(prefix: String, count: Int = 100) -> [IntentEnvelope] {
+        (0..<count).map { index in
+            let id = String(format: "\(prefix)-%03d", index)
+            let now = Date().timeIntervalSince1970
+            switch index % 10 {
+            case 3:
+                return IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Jeff"], "content": "3pm?"], submittedAt: now)
+            case 7:
+                return IntentEnvelope(id: id, type: "OrderSoup", parameters: ["soup": "Minestrone", "quantity": 1], submittedAt: now)
+            default:
+                return IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")], submittedAt: now)
+            }
+        }
+    }
+
+    static func settled(_ sandbox: Sandbox, ids: [String]) throws -> Bool {
+        guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+        let store = try sandbox.statusStore()
+        return try ids.allSatisfy { id in
+            guard let status = try store.status(id: id) else { return false }
+            return status.state.isTerminal || status.state == .needsInput
+        }
+    }
+
+    @Test func remoteStatusGivesTheSameAnswersAsTheLocalStore() async throws {
+        let sandbox = try await Sandbox("remote")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker()
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "remote-ok", "--wait"]).exitCode == 0)
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=hi", "--id", "remote-jeff", "--wait"]).exitCode == 3)
+
+        // A process that cannot reach the database file: its local read fails.
+        let elsewhere = sandbox.directory.appendingPathComponent("no-such-folder/status.sqlite").path
+        func remote(_ arguments: [String]) async throws -> ToolResult {
+            try await run(Paths.tool("intent-status"), arguments + ["--remote"],
+                          environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
+        }
+        let blind = try await run(Paths.tool("intent-status"), ["remote-ok"], environment: ["INTENT_STATUS_DB": elsewhere])
+        #expect(blind.exitCode == 69, "\(blind)")
+
+        for (id, code) in [("remote-ok", Int32(0)), ("remote-jeff", 3), ("remote-unknown", 4)] {
+            let local = try await sandbox.status([id, "--json"])
+            let far = try await remote([id, "--json"])
+            #expect(local.exitCode == code, "\(local)")
+            #expect(far.exitCode == code, "\(far)")
+            #expect(!far.stdout.isEmpty && far.stdout == local.stdout, "local: \(local.stdout)\nremote: \(far.stdout)")
+            let localText = try await sandbox.status([id])
+            let farText = try await remote([id])
+            #expect(farText.stdout == localText.stdout)
+        }
+        let localList = try await sandbox.status(["list", "--json"])
+        let farList = try await remote(["list", "--json"])
+        #expect(farList.exitCode == 0 && farList.stdout == localList.stdout, "\(farList)")
+        #expect(farList.stdout.contains("remote-ok") && farList.stdout.contains("remote-jeff"))
+        // --wait over the broker returns at once for a settled intent.
+        let waited = try await remote(["remote-ok", "--wait", "--json"])
+        #expect(waited.exitCode == 0 && waited.stdout.contains("\"state\":\"success\""), "\(waited)")
+
+        // With no recorder running, a remote read says so at once (69), it does not hang.
+        #expect(try await worker.stop() == 0)
+        let alone = try await remote(["remote-ok"])
+        #expect(alone.exitCode == 69, "\(alone)")
+        #expect(alone.stderr.contains("no recorder answers"))
+        #expect(alone.seconds < 5)
+    }
+
+    @Test func watchShowsEveryStateChangeOfAHundredIntentsInOrder() async throws {
+        let sandbox = try await Sandbox("watch")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--with-recorder", "--concurrency", "16"])
+        let everything = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        let failures = try WorkerProcess(
+            arguments: ["watch", "--type", "OrderSoup", "--state", "failure"], environment: sandbox.environment,
+            executable: Paths.tool("intent-status"), logPath: sandbox.directory.appendingPathComponent("watch-failures.log").path)
+        try await eventually(timeout: 10, "the watchers to bind their queues") {
+            everything.log.contains("watching") && failures.log.contains("watching")
+        }
+
+        let envelopes = Self.mixedRun(prefix: "watch")
+        try await Self.submit(envelopes, url: sandbox.brokerURL)
+        let ids = envelopes.map(\.id)
+        try await eventually(timeout: 60, "all 100 intents to settle") { try Self.settled(sandbox, ids: ids) }
+        try await Task.sleep(for: .milliseconds(300))
+        everything.process.interrupt()
+        failures.process.interrupt()
+        #expect(try await everything.stop() == 0)
+        #expect(try await failures.stop() == 0)
+
+        var seen: [String: [StatusEvent]] = [:]
+        for line in everything.log.split(separator: "\n") where line.hasPrefix("{") {
+            let event = try StatusEvent.decode(Array(line.utf8))
+            seen[event.id, default: []].append(event)
+        }
+        #expect(Set(seen.keys) == Set(ids))
+        let store = try sandbox.statusStore()
+        for id in ids {
+            let events = seen[id] ?? []
+            let stored = try #require(try store.status(id: id))
+            // Started, then the outcome the store holds, never moving backwards.
+            #expect(events.first?.state == .inProgress, "\(id): \(events.map(\.state))")
+            #expect(events.last?.state == stored.state, "\(id): \(events.map(\.state)) vs stored \(stored.state)")
+            #expect(zip(events, events.dropFirst()).allSatisfy { $0.state.rank <= $1.state.rank && $0.at <= $1.at },
+                    "\(id): \(events.map(\.state))")
+        }
+        #expect(seen.values.filter { $0.last?.state == .success }.count == 80)
+        #expect(seen.values.filter { $0.last?.state == .needsInput }.count == 10)
+        let failureLines = failures.log.split(separator: "\n").filter { !$0.hasPrefix("intent-status:") }
+        #expect(failureLines.count == 10, "\(failureLines)")
+        #expect(failureLines.allSatisfy { $0.contains("OrderSoup  failure soupSoldOut") })
+    }
+
+    /// How long after the terminal event `intent-status --wait` (local, then
+    /// remote) exits: the wait is woken by the event, not by a polling tick.
+    @Test(arguments: [false, true]) func waitReturnsWithinFiftyMillisecondsOfTheTerminalEvent(remote: Bool) async throws {
+        let sandbox = try await Sandbox(remote ? "wait-remote" : "wait-local")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let id = "wait-\(remote)"
+        let url = try BrokerURL(sandbox.brokerURL)
+        let arrival = Mutex<Date?>(nil)
+        let listening = Atomic<Bool>(false)
+        let listener = Thread {
+            do {
+                let feed = try StatusFeed(url: url, bindings: [("intents.status", "BookAppointment.success")])
+                defer { feed.close() }
+                listening.store(true, ordering: .sequentiallyConsistent)
+                let deadline = Date().addingTimeInterval(30)
+                while Date() < deadline {
+                    if let delivery = try feed.next(timeout: 0.1), delivery.messageID == id {
+                        arrival.withLock { $0 = Date() }
+                        return
+                    }
+                }
+            } catch {}
+        }
+        listener.start()
+        try await eventually(timeout: 5, "the test's own listener") { listening.load(ordering: .sequentiallyConsistent) }
+
+        // A 1.5 s call: the waiting tool is well into its wait when the event comes.
+        let booked = try await sandbox.submit(["BookAppointment", "hairdresser=Alice", "time=3pm", "callSeconds=1.5", "--id", id])
+        #expect(booked.exitCode == 0, "\(booked)")
+        let waiter = Process()
+        waiter.executableURL = URL(fileURLWithPath: Paths.tool("intent-status"))
+        waiter.arguments = [id, "--wait", "--json", "--timeout", "20"] + (remote ? ["--remote"] : [])
+        var environment = ProcessInfo.processInfo.environment.merging(sandbox.environment) { _, new in new }
+        if remote { environment["INTENT_STATUS_DB"] = sandbox.directory.appendingPathComponent("absent/status.sqlite").path }
+        waiter.environment = environment
+        waiter.standardOutput = FileHandle.nullDevice
+        waiter.standardError = FileHandle.nullDevice
+        let exited = Mutex<Date?>(nil)
+        waiter.terminationHandler = { _ in exited.withLock { $0 = Date() } }
+        try waiter.run()
+        try await eventually(timeout: 25, "the wait to end") { exited.withLock { $0 } != nil }
+        #expect(waiter.terminationStatus == 0)
+        let event = try #require(arrival.withLock { $0 })
+        let end = try #require(exited.withLock { $0 })
+        let lag = end.timeIntervalSince(event)
+        print("intent-status --wait\(remote ? " --remote" : ""): exited \(String(format: "%.1f", lag * 1000)) ms after the terminal event")
+        #expect(lag < 0.05, "exited \(lag * 1000) ms after the terminal event")
+        #expect(lag > -0.05)
+    }
+
+    @Test func theMetricsFileParsesAndItsCountersMatchTheStore() async throws {
+        let sandbox = try await Sandbox("metrics")
+        defer { Task { await sandbox.tearDown() } }
+        let metricsPath = sandbox.directory.appendingPathComponent("textfile/intentqueue.prom").path
+        let worker = try await sandbox.startWorker(["--with-recorder", "--metrics-file", metricsPath, "--metrics-interval", "0.5"])
+        let envelopes = Self.mixedRun(prefix: "metrics", count: 60)
+        try await Self.submit(envelopes, url: sandbox.brokerURL)
+        let ids = envelopes.map(\.id)
+        try await eventually(timeout: 60, "all intents to settle") { try Self.settled(sandbox, ids: ids) }
+        #expect(try await worker.stop() == 0)
+
+        let text = try String(contentsOfFile: metricsPath, encoding: .utf8)
+        let samples = try PrometheusText.parse(text)
+        func total(_ name: String, _ labels: [String: String] = [:]) -> Double {
+            samples.filter { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }
+                .map(\.value).reduce(0, +)
+        }
+        let counts = try sandbox.statusStore().counts()
+        let stored = counts.values.reduce(0, +)
+        #expect(stored == 60)
+        #expect(total("intentqueue_intents_received_total") == Double(stored))
+        #expect(total("intentqueue_intents_finished_total", ["state": "success"]) == Double(counts[.success] ?? 0))
+        #expect(total("intentqueue_intents_finished_total", ["state": "failure"]) == Double(counts[.failure] ?? 0))
+        #expect(total("intentqueue_intents_finished_total", ["state": "failure", "code": "soupSoldOut"]) == 6)
+        #expect(total("intentqueue_intents_needs_input_total") == Double(counts[.needsInput] ?? 0))
+        #expect(total("intentqueue_worker_handled_total") == 60)
+        #expect(total("intentqueue_worker_handle_duration_seconds_count") == 60)
+        #expect(total("intentqueue_worker_handle_duration_seconds_bucket", ["le": "+Inf"]) == 60)
+        #expect(total("intentqueue_broker_up") == 1)
+        #expect(samples.contains { $0.name == "intentqueue_queue_consumers" && $0.labels["queue"] == "intents.work" })
+        // Written by rename: no temporary file is left beside it.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: URL(fileURLWithPath: metricsPath).deletingLastPathComponent().path)
+        #expect(leftovers == ["intentqueue.prom"])
+    }
+
+    @Test func retentionRemovesFinishedIntentsAndKeepsWaitingOnes() async throws {
+        let sandbox = try await Sandbox("retention")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--with-recorder", "--retain", "2s"])
+        let envelopes = Self.mixedRun(prefix: "retain", count: 40)
+        try await Self.submit(envelopes, url: sandbox.brokerURL)
+        let ids = envelopes.map(\.id)
+        try await eventually(timeout: 60, "all intents to settle") { try Self.settled(sandbox, ids: ids) }
+        // Finished ones go about 2 s after they end; the 4 questions stay.
+        try await eventually(timeout: 20, "retention to remove the finished intents") {
+            try sandbox.statusStore().counts().values.reduce(0, +) == 4
+        }
+        let left = try sandbox.statusStore().list(limit: 100)
+        #expect(left.allSatisfy { $0.state == .needsInput })
+        #expect(try await sandbox.status(["retain-000"]).exitCode == 4)
+    }
+}
+
+/// A reader of Prometheus' text exposition format, strict enough to catch a
+/// malformed file: comment lines are HELP or TYPE, every sample belongs to a
+/// declared family, histograms have ordered cumulative buckets ending at +Inf.
+enum PrometheusText {
+    struct Sample {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    struct Malformed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func parse(_ text: String) throws -> [Sample] {
+        var types: [String: String] = [:]
+        var samples: [Sample] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { continue }
+            if line.hasPrefix("#") {
+                let parts = line.split(separator: " ", maxSplits: 3)
+                guard parts.count >= 3, ["HELP", "TYPE"].contains(parts[1]) else { throw Malformed(description: "bad comment: \(line)") }
+                if parts[1] == "TYPE" {
+                    guard parts.count == 4, ["counter", "gauge", "histogram", "summary", "untyped"].contains(parts[3]) else {
+                        throw Malformed(description: "bad TYPE: \(line)")
+                    }
+                    types[String(parts[2])] = String(parts[3])
+                }
+                continue
+            }
+            var rest = Substring(line)
+            let name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }
+            guard !name.isEmpty, !(name.first!.isNumber) else { throw Malformed(description: "bad metric name: \(line)") }
+            rest = rest.dropFirst(name.count)
+            var labels: [String: String] = [:]
+            if rest.first == "{" {
+                rest = rest.dropFirst()
+                while rest.first != "}" {
+                    let key = rest.prefix { $0 != "=" }
+                    rest = rest.dropFirst(key.count)
+                    guard rest.hasPrefix("=\"") else { throw Malformed(description: "bad label: \(line)") }
+                    rest = rest.dropFirst(2)
+                    var value = ""
+                    while let character = rest.first, character != "\"" {
+                        rest = rest.dropFirst()
+                        if character == "\\", let escaped = rest.first {
+                            rest = rest.dropFirst()
+                            value.append(escaped == "n" ? "\n" : escaped)
+                        } else {
+                            value.append(character)
+                        }
+                    }
+                    guard rest.first == "\"" else { throw Malformed(description: "unterminated label: \(line)") }
+                    rest = rest.dropFirst()
+                    labels[String(key)] = value
+                    if rest.first == "," { rest = rest.dropFirst() }
+                    guard !rest.isEmpty else { throw Malformed(description: "unterminated labels: \(line)") }
+                }
+                rest = rest.dropFirst()
+            }
+            guard rest.first == " ", let value = Double(rest.dropFirst().replacingOccurrences(of: "+Inf", with: "inf")) else {
+                throw Malformed(description: "bad value: \(line)")
+            }
+            let family = ["_bucket", "_sum", "_count"].reduce(String(name)) { found, suffix in
+                types[found] == nil && found.hasSuffix(suffix) ? String(found.dropLast(suffix.count)) : found
+            }
+            guard types[family] != nil else { throw Malformed(description: "sample of an undeclared family: \(line)") }
+            samples.append(Sample(name: String(name), labels: labels, value: value))
+        }
+        // Histograms: cumulative buckets, +Inf equal to _count.
+        for (family, type) in types where type == "histogram" {
+            let buckets = samples.filter { $0.name == family + "_bucket" }
+            for series in Set(buckets.map { $0.labels.filter { $0.key != "le" } }) {
+                let ordered = buckets.filter { $0.labels.filter { $0.key != "le" } == series }
+                    .sorted { (Double($0.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0) < (Double($1.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0) }
+                guard zip(ordered, ordered.dropFirst()).allSatisfy({ $0.value <= $1.value }), ordered.last?.labels["le"] == "+Inf" else {
+                    throw Malformed(description: "\(family) buckets are not cumulative up to +Inf for \(series)")
+                }
+                let count = samples.first { $0.name == family + "_count" && $0.labels == series }?.value
+                guard count == ordered.last?.value else { throw Malformed(description: "\(family)_count differs from its +Inf bucket") }
+            }
+        }
+        return samples
+    }
+}
