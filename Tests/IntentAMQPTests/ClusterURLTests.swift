@@ -1,0 +1,42 @@
+import Testing
+@testable import IntentAMQP
+
+/// Several broker URLs, separated by commas, name the nodes of one cluster.
+@Suite struct ClusterURLTests {
+    @Test func commaSeparatedURLsAreOneClusterTriedInOrder() throws {
+        let url = try BrokerURL("amqp://u:p@127.0.0.1:5701/%2f, amqp://u:p@127.0.0.1:5702/%2f,amqp://u:p@127.0.0.1:5703/%2f")
+        #expect(url.port == 5701)
+        #expect(url.endpoints.map(\.port) == [5701, 5702, 5703])
+        #expect(url.endpoints.allSatisfy { $0.alternates.isEmpty && $0.user == "u" && $0.password == "p" })
+        #expect(url.description == "amqp://u@127.0.0.1:5701/%2f,amqp://u@127.0.0.1:5702/%2f,amqp://u@127.0.0.1:5703/%2f")
+        #expect(!url.description.contains("p@"))
+    }
+
+    @Test func aSingleURLIsItsOwnOnlyEndpoint() throws {
+        let url = try BrokerURL("amqp://guest:guest@localhost:5672/%2f")
+        #expect(url.endpoints == [url])
+    }
+
+    @Test func anEmptyEntryOrABadNodeIsRefused() {
+        #expect(throws: AMQPError.self) { try BrokerURL("amqp://a@h:1/,,amqp://b@h:2/") }
+        #expect(throws: AMQPError.self) { try BrokerURL("amqp://a@h:1/,") }
+        #expect(throws: AMQPError.self) { try BrokerURL("amqp://a@h:1/,http://b@h:2/") }
+    }
+
+    @Test func theCertificateAuthorityAppliesToEveryNode() throws {
+        var url = try BrokerURL("amqps://a:b@one:5671/,amqps://a:b@two:5671/")
+        url.certificateAuthority = "/etc/intentqueue/ca.pem"
+        #expect(url.endpoints.map(\.certificateAuthority) == ["/etc/intentqueue/ca.pem", "/etc/intentqueue/ca.pem"])
+    }
+
+    @Test func anUnreachableNodeIsSkippedAndTheLastFailureReported() {
+        // Nothing listens on ports 1 and 2 of loopback: both refuse at once.
+        do {
+            _ = try AMQPConnection(url: try BrokerURL("amqp://g:g@127.0.0.1:1/,amqp://g:g@127.0.0.1:2/"), connectTimeout: 1)
+            Issue.record("connected to a port nothing listens on")
+        } catch {
+            #expect(error.kind == .connection)
+            #expect(error.context.contains("127.0.0.1:1") || error.context.contains("127.0.0.1:2"))
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import IntentKit
+import Testing
+@testable import IntentStore
+
+/// The remote status protocol, the transitions metrics count, and retention.
+@Suite struct RemoteQueryAndRetentionTests {
+    let directory: TemporaryDirectory
+    let path: String
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        path = directory.file("status.sqlite")
+    }
+
+    static func event(_ id: String, _ state: IntentState, code: String? = nil) -> StatusStore.Update {
+        .event(StatusEvent(id: id, type: "SendMessage", state: state, attempt: 1, response: code.map { IntentResponse(code: $0, message: $0) }))
+    }
+
+    static func queued(_ id: String) -> StatusStore.Update {
+        .queued(IntentEnvelope(id: id, type: "SendMessage", parameters: ["content": "hi"], submittedAt: 1))
+    }
+
+    @Test func queriesRoundTripAndBadOnesAreRefused() throws {
+        for query in [StatusQuery.show(id: "a b"), .list(state: .needsInput, type: "OrderSoup", limit: 7), .list(state: nil, type: nil, limit: 50), .dead(limit: 3)] {
+            #expect(try StatusQuery.decode(query.encoded) == query)
+        }
+        for bad in [#"[1]"#, #"{"query":"drop"}"#, #"{"query":"show"}"#, #"{"query":"list","limit":0}"#, #"{"query":"list","state":"sleeping"}"#, "not json"] {
+            #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(bad.utf8)) }
+        }
+    }
+
+    @Test func anAnswerDecodesToTheStatusTheStoreHolds() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .success, code: "success")])
+        let local = try #require(try store.status(id: "a"))
+        let reply = StatusQuery.reply(.success(try StatusQuery.show(id: "a").answer(from: store)))
+        #expect(try StatusQuery.decodeReply(reply) == .status(local))
+        #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(.status(nil)))) == .status(nil))
+        let listed = try StatusQuery.decodeReply(StatusQuery.reply(.success(try StatusQuery.list(state: nil, type: nil, limit: 5).answer(from: store))))
+        #expect(listed == .statuses([try #require(try store.list().first)]))
+        struct Broken: Error, CustomStringConvertible { var description: String { "disk on fire" } }
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decodeReply(StatusQuery.reply(.failure(Broken()))) }
+    }
+
+    @Test func recordReturnsOnlyTheStateChangesItApplied() throws {
+        let store = try StatusStore(path: path)
+        let first = try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .inProgress), Self.queued("a")])
+        #expect(first.map(\.to) == [.queued, .inProgress])
+        #expect(first.first?.from == nil)
+        #expect(first.last?.from == .queued)
+        let end = try store.record([Self.event("a", .success, code: "success"), Self.event("a", .failure, code: "late"), Self.event("a", .inProgress)])
+        #expect(end == [StatusStore.Transition(id: "a", type: "SendMessage", from: .inProgress, to: .success, code: "success")])
+        #expect(try store.record([.canceled(id: "a")]).isEmpty, "a finished intent is not canceled")
+    }
+
+    @Test func expiryReportsEachQuestionItFailed() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("q1", .needsInput), Self.event("q2", .needsInput)], now: 100)
+        let expired = try store.expireQuestions(olderThan: 10, now: 200)
+        #expect(Set(expired.map(\.id)) == ["q1", "q2"])
+        #expect(expired.allSatisfy { $0.to == .failure && $0.code == FailureCode.expired })
+        #expect(try store.expireQuestions(olderThan: 10, now: 300).isEmpty)
+    }
+
+    @Test func retentionRemovesOnlyIntentsFinishedBeforeTheCutoffInBatches() throws {
+        let store = try StatusStore(path: path)
+        try store.record((0..<12).map { Self.event("old-\($0)", .success, code: "success") }, now: 1_000)
+        try store.record([Self.event("waiting", .needsInput), Self.event("running", .inProgress)], now: 1_000)
+        try store.record([Self.event("new", .failure, code: "x")], now: 5_000)
+        #expect(try store.deleteFinished(before: 2_000, limit: 5) == 5)
+        #expect(try store.deleteFinished(before: 2_000, limit: 5) == 5)
+        #expect(try store.deleteFinished(before: 2_000, limit: 5) == 2)
+        #expect(try store.deleteFinished(before: 2_000, limit: 5) == 0)
+        let left = Set(try store.list(limit: 100).map(\.id))
+        #expect(left == ["waiting", "running", "new"])
+    }
+}
