@@ -24,9 +24,12 @@
 # run and are clustered, `start` just prints the URLs; when only some run, it
 # starts the others (they rejoin) and joins any that is not a member.
 # `start-node N` keeps N's data: its mnesia directory remembers the cluster,
-# so it rejoins on its own; it needs a running peer (a node that was stopped
-# while others ran waits at boot for them), so bring a fully stopped cluster
-# back with `start` (a fresh one), not with `start-node`.
+# so it rejoins on its own. It needs another node of the cluster running and
+# refuses otherwise: a clustered node that was not the last to stop waits at
+# boot (about 5 minutes) for the peers it knew. Bring a fully stopped cluster
+# back with `start`, a fresh one. `stop` and `stop-node` stop gracefully, and
+# kill -9 a node that has not exited 60 s later (a node stuck at boot ignores
+# rabbitmqctl stop until its boot gives up).
 #
 # Quorum queues declared once the cluster has its three nodes get three
 # replicas (a member on each node) by default; one declared before the joins
@@ -127,9 +130,9 @@ first_alive() {
 
 # Waits until node SEEN's cluster_status lists every one of the given nodes as running.
 await_running() {
-    local seen="$1" running n missing
+    local seen="$1" running n missing deadline=$((SECONDS + WAIT))
     shift
-    for _ in $(seq 1 $((WAIT * 2))); do
+    while ((SECONDS < deadline)); do
         running=" $(members "$seen" running || true) "
         missing=""
         for n in "$@"; do
@@ -142,31 +145,54 @@ await_running() {
 }
 
 # Makes node N (running) a member of SEED's cluster: stop_app, join_cluster (which resets N), start_app.
+# A node the cluster still lists but that no longer knows it (its directory was
+# wiped) is forgotten first: join_cluster refuses it as an inconsistent cluster.
 join() {
     local n="$1" seed="$2" out
     say "joining $(name_of "$n")@localhost to $(name_of "$seed")@localhost"
     out="$(ctl "$n" stop_app 2>&1)" || die 69 "stop_app on $(name_of "$n") failed: $(tail -1 <<<"$out")"
+    if [[ " $(members "$seed" disk || true) " == *" $(name_of "$n")@localhost "* ]]; then
+        say "$(name_of "$seed") still lists $(name_of "$n") from before its directory was wiped: forget_cluster_node first"
+        out="$(ctl "$seed" forget_cluster_node "$(name_of "$n")@localhost" 2>&1)" || die 69 "forget_cluster_node $(name_of "$n") via $(name_of "$seed") failed: $(tail -1 <<<"$out")"
+    fi
     out="$(ctl "$n" join_cluster "$(name_of "$seed")@localhost" 2>&1)" || die 69 "join_cluster of $(name_of "$n") to $(name_of "$seed") failed: $(tail -1 <<<"$out")"
     out="$(ctl "$n" start_app 2>&1)" || die 69 "start_app on $(name_of "$n") failed: $(tail -1 <<<"$out")"
 }
 
 # Starts node N on PORT through broker.sh (with the given cookie, if any); its output goes to stderr.
+# A node that does not come up is killed, not left booting in the background.
 start_one() {
-    local n="$1" port="$2" cookie="${3:-}"
+    local n="$1" port="$2" cookie="${3:-}" pid
     if ! INTENTQUEUE_BROKER_COOKIE="$cookie" "$BROKER" start "$(name_of "$n")" "$port" >&2; then
+        if pid="$(pid_of "$n")"; then
+            kill -9 "$pid" 2>/dev/null || true
+            gone "$pid" 20 || true
+        fi
         die 69 "node $(name_of "$n") did not start on 127.0.0.1:$port; see $(dir_of "$n")/log"
     fi
 }
 
-stop_one() {
-    local n="$1" pid
-    pid="$(pid_of "$n")" || return 0
-    "$BROKER" stop "$(name_of "$n")"
-    for _ in $(seq 1 120); do
-        [[ -d "/proc/$pid" ]] || return 0
+# Waits up to SECONDS for process PID to be gone.
+gone() {
+    for _ in $(seq 1 $(($2 * 2))); do
+        [[ -d "/proc/$1" ]] || return 0
         sleep 0.5
     done
-    die 69 "node $(name_of "$n") (pid $pid) is still running 60 s after rabbitmqctl stop"
+    return 1
+}
+
+# Stops node N: rabbitmqctl stop, and kill -9 if its VM still runs 60 s later.
+stop_one() {
+    local n="$1" pid stopper
+    pid="$(pid_of "$n")" || return 0
+    "$BROKER" stop "$(name_of "$n")" &
+    stopper=$!
+    if ! gone "$pid" 60; then
+        say "node $(name_of "$n") (pid $pid) still runs 60 s after rabbitmqctl stop; kill -9"
+        kill -9 "$pid" 2>/dev/null || true
+        gone "$pid" 20 || die 69 "node $(name_of "$n") (pid $pid) survives kill -9"
+    fi
+    wait "$stopper" || true
 }
 
 # One mutating command at a time per cluster (parallel tests may all call `start`).
@@ -217,10 +243,8 @@ cmd_start() {
     for n in "${NODES[@]}"; do
         alive "$n" || start_node "$n" "$base" "$seed"
     done
-    local disk
-    disk=" $(members "$seed" disk || true) "
     for n in "${NODES[@]}"; do
-        [[ "$disk" == *" $(name_of "$n")@localhost "* ]] || join "$n" "$seed"
+        [[ "$n" == "$seed" ]] || clustered "$n" "$seed" || join "$n" "$seed"
     done
     await_running "$seed" "${NODES[@]}"
     urls "$base"
@@ -228,20 +252,21 @@ cmd_start() {
 
 # Starts node N (not running) again, keeping its data; joins it to SEED's cluster if it is not a member.
 start_node() {
-    local n="$1" base="${2:-}" seed="${3:-}" dir cookie=""
-    dir="$(dir_of "$n")"
-    if [[ -z "$seed" ]]; then seed="$(first_alive "$n" || true)"; fi
-    # A node without a cookie of its own takes the running peer's.
-    if [[ ! -s "$dir/.erlang.cookie" && -n "$seed" ]]; then
-        cookie="$(cat "$(dir_of "$seed")/.erlang.cookie")"
+    local n="$1" base="${2:-}" seed="${3:-}" cookie
+    if [[ -z "$seed" ]]; then
+        seed="$(first_alive "$n")" ||
+            die 69 "no other node of cluster $PREFIX runs, and $(name_of "$n") would wait at boot for its peers; start the cluster afresh with deploy/cluster.sh start"
     fi
-    [[ -n "$seed" ]] || say "no other node of $PREFIX runs: $(name_of "$n") waits at boot for the peers it was clustered with"
+    # The running peer's cookie is the cluster's (a wiped node has none of its own).
+    cookie="$(cat "$(dir_of "$seed")/.erlang.cookie")"
     start_one "$n" "$(port_of "$n" "$base")" "$cookie"
-    [[ -n "$seed" ]] || return 0
-    local disk
-    disk=" $(members "$seed" disk || true) "
-    [[ "$disk" == *" $(name_of "$n")@localhost "* ]] || join "$n" "$seed"
+    clustered "$n" "$seed" || join "$n" "$seed"
     await_running "$seed" "$n"
+}
+
+# Whether running node N itself counts SEED among its cluster's nodes.
+clustered() {
+    [[ " $(members "$1" disk || true) " == *" $(name_of "$2")@localhost "* ]]
 }
 
 cmd_start_node() {

@@ -195,6 +195,8 @@ public final class ConsumerLoop: Sendable {
             }
             groups[group] = nil
             if entry.refused {
+                logger.warning("the broker refused a status event; the intent will be delivered again",
+                               metadata: ["intent.id": entry.intentID ?? ""])
                 outstanding.remove(entry.tag)
                 try connection.reject(entry.tag, requeue: true)
             } else {
@@ -298,7 +300,6 @@ public final class ConsumerLoop: Sendable {
                 case .confirmed(let sequence, let multiple):
                     try confirm(upTo: sequence, multiple: multiple, refused: false)
                 case .rejected(let sequence, let multiple):
-                    logger.warning("the broker refused a status event; its intent will be delivered again")
                     try confirm(upTo: sequence, multiple: multiple, refused: true)
                 case .returned(let message):
                     logger.warning("a status event was returned: \(message.replyText)",

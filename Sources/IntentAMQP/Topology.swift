@@ -107,14 +107,24 @@ public struct Topology: Sendable {
 
     /// The delay queues of retries: no consumer; each message waits out the
     /// queue's TTL and is dead-lettered back to `intents` with its own routing key.
+    /// Quorum queues, like the others, so a retry survives the loss of a cluster
+    /// node and a worker can redeclare them while one node is down.
     public func declareRetries(on connection: AMQPConnection) throws(AMQPError) {
         try connection.declareExchange(retryExchange, type: "headers")
-        for delay in Set(retryDelays) {
+        for delay in Set(retryDelays).sorted() {
             let (queue, bucket, seconds) = retryQueue(forDelay: Double(delay))
-            try connection.declareQueue(queue, arguments: [
-                .integer("x-message-ttl", Int64(seconds) * 1000),
-                .string("x-dead-letter-exchange", intentsExchange),
-            ])
+            do {
+                try connection.declareQueue(queue, arguments: [
+                    .string("x-queue-type", "quorum"),
+                    .integer("x-message-ttl", Int64(seconds) * 1000),
+                    .string("x-dead-letter-exchange", intentsExchange),
+                ])
+            } catch where error.replyCode == 406 {
+                throw AMQPError(
+                    .configuration, context: error.context,
+                    detail: "\(queue) exists with other arguments (an earlier IntentQueue declared the retry queues as classic queues); delete it once it is empty, for example `rabbitmqctl delete_queue \(queue) --if-empty`, and start again: \(error.detail)",
+                    replyCode: 406)
+            }
             try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
                                      arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
         }

@@ -242,6 +242,13 @@ public final class StatusRecorder: Service {
             guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
             return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope)
         }
+        guard delivery.exchange == configuration.topology.statusExchange else {
+            // Only workers' events count: a message put straight into the ledger
+            // (through the default exchange, say) is not a status.
+            logger.warning("skipping a message that did not come through \(configuration.topology.statusExchange)",
+                           metadata: ["amqp.exchange": delivery.exchange, "intent.id": delivery.messageID ?? ""])
+            return nil
+        }
         do {
             return .event(try StatusEvent.decode(delivery.body))
         } catch {

@@ -391,7 +391,11 @@ import Testing
 
         let topology = Topology()
         let expected = try Deploy.expectedTopology()
-        let everything = Set(expected.exchanges.keys).union(expected.queues.keys)
+        let durable = Set(expected.exchanges.keys).union(expected.queues.keys)
+        // Names no definition holds: the recorder's request queue, the default exchange (which
+        // permissions call amq.default) and a server-named queue (StatusFeed: watch, --wait).
+        let serverNamed = "amq.gen-Xy1_z-9"
+        let everything = durable.union([topology.statusRequestQueue, "amq.default", serverNamed])
         let retryQueues = Set(expected.queues.keys).filter { $0.hasPrefix(topology.retryExchange + ".") }
         func allowed(_ pattern: String) throws -> Set<String> {
             let regex = try NSRegularExpression(pattern: pattern)  // RabbitMQ matches unanchored, as here
@@ -400,39 +404,46 @@ import Testing
         let exchanges: Set<String> = [topology.intentsExchange, topology.statusExchange, topology.deadLetterExchange]
 
         // intent-submit: exchange.declare of the three exchanges (IntentPublisher's declareExchanges),
-        // basic.publish to intents, and (--deny) of a status event to intents.status.
+        // basic.publish to intents, and (--deny) of a status event to intents.status; --wait declares a
+        // server-named queue (configure), binds it to intents.status (write on it, read on the exchange)
+        // and consumes it (read). No default exchange: remote status is the operator's.
         let producer = try #require(grants["intent-producer"])
-        #expect(try allowed(producer.configure).isSuperset(of: exchanges))
+        #expect(try allowed(producer.configure).isSuperset(of: exchanges.union([serverNamed])))
         #expect(try allowed(producer.configure).isDisjoint(with: [topology.workQueue, topology.ledgerQueue, topology.retryExchange,
-                                                                  topology.cancelExchange, topology.cancelStream]))
-        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.statusExchange])
-        #expect(try allowed(producer.read).isEmpty)
+                                                                  topology.cancelExchange, topology.cancelStream,
+                                                                  topology.statusRequestQueue, "amq.default"]))
+        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.statusExchange, serverNamed])
+        #expect(try allowed(producer.read) == [topology.statusExchange, serverNamed])
 
         // intent-worker: declares everything; binds work, ledger, dead, retry and cancellation queues
         // (write on the queue, read on the source exchange); declaring a queue with a dead-letter
         // exchange needs read on the queue and write on that exchange; consumes work and the
         // cancellation stream; publishes status, retries and its sync marker to intents.cancel.
         let worker = try #require(grants["intent-worker"])
-        #expect(try allowed(worker.configure) == everything)
-        #expect(try allowed(worker.write) == everything)
+        #expect(try allowed(worker.configure) == durable)
+        #expect(try allowed(worker.write) == durable)
         let workerReads = exchanges.union([topology.retryExchange, topology.workQueue, topology.cancelExchange, topology.cancelStream])
             .union(retryQueues)
         #expect(try allowed(worker.read) == workerReads, "the worker needs no read on the ledger")
 
-        // The recorder: declares the exchanges, intents.cancel and the ledger, binds the ledger to
-        // status, dead letters and cancellations, consumes the ledger.
+        // The recorder: declares the exchanges, intents.cancel, the ledger and the status request queue,
+        // binds the ledger to status, dead letters and cancellations, consumes the ledger and the
+        // requests, and answers on the default exchange (direct reply-to).
         let recorder = try #require(grants["intent-recorder"])
-        #expect(try allowed(recorder.configure) == exchanges.union([topology.cancelExchange, topology.ledgerQueue]))
-        #expect(try allowed(recorder.write) == [topology.ledgerQueue])
+        #expect(try allowed(recorder.configure) == exchanges.union([topology.cancelExchange, topology.ledgerQueue,
+                                                                    topology.statusRequestQueue]))
+        #expect(try allowed(recorder.write) == [topology.ledgerQueue, "amq.default"])
         #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.cancelExchange,
-                                               topology.ledgerQueue])
+                                               topology.ledgerQueue, topology.statusRequestQueue])
 
         // intent-status requeue: basic.get from the dead-letter queue, basic.publish to intents.
         // intent-status cancel: IntentPublisher declares the three exchanges, then publishes to intents.cancel.
+        // --remote: publishes requests to the default exchange (consuming amq.rabbitmq.reply-to needs nothing);
+        // watch and --wait: a server-named queue bound to intents.status.
         let operatorGrant = try #require(grants["intent-operator"])
-        #expect(try allowed(operatorGrant.configure) == exchanges)
-        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange, topology.cancelExchange])
-        #expect(try allowed(operatorGrant.read) == [topology.deadLetterQueue])
+        #expect(try allowed(operatorGrant.configure) == exchanges.union([serverNamed]))
+        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange, topology.cancelExchange, "amq.default", serverNamed])
+        #expect(try allowed(operatorGrant.read) == [topology.deadLetterQueue, topology.statusExchange, serverNamed])
     }
 
     @Test(.enabled(if: Deploy.hasOpenSSL, "needs openssl"))

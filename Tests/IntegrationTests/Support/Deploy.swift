@@ -182,6 +182,7 @@ enum Deploy {
         for delay in Set(topology.retryDelays) {
             let retry = topology.retryQueue(forDelay: Double(delay))
             expected.queues[retry.queue] = [
+                "x-queue-type": .string("quorum"),
                 "x-message-ttl": .integer(Int64(retry.seconds) * 1000),
                 "x-dead-letter-exchange": .string(topology.intentsExchange),
             ]

@@ -1,0 +1,140 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Synchronization
+import Testing
+
+/// A three-node RabbitMQ cluster (deploy/cluster.sh) on loopback: one node is
+/// stopped in the middle of a run; nothing confirmed is lost, every intent
+/// ends, work goes on through the other nodes, and the node rejoins.
+@Suite(.timeLimit(.minutes(8)))
+struct ClusterTests {
+    static let script = Paths.repository.appendingPathComponent("deploy/cluster.sh").path
+    static let name = "iqtestcluster"
+    static let basePort = 5711
+    static var environment: [String: String] { ["INTENTQUEUE_CLUSTER_NAME": name] }
+
+    static func cluster(_ arguments: [String], timeout: Double = 180) async throws -> ToolResult {
+        try await run(script, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// The nodes running, as node 1..3 of the cluster see them (`cluster_status`).
+    static func runningNodes(asking node: Int) async throws -> Int {
+        let status = try await run(Paths.brokerScript, ["ctl", "\(name)\(node)", "cluster_status", "--formatter", "json"], timeout: 60)
+        guard status.exitCode == 0, let data = status.stdout.data(using: .utf8),
+              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let running = object["running_nodes"] as? [String]
+        else { throw BrokerFailure(message: "cluster_status: \(status)") }
+        return running.count
+    }
+
+    @Test func aNodeStoppedMidRunLosesNothingAndRejoins() async throws {
+        let started = try await Self.cluster(["start", "\(Self.basePort)"])
+        try #require(started.exitCode == 0, "\(started)")
+        defer { Task { _ = try? await Self.cluster(["stop"]) } }
+        let nodes = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
+        try #require(nodes.count == 3)
+        #expect(try await Self.runningNodes(asking: 1) == 3)
+        // Each process lists the nodes from a different first one, so they spread over the cluster.
+        func urls(startingAt first: Int) -> String { (0..<3).map { nodes[(first + $0) % 3] }.joined(separator: ",") }
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("intentqueue-cluster-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let files = [
+            "INTENT_STATUS_DB": directory.appendingPathComponent("status.sqlite").path,
+            "HAIRDRESSERS_DB": directory.appendingPathComponent("hairdressers.sqlite").path,
+        ]
+        var processes: [WorkerProcess] = []
+        defer { for process in processes where process.isRunning { kill(process.pid, SIGKILL) } }
+        for (index, arguments) in [["--recorder-only"], ["--concurrency", "8"], ["--concurrency", "8"]].enumerated() {
+            let process = try WorkerProcess(
+                arguments: arguments + ["--heartbeat", "5"], environment: files.merging(["INTENT_BROKER_URL": urls(startingAt: (index + 2) % 3)]) { $1 },
+                logPath: directory.appendingPathComponent("process-\(index).log").path)
+            processes.append(process)
+            try await process.waitForConnections(1)
+        }
+
+        // A producer that, like any careful client, resubmits what was not confirmed
+        // (same id: effects stay once-only) and reconnects through the other nodes.
+        let count = 1_500
+        let confirmed = Mutex<Set<String>>([])
+        let resubmissions = Atomic<Int>(0)
+        let producer = try BrokerURL(urls(startingAt: 0))
+        let producing = Task.detached {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                Thread {
+                    continuation.resume(with: Result {
+                        var publisher: IntentPublisher?
+                        for index in 0..<count {
+                            let envelope = IntentEnvelope(
+                                id: String(format: "cluster-%05d", index), type: "SendMessage",
+                                parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")],
+                                submittedAt: Date().timeIntervalSince1970)
+                            var tries = 0
+                            while true {
+                                do {
+                                    let live = try publisher ?? IntentPublisher(url: producer)
+                                    publisher = live
+                                    try live.submit(envelope)
+                                    confirmed.withLock { _ = $0.insert(envelope.id) }
+                                    break
+                                } catch {
+                                    publisher?.close()
+                                    publisher = nil
+                                    tries += 1
+                                    resubmissions.add(1, ordering: .relaxed)
+                                    guard tries < 60 else { throw error }
+                                    Thread.sleep(forTimeInterval: 0.25)
+                                }
+                            }
+                            // About 150 a second: the run lasts about ten seconds, the node stops in its middle.
+                            Thread.sleep(forTimeInterval: 0.005)
+                        }
+                        publisher?.close()
+                    })
+                }.start()
+            }
+        }
+
+        try await eventually(timeout: 60, "a fifth of the intents to be confirmed") { confirmed.withLock { $0.count } >= count / 5 }
+        let stopped = try await Self.cluster(["stop-node", "1"])
+        #expect(stopped.exitCode == 0, "\(stopped)")
+        let confirmedAtStop = confirmed.withLock { $0.count }
+        #expect(confirmedAtStop < count * 4 / 5, "the node stopped too late to be mid-run: \(confirmedAtStop) of \(count)")
+        #expect(try await Self.runningNodes(asking: 2) == 2)
+        try await producing.value
+        #expect(confirmed.withLock { $0.count } == count)
+
+        let ids = confirmed.withLock { $0 }
+        let storePath = files["INTENT_STATUS_DB"]!
+        try await eventually(timeout: 120, "every confirmed intent to end") {
+            guard let store = try? StatusStore(readingFrom: storePath) else { return false }
+            return try store.counts()[.success] ?? 0 >= count
+        }
+        let store = try StatusStore(readingFrom: storePath)
+        #expect(try store.counts() == [.success: count])
+        for id in ids.sorted().prefix(5) + ids.sorted().suffix(5) {
+            #expect(try store.status(id: id)?.state == .success)
+        }
+        let app = try Database(path: files["HAIRDRESSERS_DB"]!, mode: .readOnly)
+        let rows = try app.queryFirst("SELECT count(*), count(DISTINCT intent_id) FROM message") { ($0.int(0), $0.int(1)) }
+        #expect(rows?.0 == count && rows?.1 == count, "one Message row per intent, none twice: \(String(describing: rows))")
+        // Whoever was on node 1 moved to another node and went on.
+        let moved = processes.filter { $0.log.contains("reconnecting") || $0.log.contains("interrupted") }
+        #expect(!moved.isEmpty, "no process was connected to the stopped node")
+        for process in moved {
+            let reconnected = process.log.components(separatedBy: "\n").last { $0.contains(" connected ") } ?? ""
+            #expect(!reconnected.contains(":\(Self.basePort)/"), "still on the stopped node: \(reconnected)")
+        }
+        print("cluster: stopped node 1 after \(confirmedAtStop) of \(count) confirmed; \(resubmissions.load(ordering: .relaxed)) resubmissions; \(moved.count) processes failed over")
+
+        // The node comes back and rejoins.
+        let restarted = try await Self.cluster(["start-node", "1"])
+        #expect(restarted.exitCode == 0, "\(restarted)")
+        #expect(try await Self.runningNodes(asking: 1) == 3)
+        for process in processes { #expect(try await process.stop() == 0) }
+        #expect(try await Self.cluster(["stop"]).exitCode == 0)
+    }
+}
