@@ -277,11 +277,23 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
     }
 
-    /// Deletes a queue and its messages.
-    public func deleteQueue(_ name: String) throws(AMQPError) {
+    /// Deletes a queue and its messages; with `ifEmpty`, the broker refuses
+    /// (406, closing the channel) when the queue holds any.
+    public func deleteQueue(_ name: String, ifEmpty: Bool = false) throws(AMQPError) {
         let state = try live("deleting queue \(name)")
-        withBytes(name) { queue in _ = amqp_queue_delete(state, channel, queue, 0, 0) }
+        withBytes(name) { queue in _ = amqp_queue_delete(state, channel, queue, 0, ifEmpty ? 1 : 0) }
         try check(amqp_get_rpc_reply(state), context: "deleting queue '\(name)'")
+    }
+
+    /// Opens the channel again after the broker closed it for an error (a
+    /// refused declaration, say), keeping the connection. Publisher confirms
+    /// are off on the new channel.
+    public func reopenChannel() throws(AMQPError) {
+        let state = try live("reopening the channel")
+        amqp_channel_open(state, channel)
+        try check(amqp_get_rpc_reply(state), context: "reopening a channel on \(url)")
+        confirmsEnabled = false
+        nextPublishSequence = 1
     }
 
     /// Deletes an exchange and its bindings.

@@ -113,17 +113,27 @@ public struct Topology: Sendable {
         try connection.declareExchange(retryExchange, type: "headers")
         for delay in Set(retryDelays).sorted() {
             let (queue, bucket, seconds) = retryQueue(forDelay: Double(delay))
+            let arguments: [AMQPConnection.Argument] = [
+                .string("x-queue-type", "quorum"),
+                .integer("x-message-ttl", Int64(seconds) * 1000),
+                .string("x-dead-letter-exchange", intentsExchange),
+            ]
             do {
-                try connection.declareQueue(queue, arguments: [
-                    .string("x-queue-type", "quorum"),
-                    .integer("x-message-ttl", Int64(seconds) * 1000),
-                    .string("x-dead-letter-exchange", intentsExchange),
-                ])
+                try connection.declareQueue(queue, arguments: arguments)
             } catch where error.replyCode == 406 {
-                throw AMQPError(
-                    .configuration, context: error.context,
-                    detail: "\(queue) exists with other arguments (an earlier IntentQueue declared the retry queues as classic queues); delete it once it is empty, for example `rabbitmqctl delete_queue \(queue) --if-empty`, and start again: \(error.detail)",
-                    replyCode: 406)
+                // An earlier IntentQueue declared the retry queues as classic queues.
+                // An empty one is replaced; one holding retries is left for its TTL to drain.
+                try connection.reopenChannel()
+                do {
+                    try connection.deleteQueue(queue, ifEmpty: true)
+                } catch where error.replyCode == 406 {
+                    try connection.reopenChannel()
+                    throw AMQPError(
+                        .configuration, context: "declaring queue '\(queue)'",
+                        detail: "\(queue) is a classic queue from an earlier IntentQueue and still holds retries; it empties itself within \(seconds) s, then start again (it is replaced by a quorum queue)",
+                        replyCode: 406)
+                }
+                try connection.declareQueue(queue, arguments: arguments)
             }
             try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
                                      arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
