@@ -118,8 +118,9 @@ public struct Topology: Sendable {
                 .integer("x-message-ttl", Int64(seconds) * 1000),
                 .string("x-dead-letter-exchange", intentsExchange),
             ]
+            func declare() throws(AMQPError) { try connection.declareQueue(queue, arguments: arguments) }
             do {
-                try connection.declareQueue(queue, arguments: arguments)
+                try declare()
             } catch where error.replyCode == 406 {
                 // An earlier IntentQueue declared the retry queues as classic queues.
                 // An empty one is replaced; one holding retries is left for its TTL to drain.
@@ -133,7 +134,7 @@ public struct Topology: Sendable {
                         detail: "\(queue) is a classic queue from an earlier IntentQueue and still holds retries; it empties itself within \(seconds) s, then start again (it is replaced by a quorum queue)",
                         replyCode: 406)
                 }
-                try connection.declareQueue(queue, arguments: arguments)
+                try declare()
             }
             try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
                                      arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])

@@ -7,7 +7,10 @@ import IntentStore
 /// themselves: a server-named queue bound to the events that can end a wait
 /// (`*.success`, `*.failure`, `*.canceled`, `*.needsInput`). When an event for
 /// the intent arrives, the status is read again every 2 ms until the store
-/// shows it (the recorder commits within a few milliseconds). Outcomes that
+/// shows it (the recorder usually commits within a few milliseconds); if the
+/// store is still behind after `storeGrace`, the answer is the last stored
+/// status brought up to date with the event itself (state, response,
+/// resolutions), so a busy disk never delays the answer. Outcomes that
 /// publish no event (a cancel, an expired question, a dead letter) are caught
 /// by a read every half second; without a broker, it polls the store.
 public enum StatusWaiter {
@@ -18,6 +21,9 @@ public enum StatusWaiter {
 
     /// The routing keys of the events that may end a wait.
     public static let wakingStates: [IntentState] = [.success, .failure, .canceled, .needsInput]
+
+    /// How long the store may lag behind the intent's event before the event answers.
+    public static let storeGrace = 0.02
 
     public static func wait(
         id: String, timeout: Double, brokerURL: BrokerURL?, topology: Topology = Topology(),
@@ -34,6 +40,7 @@ public enum StatusWaiter {
         var eagerUntil = Date.distantPast
         var nextRead = Date().addingTimeInterval(0.5)
         var pollDelay = 0.005
+        var event: StatusEvent?
         while true {
             let now = Date()
             if now >= deadline { return last }
@@ -41,14 +48,16 @@ public enum StatusWaiter {
             if let live = feed {
                 do {
                     let wait = min(deadline.timeIntervalSince(now), eager ? 0.002 : max(0.001, nextRead.timeIntervalSince(now)))
-                    if let delivery = try live.next(timeout: wait), delivery.messageID == id {
-                        eagerUntil = Date().addingTimeInterval(2)
+                    if let delivery = try live.next(timeout: wait), delivery.messageID == id,
+                       let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id {
+                        event = decoded
+                        eagerUntil = Date().addingTimeInterval(storeGrace)
                     }
                 } catch {
                     live.close()
                     feed = nil
                 }
-                if !eager, Date() < nextRead, Date() >= eagerUntil { continue }
+                if !eager, event == nil, Date() < nextRead { continue }
                 nextRead = Date().addingTimeInterval(0.5)
             } else {
                 Thread.sleep(forTimeInterval: min(pollDelay, max(0, deadline.timeIntervalSinceNow)))
@@ -58,6 +67,30 @@ public enum StatusWaiter {
                 last = status
                 if done(status) { return status }
             }
+            if let pending = event, Date() >= eagerUntil {
+                // The store is behind the event: answer from the event.
+                event = nil
+                let updated = applying(pending, to: last)
+                if done(updated) { return updated }
+            }
         }
+    }
+
+    /// A stored status (or none yet) brought up to date with a later event, as
+    /// the recorder will store it.
+    static func applying(_ event: StatusEvent, to stored: IntentStatus?) -> IntentStatus {
+        var status = stored ?? IntentStatus(id: event.id, type: event.type, state: event.state, updatedAt: event.at)
+        if let stored, stored.state.isTerminal || (stored.turn ?? 0) > (event.turn ?? 0) { return stored }
+        status.state = event.state
+        status.terminal = event.state.isTerminal
+        status.response = event.response
+        if let resolutions = event.resolutions { status.resolutions = resolutions }
+        status.progress = event.progress
+        status.attempts = max(status.attempts, event.attempt)
+        status.worker = event.worker ?? status.worker
+        status.turn = event.turn ?? status.turn
+        status.updatedAt = event.at
+        status.finishedAt = event.state.isTerminal ? event.at : nil
+        return status
     }
 }

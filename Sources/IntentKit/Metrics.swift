@@ -86,14 +86,22 @@ public final class Metrics: Sendable {
     }
 
     /// The text exposition format, families in declaration order, samples sorted.
-    public func render() -> String {
-        state.withLock { state in
+    /// `constantLabels` go first on every sample (telling apart the files of
+    /// several processes in one textfile-collector directory).
+    public func render(constantLabels: [String: String] = [:]) -> String {
+        let constant = Self.labelText(constantLabels)
+        func with(_ labels: String) -> String {
+            guard !constant.isEmpty else { return labels }
+            return labels.isEmpty ? constant : String(constant.dropLast()) + "," + labels.dropFirst()
+        }
+        return state.withLock { state in
             var text = ""
             for name in state.order {
                 guard let family = state.families[name] else { continue }
                 text += "# HELP \(name) \(Self.escapeHelp(family.help))\n# TYPE \(name) \(family.kind.rawValue)\n"
                 if family.kind == .histogram {
-                    for (labels, entry) in family.histograms.sorted(by: { $0.key < $1.key }) {
+                    for (own, entry) in family.histograms.sorted(by: { $0.key < $1.key }) {
+                        let labels = with(own)
                         for (index, bound) in family.buckets.enumerated() {
                             text += "\(name)_bucket\(Self.adding("le", Self.number(bound), to: labels)) \(Self.number(entry.counts[index]))\n"
                         }
@@ -103,7 +111,7 @@ public final class Metrics: Sendable {
                     }
                 } else {
                     for (labels, value) in family.values.sorted(by: { $0.key < $1.key }) {
-                        text += "\(name)\(labels) \(Self.number(value))\n"
+                        text += "\(name)\(with(labels)) \(Self.number(value))\n"
                     }
                 }
             }

@@ -67,7 +67,7 @@ public final class MetricsWriter: Service {
             let last = stopping.load(ordering: .sequentiallyConsistent)
             if let url = configuration.brokerURL { probeQueues(url: url, connection: &connection) }
             do {
-                try write(metrics.render())
+                try write(metrics.render(constantLabels: ["process": processLabel]))
             } catch {
                 logger.warning("cannot write the metrics file: \(error)", metadata: ["metrics.path": configuration.path])
             }
@@ -77,6 +77,13 @@ public final class MetricsWriter: Service {
                 Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
             }
         }
+    }
+
+    /// The file's name without `.prom`: every sample carries it as `process`, so
+    /// several processes can write their files into one collector directory.
+    private var processLabel: String {
+        let name = URL(fileURLWithPath: configuration.path).lastPathComponent
+        return name.hasSuffix(".prom") ? String(name.dropLast(5)) : name
     }
 
     private func probeQueues(url: BrokerURL, connection: inout AMQPConnection?) {

@@ -42,6 +42,20 @@ import Testing
             """)
     }
 
+    @Test func constantLabelsGoOnEverySample() {
+        let metrics = Metrics()
+        metrics.declare("c", .counter, help: "C.")
+        metrics.declare("h", .histogram, help: "H.", buckets: [1])
+        metrics.increment("c")
+        metrics.increment("c", ["type": "A"])
+        metrics.observe("h", [:], 0.5)
+        let text = metrics.render(constantLabels: ["process": "worker-1"])
+        #expect(text.contains("c{process=\"worker-1\"} 1\n"))
+        #expect(text.contains("c{process=\"worker-1\",type=\"A\"} 1\n"))
+        #expect(text.contains("h_bucket{process=\"worker-1\",le=\"1\"} 1\n"))
+        #expect(text.contains("h_count{process=\"worker-1\"} 1\n"))
+    }
+
     @Test func labelValuesAreEscaped() {
         let metrics = Metrics()
         metrics.declare("odd", .counter, help: "Odd labels.")

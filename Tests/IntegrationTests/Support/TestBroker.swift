@@ -32,11 +32,38 @@ actor TestBroker {
         try await ensureRunning()
         let name = "\(label)-\(UUID().uuidString.prefix(8).lowercased())"
         for arguments in [["add_vhost", name], ["set_permissions", "-p", name, "guest", ".*", ".*", ".*"]] {
-            let result = try await run(Paths.brokerScript, ["ctl", node] + arguments, timeout: 60)
-            guard result.exitCode == 0 else { throw BrokerFailure(message: "rabbitmqctl \(arguments.joined(separator: " ")): \(result)") }
+            try await control(arguments)
         }
         return "amqp://guest:guest@127.0.0.1:\(port)/\(name)"
     }
+
+    /// rabbitmqctl against the node, at most three at a time: each is an Erlang VM
+    /// of its own, and thirty starting at once on two cores time out, or pick the
+    /// same CLI node name and fail with `nodistribution` (which is retried).
+    private func control(_ arguments: [String]) async throws {
+        while running >= 3 {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        running += 1
+        defer {
+            running -= 1
+            if !waiting.isEmpty { waiting.removeFirst().resume() }
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let result = try await run(Paths.brokerScript, ["ctl", node] + arguments, timeout: 60)
+            if result.exitCode == 0 { return }
+            let clash = result.stderr.contains("nodistribution") || result.stderr.contains("Distribution failed")
+            guard clash, attempt < 4 else {
+                throw BrokerFailure(message: "rabbitmqctl \(arguments.joined(separator: " ")): \(result)")
+            }
+            try await Task.sleep(for: .milliseconds(200 * attempt))
+        }
+    }
+
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
 
     /// Stops the node (rabbitmqctl stop against it).
     func stop() async throws {
