@@ -78,7 +78,8 @@ public struct Topology: Sendable {
     /// Returns how many objects were deleted.
     @discardableResult
     public func deleteAll(url: BrokerURL) -> Int {
-        let queues = [workQueue, ledgerQueue, deadLetterQueue, cancelStream] + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
+        let queues = [workQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
+            + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
         let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange]
         var connection: AMQPConnection?
         var deleted = 0
