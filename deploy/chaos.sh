@@ -180,7 +180,7 @@ CONFIRMED=$(confirmed_count)
 log "$CONFIRMED intents confirmed; draining"
 
 terminal_count() {
-    sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND rank = 3" 2>/dev/null || echo 0
+    sqlite3 -cmd ".timeout 2000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND rank = 3" 2>/dev/null || echo 0
 }
 deadline=$((SECONDS + 300))
 while (($(terminal_count) < CONFIRMED && SECONDS < deadline)); do sleep 1; done
@@ -196,17 +196,23 @@ touch "$STOP"
 for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 for f in "$RUN"/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null; done
 wait 2>/dev/null
+# The workers and the recorder are grandchildren: wait until each has exited
+# (the recorder's last commit and checkpoint) before reading the files.
+for f in "$RUN"/*.pid; do
+    pid="$(cat "$f")"
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+done
 
 # The checks.
 cat "$RUN"/confirmed-*.log | sort -u >"$RUN/confirmed.txt"
-sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT id FROM intent_status WHERE rank = 3" | sort -u >"$RUN/terminal.txt"
+sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT id FROM intent_status WHERE rank = 3" | sort -u >"$RUN/terminal.txt"
 LOST=$(comm -23 "$RUN/confirmed.txt" "$RUN/terminal.txt" | wc -l)
-DUPLICATED=$(sqlite3 "file:$HAIRDRESSERS_DB?mode=ro" "SELECT count(*) FROM (SELECT intent_id FROM message GROUP BY intent_id HAVING count(*) > 1)")
-CHANGED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM status_conflict")
-SUCCEEDED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'success'")
-FAILED=$(sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
-INTEGRITY_STATUS=$(sqlite3 "$INTENT_STATUS_DB" "PRAGMA integrity_check")
-INTEGRITY_APP=$(sqlite3 "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
+DUPLICATED=$(sqlite3 -cmd ".timeout 5000" "file:$HAIRDRESSERS_DB?mode=ro" "SELECT count(*) FROM (SELECT intent_id FROM message GROUP BY intent_id HAVING count(*) > 1)")
+CHANGED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM status_conflict")
+SUCCEEDED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'success'")
+FAILED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
+INTEGRITY_STATUS=$(sqlite3 -cmd ".timeout 5000" "$INTENT_STATUS_DB" "PRAGMA integrity_check")
+INTEGRITY_APP=$(sqlite3 -cmd ".timeout 5000" "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
 QUEUES=$(queues_left)
 KILLS=$(cat "$RUN/kills.log" 2>/dev/null | wc -l)
 RESTARTED=$(($(cat "$RUN"/worker-*.starts 2>/dev/null | wc -l) - WORKERS))
