@@ -48,10 +48,11 @@ struct ClusterTests {
         ]
         var processes: [WorkerProcess] = []
         defer { for process in processes where process.isRunning { kill(process.pid, SIGKILL) } }
-        for (index, arguments) in [["--recorder-only"], ["--concurrency", "8"], ["--concurrency", "8"]].enumerated() {
+        // The recorder and the first worker start on node 1, the one that will stop.
+        for (first, arguments) in [(0, ["--recorder-only"]), (0, ["--concurrency", "8"]), (1, ["--concurrency", "8"])] {
             let process = try WorkerProcess(
-                arguments: arguments + ["--heartbeat", "5"], environment: files.merging(["INTENT_BROKER_URL": urls(startingAt: (index + 2) % 3)]) { $1 },
-                logPath: directory.appendingPathComponent("process-\(index).log").path)
+                arguments: arguments + ["--heartbeat", "5"], environment: files.merging(["INTENT_BROKER_URL": urls(startingAt: first)]) { $1 },
+                logPath: directory.appendingPathComponent("process-\(processes.count).log").path)
             processes.append(process)
             try await process.waitForConnections(1)
         }
@@ -121,14 +122,19 @@ struct ClusterTests {
         let app = try Database(path: files["HAIRDRESSERS_DB"]!, mode: .readOnly)
         let rows = try app.queryFirst("SELECT count(*), count(DISTINCT intent_id) FROM message") { ($0.int(0), $0.int(1)) }
         #expect(rows?.0 == count && rows?.1 == count, "one Message row per intent, none twice: \(String(describing: rows))")
-        // Whoever was on node 1 moved to another node and went on.
+        // The recorder and the worker that were on node 1 moved to another node and went on.
         let moved = processes.filter { $0.log.contains("reconnecting") || $0.log.contains("interrupted") }
-        #expect(!moved.isEmpty, "no process was connected to the stopped node")
+        #expect(moved.count >= 2, "the processes on the stopped node did not move: \(moved.count)")
         for process in moved {
             let reconnected = process.log.components(separatedBy: "\n").last { $0.contains(" connected ") } ?? ""
             #expect(!reconnected.contains(":\(Self.basePort)/"), "still on the stopped node: \(reconnected)")
         }
         print("cluster: stopped node 1 after \(confirmedAtStop) of \(count) confirmed; \(resubmissions.load(ordering: .relaxed)) resubmissions; \(moved.count) processes failed over")
+
+        // A status client given the stopped node first reaches the recorder through another.
+        let remote = try await run(Paths.tool("intent-status"), [ids.sorted()[0], "--remote", "--json"],
+                                   environment: ["INTENT_BROKER_URL": urls(startingAt: 0)], timeout: 30)
+        #expect(remote.exitCode == 0 && remote.stdout.contains("\"state\":\"success\""), "\(remote)")
 
         // The node comes back and rejoins.
         let restarted = try await Self.cluster(["start-node", "1"])

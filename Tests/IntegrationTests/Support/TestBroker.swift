@@ -9,6 +9,8 @@ actor TestBroker {
     let node: String
     let port: Int
     private var startup: Task<Void, any Error>?
+    /// Whether this test run has started the node already (a restart keeps its data).
+    private var startedOnce = false
 
     init(node: String, port: Int) {
         self.node = node
@@ -18,8 +20,17 @@ actor TestBroker {
     /// Starts the node unless it already answers.
     func ensureRunning() async throws {
         if let startup { return try await startup.value }
+        let fresh = !startedOnce
+        startedOnce = true
         let task = Task { [node, port] in
             if Self.answers(port: port) { return }
+            if fresh {
+                // The node is the tests' own: the first start of a run begins without the
+                // virtual hosts (and their quorum queues) of earlier runs, which would
+                // otherwise pile up and slow every boot.
+                let base = ProcessInfo.processInfo.environment["INTENTQUEUE_BROKER_DIR"] ?? "/var/tmp/intentqueue-broker"
+                try? FileManager.default.removeItem(atPath: "\(base)/\(node)")
+            }
             let result = try await run(Paths.brokerScript, ["start", node, "\(port)"], timeout: 120)
             guard result.exitCode == 0 else { throw BrokerFailure(message: "could not start \(node): \(result)") }
         }
