@@ -108,11 +108,13 @@ public final class StatusStore {
         public var code: String?
     }
 
-    /// Applies updates in one transaction and returns the state changes it made.
+    /// Applies updates in one transaction and returns the state changes it made
+    /// (only when `reportingTransitions`: finding them costs two lookups per update).
     /// States never move backwards: an event ranked below the stored state is
     /// ignored, and a terminal state is final.
     @discardableResult
-    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970) throws -> [Transition] {
+    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970,
+                       reportingTransitions: Bool = true) throws -> [Transition] {
         guard !updates.isEmpty else { return [] }
         return try database.transaction { db in
             var transitions: [Transition] = []
@@ -123,7 +125,9 @@ public final class StatusStore {
                 case .event(let event): id = event.id
                 case .canceled(let canceled): id = canceled
                 }
-                let before = try db.queryFirst("SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]) { row in
+                let before = !reportingTransitions ? nil : try db.queryFirst(
+                    "SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]
+                ) { row in
                     (state: IntentState(rawValue: row.string(0)), code: row.text(1))
                 }
                 switch update {
@@ -145,6 +149,7 @@ public final class StatusStore {
                         WHERE id = ?1 AND state IN ('queued', 'needsInput')
                         """, [.text(id), .real(now)])
                 }
+                guard reportingTransitions else { continue }
                 let after = try db.queryFirst("SELECT state, response_code, type FROM intent_status WHERE id = ?", [.text(id)]) { row in
                     (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2))
                 }

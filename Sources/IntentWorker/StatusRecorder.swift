@@ -126,7 +126,7 @@ public final class StatusRecorder: Service {
 
         func flush() throws {
             guard lastTag > ackedTag else { return }
-            count(try store.record(batch))
+            count(try store.record(batch, reportingTransitions: configuration.metrics != nil))
             try connection.ack(lastTag, multiple: true)
             ackedTag = lastTag
             batch.removeAll(keepingCapacity: true)
