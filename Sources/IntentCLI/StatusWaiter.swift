@@ -10,9 +10,10 @@ import IntentStore
 /// shows it (the recorder usually commits within a few milliseconds); if the
 /// store is still behind after `storeGrace`, the answer is the last stored
 /// status brought up to date with the event itself (state, response,
-/// resolutions), so a busy disk never delays the answer. Outcomes that
-/// publish no event (a cancel, an expired question, a dead letter) are caught
-/// by a read every half second; without a broker, it polls the store.
+/// resolutions), so a busy disk never delays the answer. The outcomes the
+/// recorder decides (a cancel, an expired question, a dead letter) it
+/// announces as events too; a read every half second covers a lost notice,
+/// and without a broker it polls the store.
 public enum StatusWaiter {
     /// The default end of a wait: a terminal state, or a question for the user.
     public static func answeredOrEnded(_ status: IntentStatus) -> Bool {

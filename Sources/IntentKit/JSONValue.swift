@@ -98,7 +98,7 @@ extension JSONValue {
     /// Integral values within ±2^53 without a decimal point, others in Swift's
     /// shortest round-tripping form. Only for finite numbers.
     @inline(__always)
-    static func formatNumber(_ number: Double) -> String {
+    public static func formatNumber(_ number: Double) -> String {
         if number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 {
             return String(Int64(number))
         }

@@ -106,6 +106,8 @@ public final class StatusStore {
         public var to: IntentState
         /// The response code of the new state, for `success` and `failure`.
         public var code: String?
+        /// The response message of the new state.
+        public var message: String? = nil
     }
 
     /// Applies updates in one transaction and returns the state changes it made
@@ -150,11 +152,14 @@ public final class StatusStore {
                         """, [.text(id), .real(now)])
                 }
                 guard reportingTransitions else { continue }
-                let after = try db.queryFirst("SELECT state, response_code, type FROM intent_status WHERE id = ?", [.text(id)]) { row in
-                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2))
+                let after = try db.queryFirst(
+                    "SELECT state, response_code, type, response_message FROM intent_status WHERE id = ?", [.text(id)]
+                ) { row in
+                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3))
                 }
                 if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
-                    transitions.append(Transition(id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code))
+                    transitions.append(Transition(
+                        id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message))
                 }
             }
             return transitions
@@ -291,16 +296,17 @@ public final class StatusStore {
     public func expireQuestions(olderThan seconds: Double, now: Double = Date().timeIntervalSince1970) throws -> [Transition] {
         try database.transaction { db in
             let cutoff: [SQLValue] = [.real(now), .real(seconds)]
+            let message = "the question went unanswered for more than \(JSONValue.formatNumber(seconds)) s"
             let expiring = try db.query("SELECT id, type FROM intent_status WHERE state = 'needsInput' AND updated_at < ?1 - ?2", cutoff) { row in
-                Transition(id: row.string(0), type: row.string(1), from: .needsInput, to: .failure, code: FailureCode.expired)
+                Transition(id: row.string(0), type: row.string(1), from: .needsInput, to: .failure, code: FailureCode.expired, message: message)
             }
             guard !expiring.isEmpty else { return [] }
             try db.run(
                 """
                 UPDATE intent_status SET state = 'failure', rank = 3, response_code = 'expired',
-                    response_message = 'the question went unanswered for more than ' || ?2 || ' s', updated_at = ?1, finished_at = ?1
+                    response_message = ?3, updated_at = ?1, finished_at = ?1
                 WHERE state = 'needsInput' AND updated_at < ?1 - ?2
-                """, cutoff)
+                """, cutoff + [.text(message)])
             return expiring
         }
     }

@@ -124,12 +124,20 @@ public final class StatusRecorder: Service {
         var ackedTag: UInt64 = 0
         let intentsExchange = configuration.topology.intentsExchange
 
+        // Ids whose outcome the recorder decides itself in this batch (a cancel, a dead letter).
+        var decided = Set<String>()
+
         func flush() throws {
             guard lastTag > ackedTag else { return }
-            count(try store.record(batch, reportingTransitions: configuration.metrics != nil))
+            let transitions = try store.record(batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty)
+            count(transitions)
             try connection.ack(lastTag, multiple: true)
             ackedTag = lastTag
             batch.removeAll(keepingCapacity: true)
+            if !decided.isEmpty {
+                try announce(transitions.filter { decided.contains($0.id) }, on: connection)
+                decided.removeAll(keepingCapacity: true)
+            }
         }
 
         var nextSweep = Date()
@@ -140,6 +148,7 @@ public final class StatusRecorder: Service {
                 let expired = try store.expireQuestions(olderThan: configuration.questionTimeToLive)
                 if !expired.isEmpty { logger.info("\(expired.count) unanswered questions expired") }
                 count(expired)
+                try announce(expired, on: connection)
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
             }
             if let retention = configuration.retention, Date() >= nextRetention {
@@ -175,7 +184,14 @@ public final class StatusRecorder: Service {
             }
             if lastTag == ackedTag { batchStarted = Date() }
             lastTag = delivery.tag.value
-            if let update = update(from: delivery, intentsExchange: intentsExchange) { batch.append(update) }
+            if let update = update(from: delivery, intentsExchange: intentsExchange) {
+                batch.append(update)
+                switch update {
+                case .canceled(let id): decided.insert(id)
+                case .event(let event) where delivery.exchange == configuration.topology.deadLetterExchange: decided.insert(event.id)
+                default: break
+                }
+            }
             if batch.count >= configuration.batchSize { try flush() }
         }
         try flush()
@@ -193,6 +209,21 @@ public final class StatusRecorder: Service {
         try connection.publish(OutgoingMessage(
             exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
             correlationID: request.correlationID))
+    }
+
+    /// Publishes, on `intents.status`, the outcomes only the recorder sees (a
+    /// cancel, a dead letter, an expired question), so that `watch` and `--wait`
+    /// learn them as they learn a worker's. A notice, not a record: the store
+    /// has them already, and reading one back from the ledger changes nothing.
+    private func announce(_ transitions: [StatusStore.Transition], on connection: AMQPConnection) throws {
+        for transition in transitions where transition.to.isTerminal {
+            let event = StatusEvent(
+                id: transition.id, type: transition.type, state: transition.to, attempt: 0,
+                response: transition.code.map { IntentResponse(code: $0, message: transition.message) }, worker: "recorder")
+            try connection.publish(OutgoingMessage(
+                exchange: configuration.topology.statusExchange, routingKey: event.routingKey, body: event.encoded(),
+                messageID: event.id, type: event.type, persistent: false))
+        }
     }
 
     /// Counts applied state changes in the metrics.

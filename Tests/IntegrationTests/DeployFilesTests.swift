@@ -428,11 +428,12 @@ import Testing
 
         // The recorder: declares the exchanges, intents.cancel, the ledger and the status request queue,
         // binds the ledger to status, dead letters and cancellations, consumes the ledger and the
-        // requests, and answers on the default exchange (direct reply-to).
+        // requests, answers on the default exchange (direct reply-to), and announces the outcomes
+        // it decides itself (a cancel, a dead letter, an expired question) on intents.status.
         let recorder = try #require(grants["intent-recorder"])
         #expect(try allowed(recorder.configure) == exchanges.union([topology.cancelExchange, topology.ledgerQueue,
                                                                     topology.statusRequestQueue]))
-        #expect(try allowed(recorder.write) == [topology.ledgerQueue, "amq.default"])
+        #expect(try allowed(recorder.write) == [topology.ledgerQueue, topology.statusExchange, "amq.default"])
         #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.cancelExchange,
                                                topology.ledgerQueue, topology.statusRequestQueue])
 

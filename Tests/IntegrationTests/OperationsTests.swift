@@ -220,6 +220,40 @@ struct OperationsTests {
         #expect(leftovers == ["intentqueue.prom"])
     }
 
+    /// Outcomes only the recorder sees — an expired question, a cancel — reach
+    /// `watch` too: the recorder announces them on intents.status.
+    @Test func watchShowsOutcomesTheRecorderDecides() async throws {
+        let sandbox = try await Sandbox("announce")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker(["--with-recorder", "--question-ttl", "1"])
+        let watch = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        try await eventually(timeout: 10, "the watcher") { watch.log.contains("watching") }
+
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "ask", "--wait"]).exitCode == 3)
+        #expect(try await worker.stop() == 0)
+        try await sandbox.startWorker(["--recorder-only", "--question-ttl", "1"], expectedConnections: 1)
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "drop"]).exitCode == 0)
+        try await eventually(timeout: 10, "the submission to be recorded") { try sandbox.statusStore().status(id: "drop")?.state == .queued }
+        #expect(try await sandbox.status(["cancel", "drop"]).exitCode == 0)
+
+        func events() throws -> [StatusEvent] {
+            try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
+        }
+        try await eventually(timeout: 20, "the expiry and the cancel on the stream") {
+            let seen = try events()
+            return seen.contains { $0.id == "ask" && $0.state == .failure } && seen.contains { $0.id == "drop" && $0.state == .canceled }
+        }
+        let expired = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
+        #expect(expired.response?.code == FailureCode.expired)
+        #expect(expired.worker == "recorder")
+        #expect(try sandbox.statusStore().status(id: "ask")?.response?.code == FailureCode.expired)
+        #expect(try sandbox.statusStore().conflictCount() == 0, "reading its own notice back changes nothing")
+        watch.process.interrupt()
+        #expect(try await watch.stop() == 0)
+    }
+
     /// Retry queues were classic queues before the cluster work: an empty one is
     /// replaced by its quorum queue; one still holding retries stops the worker with a clear reason.
     @Test func classicRetryQueuesOfAnEarlierVersionAreReplacedWhenEmpty() async throws {

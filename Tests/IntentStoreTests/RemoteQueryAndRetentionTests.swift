@@ -50,7 +50,7 @@ import Testing
         #expect(first.first?.from == nil)
         #expect(first.last?.from == .queued)
         let end = try store.record([Self.event("a", .success, code: "success"), Self.event("a", .failure, code: "late"), Self.event("a", .inProgress)])
-        #expect(end == [StatusStore.Transition(id: "a", type: "SendMessage", from: .inProgress, to: .success, code: "success")])
+        #expect(end == [StatusStore.Transition(id: "a", type: "SendMessage", from: .inProgress, to: .success, code: "success", message: "success")])
         #expect(try store.record([.canceled(id: "a")]).isEmpty, "a finished intent is not canceled")
     }
 
