@@ -6,9 +6,9 @@
 #
 #   deploy/soak.sh [--rate 400] [--seconds 600] [--retain 60s] [--interval 30] [--bin .build/release]
 #
-# Runs in its own virtual host (iqsoak) on the broker of INTENT_BROKER_URL's
-# host (default: deploy/broker.sh ensure 5672), with its files under
-# /var/tmp/intentqueue-soak. Needs amqp-tools, python3 and sqlite3.
+# Runs in its own virtual host (iqsoak, removed at the end) on the local node
+# that deploy/broker.sh ensure 5672 starts (node "intentqueue"), with its files
+# under /var/tmp/intentqueue-soak. Needs amqp-tools, python3 and sqlite3.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,6 +45,7 @@ cleanup() {
     [[ -n "$PRODUCER" ]] && kill "$PRODUCER" 2>/dev/null || true
     kill -TERM "$WORKER" 2>/dev/null || true
     wait "$WORKER" 2>/dev/null || true
+    "$HERE/broker.sh" ctl intentqueue delete_vhost iqsoak >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 for _ in $(seq 1 100); do grep -q "ready;" "$DIR/worker.log" && grep -c " connected " "$DIR/worker.log" | grep -q 2 && break; sleep 0.1; done
@@ -66,7 +67,7 @@ PY
 PRODUCER=$!
 
 size() { du -cb "$INTENT_STATUS_DB"* 2>/dev/null | tail -1 | cut -f1; }
-rows() { sqlite3 "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status" 2>/dev/null || echo 0; }
+rows() { sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status" 2>/dev/null || echo "?"; }
 metric() { grep "^$1" "$DIR/metrics.prom" 2>/dev/null | awk '{s+=$2} END {print s+0}'; }
 printf '%8s %10s %10s %10s %12s\n' seconds received deleted rows store_bytes
 started=$(date +%s)

@@ -32,9 +32,23 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
         return [first] + alternates.map { var url = $0; url.alternates = []; return url }
     }
 
-    /// One URL, or several separated by commas (a cluster's nodes).
+    /// One URL, or several separated by commas (a cluster's nodes). A comma
+    /// starts a new URL only when `amqp://` or `amqps://` follows it, so a
+    /// password may hold a comma of its own.
     public init(_ text: String) throws(AMQPError) {
-        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { (part: Substring) -> String in String(String(part).trimmingWhitespace()) }
+        var parts: [String] = []
+        for piece in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let trimmed = String(String(piece).trimmingWhitespace())
+            let startsURL = trimmed.hasPrefix("amqp://") || trimmed.hasPrefix("amqps://")
+            if parts.isEmpty || startsURL || trimmed.isEmpty {
+                parts.append(trimmed)
+            } else if trimmed.contains("://") {
+                throw AMQPError(.configuration, context: "broker URL",
+                                detail: "each URL of a comma-separated list starts with amqp:// or amqps://, not '\(BrokerURL.redacted(trimmed))'")
+            } else {
+                parts[parts.count - 1] += "," + String(piece)
+            }
+        }
         guard parts.count > 1 else {
             try self.init(single: text)
             return

@@ -8,16 +8,19 @@ public final class StatusRequester {
     private let topology: Topology
     private let timeout: Double
 
+    /// - Parameter timeout: the longest a connect, or a question, may take.
     public init(url: BrokerURL, topology: Topology = Topology(), timeout: Double = 5) throws(AMQPError) {
-        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: min(3, timeout), rpcTimeout: min(5, timeout))
         self.topology = topology
         self.timeout = timeout
         // Direct reply-to: consume the pseudo-queue (no acks) before the first request.
         try connection.consume(Topology.directReplyTo, noAck: true)
     }
 
-    /// Sends one request and waits for its answer.
-    public func ask(_ request: [UInt8]) throws(AMQPError) -> [UInt8] {
+    /// Sends one request and waits for its answer, at most `timeout` seconds
+    /// (and never longer than the requester's own timeout).
+    public func ask(_ request: [UInt8], timeout limit: Double? = nil) throws(AMQPError) -> [UInt8] {
+        let timeout = max(0.01, min(self.timeout, limit ?? self.timeout))
         let correlation = UUID().uuidString
         try connection.publish(OutgoingMessage(
             exchange: "", routingKey: topology.statusRequestQueue, body: request, persistent: false, mandatory: true,
@@ -27,7 +30,7 @@ public final class StatusRequester {
         while true {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else {
-                throw AMQPError(.timeout, context: "asking the status recorder", detail: "no answer within \(timeout) s")
+                throw AMQPError(.timeout, context: "asking the status recorder", detail: "no answer within \(String(format: "%.1f", timeout)) s")
             }
             switch try connection.nextEvent(timeout: remaining) {
             case .delivery(let delivery) where delivery.correlationID == correlation:
@@ -53,8 +56,8 @@ public final class StatusFeed {
 
     /// - Parameter bindings: (exchange, routing key) pairs; for the status
     ///   exchange the key is `<type>.<state>` with `*` and `#` wildcards.
-    public init(url: BrokerURL, bindings: [(exchange: String, key: String)]) throws(AMQPError) {
-        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+    public init(url: BrokerURL, bindings: [(exchange: String, key: String)], connectTimeout: Double = 3) throws(AMQPError) {
+        connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: connectTimeout, rpcTimeout: max(connectTimeout, 1))
         queue = try connection.declareQueue("", durable: false, exclusive: true, autoDelete: true).name
         for binding in bindings {
             try connection.bindQueue(queue, exchange: binding.exchange, routingKey: binding.key)

@@ -124,18 +124,16 @@ public struct Topology: Sendable {
                 try declare()
             } catch where error.replyCode == 406 {
                 // An earlier IntentQueue declared the retry queues as classic queues.
-                // An empty one is replaced; one holding retries is left for its TTL to drain.
+                // An empty one is replaced. One still holding retries (older workers may
+                // still be filling it during a rolling upgrade) is kept and used as it
+                // is: a later start replaces it once it is empty.
                 try connection.reopenChannel()
                 do {
                     try connection.deleteQueue(queue, ifEmpty: true)
+                    try declare()
                 } catch where error.replyCode == 406 {
                     try connection.reopenChannel()
-                    throw AMQPError(
-                        .configuration, context: "declaring queue '\(queue)'",
-                        detail: "\(queue) is a classic queue from an earlier IntentQueue and still holds retries; it empties itself within \(seconds) s, then start again (it is replaced by a quorum queue)",
-                        replyCode: 406)
                 }
-                try declare()
             }
             try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
                                      arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])

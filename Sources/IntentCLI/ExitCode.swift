@@ -16,4 +16,6 @@ public enum ExitCode {
     public static let unavailable: Int32 = 69
     /// An internal error (EX_SOFTWARE).
     public static let software: Int32 = 70
+    /// An output file cannot be created (EX_CANTCREAT): the metrics file.
+    public static let cannotCreate: Int32 = 73
 }

@@ -93,14 +93,14 @@ public enum StatusReport {
     /// holds for it or the time is up (see `StatusWaiter`). While waiting, a
     /// store or id not seen yet is "not yet".
     public static func read(
-        id: String, storePath: String, timeout: Double?, brokerURL: BrokerURL? = nil,
+        id: String, storePath: String, timeout: Double?, brokerURL: BrokerURL? = nil, feed: StatusFeed? = nil,
         done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
     ) throws -> IntentStatus? {
         guard let timeout else {
             return try StatusStore(readingFrom: storePath).status(id: id)
         }
         var store: StatusStore?
-        return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, done: done) {
+        return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, feed: feed, done: done) {
             if store == nil, FileManager.default.fileExists(atPath: storePath) {
                 store = try StatusStore(readingFrom: storePath)
             }

@@ -26,15 +26,23 @@ public enum StatusWaiter {
     /// How long the store may lag behind the intent's event before the event answers.
     public static let storeGrace = 0.02
 
+    /// The events that can end a wait, on a queue of this client's: made before
+    /// a submission (or the first read), so no event can slip past. Nil when the
+    /// broker cannot be reached within `timeout` (or 3 s); the wait then polls.
+    public static func feed(url: BrokerURL, topology: Topology = Topology(), timeout: Double = 3) -> StatusFeed? {
+        try? StatusFeed(url: url, bindings: wakingStates.map { (topology.statusExchange, "*.\($0.rawValue)") },
+                        connectTimeout: max(0.1, min(3, timeout)))
+    }
+
+    /// Waits up to `timeout` seconds. `feed` is one made earlier with
+    /// `feed(url:)` (the wait closes it); without one, one is made from `brokerURL`.
     public static func wait(
-        id: String, timeout: Double, brokerURL: BrokerURL?, topology: Topology = Topology(),
+        id: String, timeout: Double, brokerURL: BrokerURL?, topology: Topology = Topology(), feed given: StatusFeed? = nil,
         done: (IntentStatus) -> Bool, read: () throws -> IntentStatus?
     ) throws -> IntentStatus? {
         let deadline = Date().addingTimeInterval(timeout)
         // Bound before the first read, so no event can slip between the read and the wait.
-        var feed = brokerURL.flatMap { url in
-            try? StatusFeed(url: url, bindings: wakingStates.map { (topology.statusExchange, "*.\($0.rawValue)") })
-        }
+        var feed = given ?? brokerURL.flatMap { Self.feed(url: $0, topology: topology, timeout: timeout) }
         defer { feed?.close() }
         var last = try read()
         if let last, done(last) { return last }

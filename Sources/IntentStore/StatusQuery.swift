@@ -18,8 +18,12 @@ public enum StatusQuery: Sendable, Hashable {
         case statuses([IntentStatus])
     }
 
-    /// The largest `limit` a request may ask for.
-    public static let maximumLimit = 100_000
+    /// The largest `limit` a request may ask for: an answer travels as one
+    /// message, which the broker caps (16 MiB in deploy/rabbitmq.conf).
+    public static let maximumLimit = 10_000
+
+    /// The largest answer the recorder sends; a larger one is refused with an error.
+    public static let maximumReplyBytes = 8 << 20
 
     public var encoded: [UInt8] {
         var object: [String: JSONValue]
@@ -43,24 +47,29 @@ public enum StatusQuery: Sendable, Hashable {
 
     public static func decode(_ bytes: [UInt8]) throws(Invalid) -> StatusQuery {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue else { throw Invalid(description: "the request is not a JSON object") }
+        func string(_ key: String) throws(Invalid) -> String? {
+            guard let value = object[key], value != .null else { return nil }
+            guard let text = value.stringValue else { throw Invalid(description: "\(key) must be a string") }
+            return text
+        }
         func limit() throws(Invalid) -> Int {
-            guard let number = object["limit"]?.numberValue else { return 50 }
-            guard number >= 1, number <= Double(maximumLimit), number == number.rounded() else {
+            guard let value = object["limit"], value != .null else { return 50 }
+            guard let number = value.numberValue, number >= 1, number <= Double(maximumLimit), number == number.rounded() else {
                 throw Invalid(description: "limit must be a whole number from 1 to \(maximumLimit)")
             }
             return Int(number)
         }
-        switch object["query"]?.stringValue {
+        switch try string("query") {
         case "show":
-            guard let id = object["id"]?.stringValue, !id.isEmpty else { throw Invalid(description: "show needs an id") }
+            guard let id = try string("id"), !id.isEmpty else { throw Invalid(description: "show needs an id") }
             return .show(id: id)
         case "list":
             var state: IntentState?
-            if let text = object["state"]?.stringValue {
+            if let text = try string("state") {
                 guard let parsed = IntentState(rawValue: text) else { throw Invalid(description: "unknown state '\(text)'") }
                 state = parsed
             }
-            return .list(state: state, type: object["type"]?.stringValue, limit: try limit())
+            return .list(state: state, type: try string("type"), limit: try limit())
         case "dead":
             return .dead(limit: try limit())
         case let other:
@@ -82,12 +91,18 @@ public enum StatusQuery: Sendable, Hashable {
         switch result {
         case .success(.status(let status)):
             guard let status else { return Array(#"{"status":null}"#.utf8) }
-            return Array(#"{"status":"#.utf8) + IntentStatus.jsonEncoded(status) + Array("}".utf8)
+            return sized(Array(#"{"status":"#.utf8) + IntentStatus.jsonEncoded(status) + Array("}".utf8))
         case .success(.statuses(let statuses)):
-            return Array(#"{"statuses":"#.utf8) + IntentStatus.jsonEncoded(statuses) + Array("}".utf8)
+            return sized(Array(#"{"statuses":"#.utf8) + IntentStatus.jsonEncoded(statuses) + Array("}".utf8))
         case .failure(let error):
             return JSONValue.object(["error": .string("\(error)")]).serialized()
         }
+    }
+
+    private static func sized(_ reply: [UInt8]) -> [UInt8] {
+        guard reply.count > maximumReplyBytes else { return reply }
+        return JSONValue.object(["error": .string(
+            "the answer is \(reply.count / 1_048_576) MiB, over the \(maximumReplyBytes / 1_048_576) MiB a remote answer may be; ask for fewer intents with --limit, or read the store locally")]).serialized()
     }
 
     /// What the recorder answered, or why it could not.
@@ -99,7 +114,10 @@ public enum StatusQuery: Sendable, Hashable {
         }
         let reply: Reply
         do {
-            reply = try JSONDecoder().decode(Reply.self, from: Data(bytes))
+            let decoder = JSONDecoder()
+            // The counterpart of `jsonEncoded`'s strategy.
+            decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+            reply = try decoder.decode(Reply.self, from: Data(bytes))
         } catch {
             throw Invalid(description: "the recorder's answer could not be read: \(error)")
         }

@@ -108,6 +108,8 @@ public final class StatusStore {
         public var code: String?
         /// The response message of the new state.
         public var message: String? = nil
+        /// The position, in the updates given to `record`, of the update that made the change.
+        public var update: Int = 0
     }
 
     /// Applies updates in one transaction and returns the state changes it made
@@ -120,7 +122,7 @@ public final class StatusStore {
         guard !updates.isEmpty else { return [] }
         return try database.transaction { db in
             var transitions: [Transition] = []
-            for update in updates {
+            for (position, update) in updates.enumerated() {
                 let id: String
                 switch update {
                 case .queued(let envelope), .requeued(let envelope): id = envelope.id
@@ -159,7 +161,8 @@ public final class StatusStore {
                 }
                 if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
                     transitions.append(Transition(
-                        id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message))
+                        id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message,
+                        update: position))
                 }
             }
             return transitions

@@ -57,9 +57,16 @@ public final class MetricsWriter: Service {
         stopping.store(true, ordering: .sequentiallyConsistent)
     }
 
-    private func runThread() throws {
+    /// Creates the folder and writes the file once: a path that cannot be
+    /// written is found at start, not an interval later.
+    public func prepare() throws {
         let directory = URL(fileURLWithPath: configuration.path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try write(metrics.render(constantLabels: ["process": processLabel]))
+    }
+
+    private func runThread() throws {
+        try prepare()
         logger.info("writing metrics every \(configuration.interval) s", metadata: ["metrics.path": configuration.path])
         var connection: AMQPConnection?
         defer { connection?.close() }
@@ -95,13 +102,21 @@ public final class MetricsWriter: Service {
                 connection = live
                 samples.append((queue, try live.inspectQueue(queue)))
             } catch let error as AMQPError where error.replyCode == 404 {
-                // Not declared yet (no worker has run): nothing to report; the channel is gone.
-                connection?.abandon()
-                connection = nil
+                // Not declared yet (no worker has run): nothing to report. The broker
+                // closed the channel; the connection stays.
+                do {
+                    try connection?.reopenChannel()
+                } catch {
+                    connection?.abandon()
+                    connection = nil
+                }
             } catch {
                 connection?.abandon()
                 connection = nil
                 metrics.set("intentqueue_broker_up", to: 0)
+                // No depth is better than a stale one.
+                metrics.clear("intentqueue_queue_messages")
+                metrics.clear("intentqueue_queue_consumers")
                 return
             }
         }

@@ -124,8 +124,8 @@ public final class StatusRecorder: Service {
         var ackedTag: UInt64 = 0
         let intentsExchange = configuration.topology.intentsExchange
 
-        // Ids whose outcome the recorder decides itself in this batch (a cancel, a dead letter).
-        var decided = Set<String>()
+        // The updates of this batch whose outcome the recorder decides itself (a cancel, a dead letter).
+        var decided = Set<Int>()
 
         func flush() throws {
             guard lastTag > ackedTag else { return }
@@ -135,7 +135,7 @@ public final class StatusRecorder: Service {
             ackedTag = lastTag
             batch.removeAll(keepingCapacity: true)
             if !decided.isEmpty {
-                try announce(transitions.filter { decided.contains($0.id) }, on: connection)
+                try announce(transitions.filter { decided.contains($0.update) }, on: connection)
                 decided.removeAll(keepingCapacity: true)
             }
         }
@@ -185,12 +185,12 @@ public final class StatusRecorder: Service {
             if lastTag == ackedTag { batchStarted = Date() }
             lastTag = delivery.tag.value
             if let update = update(from: delivery, intentsExchange: intentsExchange) {
-                batch.append(update)
                 switch update {
-                case .canceled(let id): decided.insert(id)
-                case .event(let event) where delivery.exchange == configuration.topology.deadLetterExchange: decided.insert(event.id)
+                case .canceled: decided.insert(batch.count)
+                case .event where delivery.exchange == configuration.topology.deadLetterExchange: decided.insert(batch.count)
                 default: break
                 }
+                batch.append(update)
             }
             if batch.count >= configuration.batchSize { try flush() }
         }
@@ -199,7 +199,12 @@ public final class StatusRecorder: Service {
 
     /// Answers one remote status query on its `reply_to`.
     private func answer(_ request: Delivery, from store: StatusStore, on connection: AMQPConnection) throws {
-        guard let replyTo = request.replyTo, !replyTo.isEmpty else { return }
+        // Only to a direct reply-to address: an answer routed to any other queue
+        // (intents.work, say) would be a message put where it does not belong.
+        guard let replyTo = request.replyTo, replyTo.hasPrefix(Topology.directReplyTo) else {
+            logger.warning("ignoring a status request without a direct reply-to address", metadata: ["amqp.reply_to": request.replyTo ?? ""])
+            return
+        }
         let result: Result<StatusQuery.Answer, any Error>
         do {
             result = .success(try StatusQuery.decode(request.body).answer(from: store))

@@ -70,6 +70,16 @@ struct StatusCommand {
         }
         var command = try parseAction(first, arguments: arguments, json: json)
         command.remote = remote
+        if remote {
+            switch command.action {
+            case .list(_, _, let limit), .dead(let limit):
+                guard limit <= StatusQuery.maximumLimit else {
+                    throw UsageError("--limit with --remote is at most \(StatusQuery.maximumLimit) (the answer travels as one message); read the store locally for more")
+                }
+            default:
+                break
+            }
+        }
         return command
     }
 

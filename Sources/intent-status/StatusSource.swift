@@ -51,12 +51,19 @@ enum StatusSource {
             return try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: brokerURL)
         case .remote(let url):
             // One connection for every question of the wait.
-            let requester = try StatusRequester(url: url)
+            let deadline = Date().addingTimeInterval(timeout)
+            let requester = try StatusRequester(url: url, timeout: min(5, timeout))
             defer { requester.close() }
+            var answered = false
             return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: url, done: StatusWaiter.answeredOrEnded) {
-                guard case .status(let status) = try StatusQuery.decodeReply(requester.ask(StatusQuery.show(id: id).encoded)) else {
-                    return nil
+                let answer: [UInt8]
+                do {
+                    answer = try requester.ask(StatusQuery.show(id: id).encoded, timeout: deadline.timeIntervalSinceNow)
+                } catch let error as AMQPError where error.kind == .timeout && answered {
+                    return nil  // a slow answer near the end of the wait: no news, the wait ends on its own
                 }
+                answered = true
+                guard case .status(let status) = try StatusQuery.decodeReply(answer) else { return nil }
                 return status
             }
         }

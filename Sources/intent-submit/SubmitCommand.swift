@@ -32,7 +32,8 @@ struct SubmitCommand {
           -h, --help          show this help
 
         Environment:
-          INTENT_BROKER_URL   amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+          INTENT_BROKER_URL   amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL));
+                              the nodes of a cluster as several URLs separated by commas
           INTENT_BROKER_URL_FILE  a file (mode 600) holding the URL instead
           INTENT_STATUS_DB    the status store read by --wait
 
@@ -138,6 +139,10 @@ struct SubmitCommand {
                 envelope.type = event.type
             }
         }
+        // For --wait, the events are followed from before the submission: a fast
+        // handler's outcome cannot be published before anyone listens.
+        var feed = wait ? StatusWaiter.feed(url: url, timeout: timeout) : nil
+        defer { feed?.close() }
         do {
             let publisher = try IntentPublisher(url: url)
             defer { publisher.close() }
@@ -163,7 +168,9 @@ struct SubmitCommand {
             // An answer waits for its own turn's outcome, not the question it answered.
             let minimumTurn = envelope.turn
             let mode = self.mode
-            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url) { status in
+            let given = feed
+            feed = nil
+            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: given) { status in
                 (status.turn ?? 0) >= minimumTurn && (status.state.isTerminal || (status.state == .needsInput && mode != .deny))
             }
             if json {

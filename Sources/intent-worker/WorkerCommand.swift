@@ -33,13 +33,15 @@ struct WorkerCommand {
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
+                                (exit 73 when PATH cannot be written)
           --metrics-interval S  seconds between metrics writes (default 5)
           --log-format F        human (default) or json, one line per event on standard error
           --log-level L         trace, debug, info (default), notice, warning or error
           -h, --help            show this help
 
         Environment:
-          INTENT_BROKER_URL     amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
+          INTENT_BROKER_URL     amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL));
+                                the nodes of a cluster as several URLs separated by commas
           INTENT_BROKER_URL_FILE  a file (mode 600) holding the URL instead, for secrets managers
           INTENTQUEUE_FAULT     fault injection for tests: point[@idPrefix][:probability],… with points
                                 afterReceive, afterHandle, afterStatusPublish, beforeAck (the worker kills itself)
@@ -184,10 +186,12 @@ struct WorkerCommand {
         let writer = zip(metricsFile, metrics).map { path, metrics in
             MetricsWriter(configuration: .init(path: path, interval: metricsInterval, brokerURL: url), metrics: metrics, logger: logger)
         }
-        let writing = writer.map { writer in Task { try await writer.run() } }
-        defer {
-            writer?.stop()
+        do {
+            try writer?.prepare()
+        } catch {
+            return Terminal.fail(Self.tool, "cannot write the metrics file \(metricsFile ?? ""): \(error)", code: ExitCode.cannotCreate)
         }
+        let writing = writer.map { writer in Task { try await writer.run() } }
         let group = ServiceGroup(services: services, gracePeriod: grace, logger: logger)
         do {
             let ending = try await group.run(ready: { logger.info("ready; SIGTERM or SIGINT stops gracefully") })
@@ -199,6 +203,8 @@ struct WorkerCommand {
             return ExitCode.success
         } catch {
             logger.error("stopped: \(error)")
+            writer?.stop()
+            try? await writing?.value
             return ExitCode.unavailable
         }
     }

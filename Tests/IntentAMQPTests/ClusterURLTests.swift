@@ -12,6 +12,13 @@ import Testing
         #expect(!url.description.contains("p@"))
     }
 
+    @Test func aCommaInsideAPasswordDoesNotSplitTheURL() throws {
+        let url = try BrokerURL("amqp://guest:pa,ss@127.0.0.1:5701/%2f,amqp://guest:pa,ss@127.0.0.1:5702/%2f")
+        #expect(url.endpoints.map(\.password) == ["pa,ss", "pa,ss"])
+        #expect(url.endpoints.map(\.port) == [5701, 5702])
+        #expect(try BrokerURL("amqp://guest:a,b,c@h:1/").password == "a,b,c")
+    }
+
     @Test func aSingleURLIsItsOwnOnlyEndpoint() throws {
         let url = try BrokerURL("amqp://guest:guest@localhost:5672/%2f")
         #expect(url.endpoints == [url])
