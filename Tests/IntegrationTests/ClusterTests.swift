@@ -105,6 +105,15 @@ struct ClusterTests {
         let confirmedAtStop = confirmed.withLock { $0.count }
         #expect(confirmedAtStop < count * 4 / 5, "the node stopped too late to be mid-run: \(confirmedAtStop) of \(count)")
         #expect(try await Self.runningNodes(asking: 2) == 2)
+        // The work, ledger and retry queues are quorum queues with a member on every node
+        // (node 1 stays a member while it is down).
+        let listed = try await run(Paths.brokerScript, ["ctl", "\(Self.name)2", "list_queues", "name", "type", "members", "--formatter", "json"], timeout: 60)
+        let queues = (try? JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]) ?? []
+        for name in ["intents.work", "intents.ledger", "intents.dead", "intents.retry.1s"] {
+            let queue = queues.first { $0["name"] as? String == name }
+            #expect(queue?["type"] as? String == "quorum", "\(name): \(String(describing: queue))")
+            #expect((queue?["members"] as? [String])?.count == 3, "\(name) is not on every node: \(String(describing: queue))")
+        }
         try await producing.value
         #expect(confirmed.withLock { $0.count } == count)
 
