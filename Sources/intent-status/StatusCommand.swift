@@ -16,7 +16,7 @@ struct StatusCommand {
           intent-status <id> [--wait [--timeout S]] [--remote] [--json]
           intent-status list [--state S] [--type T] [--limit N] [--remote] [--json]
           intent-status dead [--limit N] [--remote] [--json]   intents the broker dead-lettered (delivery limit, unreadable)
-          intent-status watch [--type T] [--state S] [--json]  follow status events as workers publish them, until SIGINT
+          intent-status watch [--type T] [--state S] [--json]  follow status events as they are published, until SIGINT
           intent-status requeue <id>                  put a dead-lettered intent back in the work queue
           intent-status cancel <id> [--remote]        cancel a queued or waiting intent (workers skip it, even later)
           intent-status delete <id>... | --group G | --all   remove stored interactions (local store only)
@@ -28,7 +28,7 @@ struct StatusCommand {
                               answers and exit codes, from a machine without the database file
           --state S           list only this state: \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))
           --type T            list only this intent type
-          --limit N           list at most N intents, newest first (default 50)
+          --limit N           list at most N intents, newest first (default 50; at most 10000 with --remote)
           --json              print JSON instead of text
           -h, --help          show this help
 
