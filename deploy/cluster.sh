@@ -8,6 +8,7 @@
 #   deploy/cluster.sh urls [BASEPORT]          print the URLs line (for INTENT_BROKER_URL)
 #   deploy/cluster.sh status                   rabbitmqctl cluster_status via node 1 (or any running node)
 #   deploy/cluster.sh stop-node N              stop node N (1..3) gracefully (rabbitmqctl stop): fail-over tests
+#   deploy/cluster.sh kill-node N              kill -9 node N: a crash, for fail-over tests
 #   deploy/cluster.sh start-node N [BASEPORT]  start node N again; it rejoins the cluster; waits until it runs
 #   deploy/cluster.sh stop                     stop all three nodes
 #
@@ -56,7 +57,7 @@ WAIT=60
 unset INTENTQUEUE_BROKER_CONF INTENTQUEUE_DIST_PORT INTENTQUEUE_BROKER_PLUGINS INTENTQUEUE_BROKER_COOKIE
 
 usage() {
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 64
 }
 die() { echo "cluster.sh: $2" >&2; exit "$1"; }
@@ -295,6 +296,16 @@ cmd_stop_node() {
     say "node $(name_of "$n")@localhost stopped"
 }
 
+cmd_kill_node() {
+    local n="$1" pid
+    [[ "$n" =~ ^[123]$ ]] || usage
+    lock
+    pid="$(pid_of "$n")" || { say "node $(name_of "$n")@localhost is not running"; return 0; }
+    kill -9 "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    say "node $(name_of "$n")@localhost killed (kill -9 of pid $pid)"
+}
+
 cmd_stop() {
     local n pids=() failed=0
     lock
@@ -322,6 +333,7 @@ case "${1:-}" in
         ;;
     status) (($# == 1)) || usage; cmd_status ;;
     stop-node) (($# == 2)) || usage; cmd_stop_node "$2" ;;
+    kill-node) (($# == 2)) || usage; cmd_kill_node "$2" ;;
     start-node) (($# == 2 || $# == 3)) || usage; cmd_start_node "$2" "${3:-}" ;;
     stop) (($# == 1)) || usage; cmd_stop ;;
     *) usage ;;

@@ -301,6 +301,13 @@ public final class ConsumerLoop: Sendable {
                     try confirm(upTo: sequence, multiple: multiple, refused: false)
                 case .rejected(let sequence, let multiple):
                     try confirm(upTo: sequence, multiple: multiple, refused: true)
+                    // A channel that once failed to reach a quorum queue (its leader moved
+                    // as a cluster node went down) can go on refusing every publish; a new
+                    // connection starts with a fresh channel. Unacked deliveries return to
+                    // the queue and come back, and OnceOnly keeps their effects single.
+                    throw AMQPError(
+                        .rejected, context: "publishing status events",
+                        detail: "the broker refused a publish (basic.nack); reconnecting for a fresh channel")
                 case .returned(let message):
                     logger.warning("a status event was returned: \(message.replyText)",
                                    metadata: ["amqp.routing_key": message.routingKey, "intent.id": message.messageID ?? ""])
