@@ -38,9 +38,7 @@ public final class IntentPublisher {
 
     /// Publishes a status event (a user's denial, say) and waits for its confirm.
     public func publish(_ event: StatusEvent) throws(AMQPError) {
-        try publishConfirmed(OutgoingMessage(
-            exchange: topology.statusExchange, routingKey: event.routingKey, body: event.encoded(), messageID: event.id,
-            type: event.type, persistent: true), context: "publishing a status event")
+        try publishConfirmed(topology.statusMessage(for: event), context: "publishing a status event")
     }
 
     /// Asks for an intent to be canceled: the store marks it, and workers skip it.

@@ -1,3 +1,5 @@
+import IntentKit
+
 /// The broker objects IntentQueue uses, declared the same way by every process
 /// so that declarations are idempotent (a queue redeclared with other arguments
 /// would be refused by the broker).
@@ -67,6 +69,15 @@ public struct Topology: Sendable {
         try connection.declareExchange(cancelExchange, type: "fanout")
         try connection.declareQueue(cancelStream, arguments: [.string("x-queue-type", "stream"), .string("x-max-age", "7D")])
         try connection.bindQueue(cancelStream, exchange: cancelExchange, routingKey: "")
+    }
+
+    /// The message of a status event on `intents.status` (key `<type>.<state>`,
+    /// `message_id` the intent id): what workers, producers (a denial) and the
+    /// recorder (its announcements, not persistent) publish.
+    public func statusMessage(for event: StatusEvent, persistent: Bool = true) -> OutgoingMessage {
+        OutgoingMessage(
+            exchange: statusExchange, routingKey: event.routingKey, body: event.encoded(),
+            messageID: event.id, type: event.type, persistent: persistent)
     }
 
     /// The header of the marker a worker writes into the cancellation stream to

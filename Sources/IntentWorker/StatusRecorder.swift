@@ -225,9 +225,7 @@ public final class StatusRecorder: Service {
             let event = StatusEvent(
                 id: transition.id, type: transition.type, state: transition.to, attempt: 0,
                 response: transition.code.map { IntentResponse(code: $0, message: transition.message) }, worker: "recorder")
-            try connection.publish(OutgoingMessage(
-                exchange: configuration.topology.statusExchange, routingKey: event.routingKey, body: event.encoded(),
-                messageID: event.id, type: event.type, persistent: false))
+            try connection.publish(configuration.topology.statusMessage(for: event, persistent: false))
         }
     }
 

@@ -118,7 +118,7 @@ public final class WorkerService: Service {
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
                     worker: configuration.workerName, turn: turn)
-                loop.send(.publish([Self.message(for: event, topology: configuration.topology)], thenAck: nil))
+                loop.send(.publish([configuration.topology.statusMessage(for: event)], thenAck: nil))
             })
         context.userID = delivery.userID
         let cancellations = self.cancellations
@@ -194,12 +194,6 @@ public final class WorkerService: Service {
     }
 
     private func message(for event: StatusEvent) -> OutgoingMessage {
-        Self.message(for: event, topology: configuration.topology)
-    }
-
-    static func message(for event: StatusEvent, topology: Topology) -> OutgoingMessage {
-        OutgoingMessage(
-            exchange: topology.statusExchange, routingKey: event.routingKey, body: event.encoded(),
-            messageID: event.id, type: event.type, persistent: true)
+        configuration.topology.statusMessage(for: event)
     }
 }
