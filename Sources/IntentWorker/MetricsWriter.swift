@@ -1,7 +1,6 @@
 import Foundation
 import IntentAMQP
 import IntentKit
-import Synchronization
 
 /// Writes the metrics, in Prometheus' text format, to a file that
 /// node_exporter's textfile collector reads: every `interval` seconds and
@@ -27,7 +26,7 @@ public final class MetricsWriter: Service {
     private let configuration: Configuration
     private let metrics: Metrics
     private let logger: Logger
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopRequest()
 
     public init(configuration: Configuration, metrics: Metrics, logger: Logger) {
         self.configuration = configuration
@@ -36,25 +35,18 @@ public final class MetricsWriter: Service {
     }
 
     public func run() async throws {
-        let failure = Mutex<(any Error)?>(nil)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                do {
-                    try runThread()
-                } catch {
-                    logger.error("metrics stopped: \(error)", metadata: ["metrics.path": configuration.path])
-                    failure.withLock { $0 = error }
-                }
-                continuation.resume()
+        try await runOnThread(named: "intentqueue.metrics") { [self] in
+            do {
+                try runThread()
+            } catch {
+                logger.error("metrics stopped: \(error)", metadata: ["metrics.path": configuration.path])
+                throw error
             }
-            thread.name = "intentqueue.metrics"
-            thread.start()
         }
-        if let error = failure.withLock({ $0 }) { throw error }
     }
 
     public func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
+        stopping.request()
     }
 
     /// Creates the folder and writes the file once: a path that cannot be
@@ -71,7 +63,7 @@ public final class MetricsWriter: Service {
         var connection: AMQPConnection?
         defer { connection?.close() }
         while true {
-            let last = stopping.load(ordering: .sequentiallyConsistent)
+            let last = stopping.isRequested
             if let url = configuration.brokerURL { probeQueues(url: url, connection: &connection) }
             do {
                 try write(metrics.render(constantLabels: ["process": processLabel]))
@@ -79,10 +71,7 @@ public final class MetricsWriter: Service {
                 logger.warning("cannot write the metrics file: \(error)", metadata: ["metrics.path": configuration.path])
             }
             if last { return }
-            let deadline = Date().addingTimeInterval(configuration.interval)
-            while !stopping.load(ordering: .sequentiallyConsistent), Date() < deadline {
-                Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
-            }
+            stopping.pause(configuration.interval)
         }
     }
 

@@ -2,7 +2,6 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
-import Synchronization
 
 /// The status store's only writer. It consumes the ledger queue on its own
 /// thread, which owns both the AMQP connection and the SQLite connection, and
@@ -40,8 +39,7 @@ public final class StatusRecorder: Service {
 
     private let configuration: Configuration
     private let logger: Logger
-    private let stopping = Atomic<Bool>(false)
-    private let failure = Mutex<(any Error)?>(nil)
+    private let stopping = StopRequest()
 
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -49,31 +47,22 @@ public final class StatusRecorder: Service {
     }
 
     public func run() async throws {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                runThread()
-                continuation.resume()
-            }
-            thread.name = "intentqueue.recorder"
-            thread.start()
-        }
-        if let error = failure.withLock({ $0 }) { throw error }
+        try await runOnThread(named: "intentqueue.recorder") { [self] in try runThread() }
     }
 
     public func stop() {
-        stopping.store(true, ordering: .sequentiallyConsistent)
+        stopping.request()
     }
 
-    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+    private var isStopping: Bool { stopping.isRequested }
 
-    private func runThread() {
+    private func runThread() throws {
         let store: StatusStore
         do {
             store = try StatusStore(path: configuration.storePath)
         } catch {
             logger.error("cannot open the status store: \(error)", metadata: ["store.path": configuration.storePath])
-            failure.withLock { $0 = error }
-            return
+            throw error
         }
         logger.info("recording to \(configuration.storePath)")
         var backoff = ReconnectBackoff()
@@ -95,7 +84,7 @@ public final class StatusRecorder: Service {
                 let wait = backoff.next()
                 logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
                                metadata: ["amqp.url": configuration.brokerURL.description])
-                pause(wait)
+                stopping.pause(wait)
                 continue
             }
             backoff.reset()
@@ -106,16 +95,11 @@ public final class StatusRecorder: Service {
             } catch {
                 connection.abandon()
                 logger.warning("recorder interrupted, reconnecting: \(error)")
-                pause(backoff.delay)
+                stopping.pause(backoff.delay)
             }
         }
         store.database.close()
         logger.info("recorder stopped")
-    }
-
-    private func pause(_ seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !isStopping, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
 
     private func record(from connection: AMQPConnection, into store: StatusStore, requestConsumer: String) throws {

@@ -1,0 +1,39 @@
+import Foundation
+import Synchronization
+
+/// What a service that lives on a thread of its own shares with that thread:
+/// the request to stop, and a pause that ends as soon as it comes.
+final class StopRequest: Sendable {
+    private let requested = Atomic<Bool>(false)
+
+    func request() { requested.store(true, ordering: .sequentiallyConsistent) }
+
+    var isRequested: Bool { requested.load(ordering: .sequentiallyConsistent) }
+
+    /// Sleeps up to `seconds`, looking every 50 ms whether a stop was requested.
+    func pause(_ seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !isRequested, Date() < deadline {
+            Thread.sleep(forTimeInterval: min(0.05, max(0, deadline.timeIntervalSinceNow)))
+        }
+    }
+}
+
+/// Runs `body` on a new thread named `name`, off the cooperative pool (it
+/// blocks on sockets and SQLite); returns, or throws its error, when it ends.
+func runOnThread(named name: String, _ body: @escaping @Sendable () throws -> Void) async throws {
+    let failure = Mutex<(any Error)?>(nil)
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let thread = Thread {
+            do {
+                try body()
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            continuation.resume()
+        }
+        thread.name = name
+        thread.start()
+    }
+    if let error = failure.withLock({ $0 }) { throw error }
+}
