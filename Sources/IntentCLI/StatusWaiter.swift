@@ -35,15 +35,17 @@ public enum StatusWaiter {
     }
 
     /// Waits up to `timeout` seconds. `feed` is one made earlier with
-    /// `feed(url:)` (the wait closes it); without one, one is made from `brokerURL`.
+    /// `feed(url:)`, which its maker closes; without one, the wait makes (and
+    /// closes) its own from `brokerURL`.
     public static func wait(
         id: String, timeout: Double, brokerURL: BrokerURL?, topology: Topology = Topology(), feed given: StatusFeed? = nil,
         done: (IntentStatus) -> Bool, read: () throws -> IntentStatus?
     ) throws -> IntentStatus? {
         let deadline = Date().addingTimeInterval(timeout)
         // Bound before the first read, so no event can slip between the read and the wait.
-        var feed = given ?? brokerURL.flatMap { Self.feed(url: $0, topology: topology, timeout: timeout) }
-        defer { feed?.close() }
+        let made = given == nil ? brokerURL.flatMap { Self.feed(url: $0, topology: topology, timeout: timeout) } : nil
+        defer { made?.close() }
+        var feed = given ?? made
         var last = try read()
         if let last, done(last) { return last }
         var eagerUntil = Date.distantPast
@@ -63,8 +65,7 @@ public enum StatusWaiter {
                         eagerUntil = Date().addingTimeInterval(storeGrace)
                     }
                 } catch {
-                    live.close()
-                    feed = nil
+                    feed = nil  // the broker went away: poll the store from now on (its owner closes the feed)
                 }
                 if !eager, event == nil, Date() < nextRead { continue }
                 nextRead = Date().addingTimeInterval(0.5)

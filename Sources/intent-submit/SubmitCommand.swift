@@ -141,7 +141,7 @@ struct SubmitCommand {
         }
         // For --wait, the events are followed from before the submission: a fast
         // handler's outcome cannot be published before anyone listens.
-        var feed = wait ? StatusWaiter.feed(url: url, timeout: timeout) : nil
+        let feed = wait ? StatusWaiter.feed(url: url, timeout: timeout) : nil
         defer { feed?.close() }
         do {
             let publisher = try IntentPublisher(url: url)
@@ -168,9 +168,7 @@ struct SubmitCommand {
             // An answer waits for its own turn's outcome, not the question it answered.
             let minimumTurn = envelope.turn
             let mode = self.mode
-            let given = feed
-            feed = nil
-            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: given) { status in
+            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed) { status in
                 (status.turn ?? 0) >= minimumTurn && (status.state.isTerminal || (status.state == .needsInput && mode != .deny))
             }
             if json {
