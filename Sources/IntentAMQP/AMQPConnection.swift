@@ -364,30 +364,18 @@ public final class AMQPConnection {
             properties._flags = amqp_flags_t(AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG)
             properties.content_type = bytes(contentType)
             properties.delivery_mode = message.persistent ? 2 : 1
-            if let messageID {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG)
-                properties.message_id = bytes(messageID)
+            // An optional string property: its flag, and its bytes, when present.
+            func set(_ flag: Int32, _ field: WritableKeyPath<amqp_basic_properties_t, amqp_bytes_t>, _ value: ByteArena.Slice?) {
+                guard let value else { return }
+                properties._flags |= amqp_flags_t(flag)
+                properties[keyPath: field] = bytes(value)
             }
-            if let type {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_TYPE_FLAG)
-                properties.type = bytes(type)
-            }
-            if let userID {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_USER_ID_FLAG)
-                properties.user_id = bytes(userID)
-            }
-            if let replyTo {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_REPLY_TO_FLAG)
-                properties.reply_to = bytes(replyTo)
-            }
-            if let correlationID {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_CORRELATION_ID_FLAG)
-                properties.correlation_id = bytes(correlationID)
-            }
-            if let expiration {
-                properties._flags |= amqp_flags_t(AMQP_BASIC_EXPIRATION_FLAG)
-                properties.expiration = bytes(expiration)
-            }
+            set(AMQP_BASIC_MESSAGE_ID_FLAG, \.message_id, messageID)
+            set(AMQP_BASIC_TYPE_FLAG, \.type, type)
+            set(AMQP_BASIC_USER_ID_FLAG, \.user_id, userID)
+            set(AMQP_BASIC_REPLY_TO_FLAG, \.reply_to, replyTo)
+            set(AMQP_BASIC_CORRELATION_ID_FLAG, \.correlation_id, correlationID)
+            set(AMQP_BASIC_EXPIRATION_FLAG, \.expiration, expiration)
             if let timestamp = message.timestampSeconds {
                 properties._flags |= amqp_flags_t(AMQP_BASIC_TIMESTAMP_FLAG)
                 properties.timestamp = timestamp
