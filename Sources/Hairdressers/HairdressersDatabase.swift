@@ -8,6 +8,9 @@ import IntentStore
 public final class HairdressersDatabase: Sendable {
     public let queue: DatabaseQueue
     public let path: String
+    /// Where the app's intents' outcomes are decided: `intent_effect`, in the
+    /// same transactions as the app's own rows.
+    public let ledger: DatabaseOutcomeLedger
 
     public static let environmentVariable = "HAIRDRESSERS_DB"
 
@@ -100,6 +103,7 @@ public final class HairdressersDatabase: Sendable {
         self.path = path
         queue = try DatabaseQueue(path: path, label: "hairdressers.database")
         try queue.sync { db in try db.migrate(Self.migrations) }
+        ledger = try DatabaseOutcomeLedger(queue: queue)
     }
 }
 

@@ -28,6 +28,8 @@ public struct OrderSoupHandler: IntentHandler {
         self.database = database
     }
 
+    public var ledger: (any OutcomeLedger)? { database.ledger }
+
     public func resolve(_ intent: OrderSoup, context: IntentContext) async throws -> [ParameterResolution] {
         let (menu, words) = try await database.queue.read { db in
             (try db.query("SELECT name FROM soup ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.soup, in: db))

@@ -26,6 +26,8 @@ public struct SendMessageHandler: IntentHandler {
         self.database = database
     }
 
+    public var ledger: (any OutcomeLedger)? { database.ledger }
+
     public func resolve(_ intent: SendMessage, context: IntentContext) async throws -> [ParameterResolution] {
         let (hairdressers, groups, words, groupWords) = try await database.queue.read { db in
             (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) },

@@ -27,6 +27,8 @@ public struct SendPaymentHandler: IntentHandler {
         self.database = database
     }
 
+    public var ledger: (any OutcomeLedger)? { database.ledger }
+
     public var isRestricted: Bool { true }
 
     public func resolve(_ intent: SendPayment, context: IntentContext) async throws -> [ParameterResolution] {

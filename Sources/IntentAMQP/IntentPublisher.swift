@@ -36,16 +36,17 @@ public final class IntentPublisher {
         }
     }
 
-    /// Publishes a status event (a user's denial, say) and waits for its confirm.
-    public func publish(_ event: StatusEvent) throws(AMQPError) {
-        try publishConfirmed(topology.statusMessage(for: event), context: "publishing a status event")
-    }
-
-    /// Asks for an intent to be canceled: the store marks it, and workers skip it.
+    /// Asks for an intent to be canceled. Two messages, both confirmed: a hint
+    /// on the cancellation stream, so that every worker skips the intent should
+    /// it still be queued, and the request itself, through `intents` like the
+    /// intent, which one worker decides in the intent's ledger (canceled, or
+    /// the outcome that was decided first). Throws `.unroutable` when no
+    /// worker serves the type.
     public func cancel(id: String, type: String) throws(AMQPError) {
         try publishConfirmed(OutgoingMessage(
             exchange: topology.cancelExchange, routingKey: "", body: JSONValue.object(["id": .string(id), "type": .string(type)]).serialized(),
-            messageID: id, type: type, persistent: true), context: "canceling \(id)")
+            messageID: id, type: type, userID: connection.url.user, persistent: true), context: "canceling \(id)")
+        try submit(IntentEnvelope.request(.cancel, id: id, type: type))
     }
 
     private func publishConfirmed(_ message: OutgoingMessage, context: String) throws(AMQPError) {

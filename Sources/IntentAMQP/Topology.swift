@@ -10,7 +10,7 @@ import IntentKit
 /// intents.status (topic, key = "<type>.<state>") ──▶ intents.ledger (key "#")
 /// intents.dead (fanout) ──▶ intents.dead, and ──▶ intents.ledger (so a dead letter is recorded as a failure)
 /// intents.retry (headers, x-retry-bucket) ──▶ intents.retry.<n>s (TTL n s, dead-letters back to intents)
-/// intents.cancel (fanout) ──▶ intents.ledger, intents.cancellations (stream)
+/// intents.cancel (fanout) ──▶ intents.cancellations (stream: hints every worker reads)
 /// "" (default) ──▶ intents.status.requests (the recorder's; answers via amq.rabbitmq.reply-to)
 /// ```
 /// Workers bind the work and ledger queues only for the types they serve, so a
@@ -23,9 +23,10 @@ public struct Topology: Sendable {
     public var workQueue = "intents.work"
     public var ledgerQueue = "intents.ledger"
     public var retryExchange = "intents.retry"
-    /// Cancellations: a fanout to the ledger (the store marks the intent) and to
-    /// a stream every worker reads from its start, so a cancel sent while no
-    /// worker runs still holds when one starts.
+    /// Cancellation hints: a fanout to a stream every worker reads from its
+    /// start, so that a worker skips an intent whose cancel was requested, even
+    /// one sent while no worker ran. The request itself travels through
+    /// `intents` (an envelope with `"request":"cancel"`) and a worker decides it.
     public var cancelExchange = "intents.cancel"
     public var cancelStream = "intents.cancellations"
     /// Remote status: the recorder consumes this queue (non-durable, deleted
@@ -43,6 +44,9 @@ public struct Topology: Sendable {
     public static let retryBucketHeader = "x-retry-bucket"
     /// The header counting how many times an intent was retried.
     public static let retriesHeader = "x-intent-retries"
+    /// The header counting how many times an intent waited for storage (a full
+    /// disk, say); those waits are not bounded by the retry policy.
+    public static let storageRetriesHeader = "x-intent-storage-waits"
 
     public init() {}
 
@@ -60,8 +64,6 @@ public struct Topology: Sendable {
         try connection.declareQueue(ledgerQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(ledgerQueue, exchange: statusExchange, routingKey: "#")
         try connection.bindQueue(ledgerQueue, exchange: deadLetterExchange, routingKey: "")
-        try connection.declareExchange(cancelExchange, type: "fanout")
-        try connection.bindQueue(ledgerQueue, exchange: cancelExchange, routingKey: "")
     }
 
     /// The stream of cancellations workers read (kept seven days).

@@ -11,7 +11,7 @@ public enum StatusReport {
         switch status.state {
         case .success: return ExitCode.success
         case .failure, .canceled: return ExitCode.failed
-        case .queued, .inProgress, .needsInput: return ExitCode.notTerminal
+        case .queued, .inProgress, .needsInput, .cancelRequested: return ExitCode.notTerminal
         }
     }
 

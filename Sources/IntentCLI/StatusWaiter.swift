@@ -7,13 +7,15 @@ import IntentStore
 /// themselves: a server-named queue bound to the events that can end a wait
 /// (`*.success`, `*.failure`, `*.canceled`, `*.needsInput`). When an event for
 /// the intent arrives, the status is read again every 2 ms until the store
-/// shows it (the recorder usually commits within a few milliseconds); if the
-/// store is still behind after `storeGrace`, the answer is the last stored
-/// status brought up to date with the event itself (state, response,
-/// resolutions), so a busy disk never delays the answer. The outcomes the
-/// recorder decides (a cancel, an expired question, a dead letter) it
-/// announces as events too; a read every half second covers a lost notice,
-/// and without a broker it polls the store.
+/// shows it (the recorder usually commits within a few milliseconds). A read
+/// every half second covers a lost notice, and without a broker it polls the
+/// store.
+///
+/// Read-your-writes: the answer is always a status read from the store (or,
+/// remotely, from the recorder, which writes what it has read before it
+/// answers), never one made up from the event. So when a wait reports a
+/// state, any read that follows — local or remote, from any tool — reports
+/// that state or a later one.
 public enum StatusWaiter {
     /// The default end of a wait: a terminal state, or a question for the user.
     public static func answeredOrEnded(_ status: IntentStatus) -> Bool {
@@ -23,8 +25,8 @@ public enum StatusWaiter {
     /// The routing keys of the events that may end a wait.
     public static let wakingStates: [IntentState] = [.success, .failure, .canceled, .needsInput]
 
-    /// How long the store may lag behind the intent's event before the event answers.
-    public static let storeGrace = 0.02
+    /// How long after the intent's event the store is read every 2 ms.
+    public static let eagerReading = 2.0
 
     /// The events that can end a wait, on a queue of this client's: made before
     /// a submission (or the first read), so no event can slip past. Nil when the
@@ -51,23 +53,23 @@ public enum StatusWaiter {
         var eagerUntil = Date.distantPast
         var nextRead = Date().addingTimeInterval(0.5)
         var pollDelay = 0.005
-        var event: StatusEvent?
         while true {
             let now = Date()
             if now >= deadline { return last }
             let eager = now < eagerUntil
             if let live = feed {
+                var woken = false
                 do {
                     let wait = min(deadline.timeIntervalSince(now), eager ? 0.002 : max(0.001, nextRead.timeIntervalSince(now)))
                     if let delivery = try live.next(timeout: wait), delivery.messageID == id,
                        let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id {
-                        event = decoded
-                        eagerUntil = Date().addingTimeInterval(storeGrace)
+                        woken = true
+                        eagerUntil = Date().addingTimeInterval(eagerReading)
                     }
                 } catch {
                     feed = nil  // the broker went away: poll the store from now on (its owner closes the feed)
                 }
-                if !eager, event == nil, Date() < nextRead { continue }
+                if !eager, !woken, Date() < nextRead { continue }
                 nextRead = Date().addingTimeInterval(0.5)
             } else {
                 Thread.sleep(forTimeInterval: min(pollDelay, max(0, deadline.timeIntervalSinceNow)))
@@ -77,30 +79,6 @@ public enum StatusWaiter {
                 last = status
                 if done(status) { return status }
             }
-            if let pending = event, Date() >= eagerUntil {
-                // The store is behind the event: answer from the event.
-                event = nil
-                let updated = applying(pending, to: last)
-                if done(updated) { return updated }
-            }
         }
-    }
-
-    /// A stored status (or none yet) brought up to date with a later event, as
-    /// the recorder will store it.
-    static func applying(_ event: StatusEvent, to stored: IntentStatus?) -> IntentStatus {
-        var status = stored ?? IntentStatus(id: event.id, type: event.type, state: event.state, updatedAt: event.at)
-        if let stored, stored.state.isTerminal || (stored.turn ?? 0) > (event.turn ?? 0) { return stored }
-        status.state = event.state
-        status.terminal = event.state.isTerminal
-        status.response = event.response
-        if let resolutions = event.resolutions { status.resolutions = resolutions }
-        status.progress = event.progress
-        status.attempts = max(status.attempts, event.attempt)
-        status.worker = event.worker ?? status.worker
-        status.turn = event.turn ?? status.turn
-        status.updatedAt = event.at
-        status.finishedAt = event.state.isTerminal ? event.at : nil
-        return status
     }
 }

@@ -78,6 +78,9 @@ final class CancelableTask: Sendable {
         if cancelNow { task.cancel() }
     }
 
+    /// The task, once set.
+    var task: Task<Void, Never>? { state.withLock { $0.task } }
+
     func cancel() {
         state.withLock { state -> Task<Void, Never>? in
             state.canceled = true

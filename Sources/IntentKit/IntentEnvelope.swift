@@ -24,11 +24,16 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
     public var confirmed: [String]?
     /// The conversation this intent belongs to, for deleting interactions together.
     public var group: String?
+    /// Set when the message is not a turn to run but a request about the
+    /// intent (cancel it, deny its confirmation, expire its question), which a
+    /// worker decides where the intent's effects are decided.
+    public var request: IntentRequest?
 
     public init(
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
-        answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil
+        answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil,
+        request: IntentRequest? = nil
     ) {
         self.version = version
         self.id = id
@@ -39,6 +44,15 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         self.answers = answers
         self.confirmed = confirmed
         self.group = group
+        self.request = request
+    }
+
+    /// A request about an intent: `cancel` (any turn), or `deny`/`expire` for
+    /// the question the intent asked at turn `turn - 1`.
+    public static func request(
+        _ request: IntentRequest, id: String, type: String, turn: Int = 0, submittedAt: Double = Date().timeIntervalSince1970
+    ) -> IntentEnvelope {
+        IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: submittedAt, turn: turn, request: request)
     }
 
     /// An envelope for a typed intent, with a fresh id unless one is given.
@@ -63,6 +77,7 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         if let answers { object["answers"] = .object(answers) }
         if let confirmed { object["confirmed"] = .array(confirmed.map(JSONValue.string)) }
         if let group { object["group"] = .string(group) }
+        if let request { object["request"] = .string(request.rawValue) }
         return JSONValue.object(object).serialized()
     }
 
@@ -108,10 +123,38 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         let answers = fields["answers"]?.objectValue
         let confirmed = fields["confirmed"]?.arrayValue?.compactMap(\.stringValue)
         let group = fields["group"]?.stringValue
+        var request: IntentRequest?
+        switch fields["request"] {
+        case nil, .null?:
+            break
+        case .string(let name)?:
+            guard let known = IntentRequest(rawValue: name) else {
+                throw EnvelopeError(id: id, reason: "unknown request '\(name)'; requests are \(IntentRequest.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            request = known
+        default:
+            throw EnvelopeError(id: id, reason: "'request' must be a string")
+        }
+        if request == .deny || request == .expire, turn < 1 {
+            throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
+        }
         return IntentEnvelope(
             id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
-            confirmed: confirmed, group: group)
+            confirmed: confirmed, group: group, request: request)
     }
+}
+
+/// What a request envelope asks of an intent. Each is decided by a worker, in
+/// the same transaction as the intent's once-only record, so it either wins
+/// (the intent ends `canceled`, `failure/denied` or `failure/expired` and its
+/// effects never happen) or loses to an outcome already decided.
+public enum IntentRequest: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Cancel the intent at whatever turn it is.
+    case cancel
+    /// The user refused the confirmation asked at turn `turn - 1`.
+    case deny
+    /// The question asked at turn `turn - 1` went unanswered too long (the recorder asks).
+    case expire
 }
 
 /// Why a message body is not a usable envelope. `id` is set when it could be read,

@@ -23,6 +23,13 @@ public protocol IntentHandler: Sendable {
     /// A restricted type (SiriKit's `IntentsRestrictedWhileLocked`) is handled
     /// only for submitters on the worker's allow-list of broker users.
     var isRestricted: Bool { get }
+
+    /// Where this type's outcomes are decided. A handler that writes its
+    /// effects with `OnceOnly` returns the ledger of that same database, so
+    /// that cancels, denials, expiries and time limits are decided in the
+    /// transactions that commit the effects. nil: the worker's own ledger,
+    /// which is claimed before `handle` runs.
+    var ledger: (any OutcomeLedger)? { get }
 }
 
 extension IntentHandler {
@@ -35,6 +42,8 @@ extension IntentHandler {
     public var timeLimit: Double? { 600 }
 
     public var isRestricted: Bool { false }
+
+    public var ledger: (any OutcomeLedger)? { nil }
 }
 
 /// The answer of `confirm`.

@@ -8,6 +8,10 @@ public struct PipelineOutcome: Sendable, Hashable {
     public var resolutions: [ParameterResolution]
     /// Set when a step threw a `TransientFailure`: the intent should be tried again.
     public var retryReason: String?
+    /// The retry waits for storage (a database busy, full or failing), not for
+    /// the handler's own condition: it is not bounded by the type's
+    /// `RetryPolicy`, so the intent waits until the storage works again.
+    public var waitsForStorage = false
 
     public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = [], retryReason: String? = nil) {
         self.state = state
@@ -20,6 +24,13 @@ public struct PipelineOutcome: Sendable, Hashable {
         PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: failure.reason)
     }
 
+    /// A retry for an error that reports itself passing (`RetryableError`).
+    static func retry(storage error: any Error, step: String, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
+        var outcome = PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: "\(step): \(error)")
+        outcome.waitsForStorage = true
+        return outcome
+    }
+
     public static func failure(_ failure: IntentFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
         PipelineOutcome(state: .failure, response: failure.response, resolutions: resolutions)
     }
@@ -29,23 +40,57 @@ public struct PipelineOutcome: Sendable, Hashable {
 /// the state machine: any `unsupported` fails the intent; any parameter that
 /// needs the user stops at `needsInput`; otherwise confirm, then handle.
 public enum IntentPipeline {
-    /// Runs an envelope through the registry's handler for its type.
+    /// Runs an envelope through the registry's handler for its type and
+    /// returns its outcome once the handler has returned.
     /// - Parameter timeLimit: overrides the handler's own `timeLimit` when set.
     public static func run(
         _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil
     ) async -> PipelineOutcome {
-        guard let entry = registry.entry(for: envelope.type) else {
-            return .failure(IntentFailure(
-                code: FailureCode.unknownIntentType,
-                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
+        let reported = Mutex<PipelineOutcome?>(nil)
+        await run(envelope, registry: registry, context: context, timeLimit: timeLimit) { outcome in
+            reported.withLock { $0 = outcome }
         }
-        return await entry.run(envelope, context, timeLimit ?? entry.timeLimit)
+        return reported.withLock { $0 } ?? .failure(IntentFailure(code: FailureCode.handlerError, message: "the pipeline reported no outcome"))
+    }
+
+    /// Runs an envelope through the registry's handler for its type, hands the
+    /// outcome to `report` as soon as it is known, and returns only when the
+    /// handler has really returned. The two differ when `handle` passes its
+    /// time limit: `report` gets `timedOut` at the deadline, while a handler
+    /// that ignores its cancellation goes on running, and the caller (a worker
+    /// counting its concurrency) must not count it as done.
+    public static func run(
+        _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil,
+        report: @Sendable (PipelineOutcome) async -> Void
+    ) async {
+        guard let entry = registry.entry(for: envelope.type) else {
+            await report(.failure(IntentFailure(
+                code: FailureCode.unknownIntentType,
+                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))")))
+            return
+        }
+        let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, report)
+        await straggler?.value
     }
 
     static let canceled = PipelineOutcome(
         state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled"))
 
-    static func run<H: IntentHandler>(_ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?) async -> PipelineOutcome {
+    /// Runs one handler; `report` gets the outcome. Returns the handler's task
+    /// when it is still running past its time limit.
+    static func run<H: IntentHandler>(
+        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?,
+        report: @Sendable (PipelineOutcome) async -> Void
+    ) async -> Task<Void, Never>? {
+        var straggler: Task<Void, Never>?
+        let outcome = await run(handler, envelope: envelope, context: context, timeLimit: timeLimit, straggler: &straggler)
+        await report(outcome)
+        return straggler
+    }
+
+    private static func run<H: IntentHandler>(
+        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, straggler: inout Task<Void, Never>?
+    ) async -> PipelineOutcome {
         var context = context
         context.confirmed = Set(envelope.confirmed ?? [])
         context.turn = envelope.turn
@@ -61,6 +106,8 @@ public enum IntentPipeline {
             resolutions = try await handler.resolve(intent, context: context)
         } catch let transient as TransientFailure {
             return .retry(transient)
+        } catch let error as any RetryableError where error.isRetryable {
+            return .retry(storage: error, step: "resolve")
         } catch {
             return .failure(failure(from: error, step: "resolve"))
         }
@@ -100,13 +147,15 @@ public enum IntentPipeline {
             }
         } catch let transient as TransientFailure {
             return .retry(transient, resolutions: resolutions)
+        } catch let error as any RetryableError where error.isRetryable {
+            return .retry(storage: error, step: "confirm", resolutions: resolutions)
         } catch {
             return .failure(failure(from: error, step: "confirm"), resolutions: resolutions)
         }
 
         if await context.isCanceled() { return canceled }
         do {
-            switch try await handle(handler, intent, context: context, timeLimit: timeLimit) {
+            switch try await handle(handler, intent, context: context, timeLimit: timeLimit, straggler: &straggler) {
             case .success(let response):
                 return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
             case .failure(let failure):
@@ -114,6 +163,8 @@ public enum IntentPipeline {
             }
         } catch let transient as TransientFailure {
             return .retry(transient, resolutions: resolutions)
+        } catch let error as any RetryableError where error.isRetryable {
+            return .retry(storage: error, step: "handle", resolutions: resolutions)
         } catch {
             return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
         }
@@ -124,14 +175,17 @@ public enum IntentPipeline {
 
     /// Runs `handle`, failing with `timedOut` (and canceling it) past the limit.
     /// The outcome is given at the deadline even if the handler ignores the
-    /// cancellation; a handler that writes should check for it before committing.
+    /// cancellation; its task is left in `straggler` for the caller to await.
+    /// The worker records `timedOut` in the intent's ledger before it publishes
+    /// it, so a handler that writes through `OnceOnly` afterwards finds the
+    /// outcome decided and commits nothing.
     private static func handle<H: IntentHandler>(
-        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?
+        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?, straggler: inout Task<Void, Never>?
     ) async throws -> HandleOutcome {
         guard let timeLimit, timeLimit > 0 else { return try await handler.handle(intent, context: context) }
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HandleOutcome, any Error>) in
+        let running = CancelableTask()
+        let outcome = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HandleOutcome, any Error>) in
             let first = FirstOutcome(continuation)
-            let running = CancelableTask()
             let token = Deadlines.shared.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
                 first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
@@ -143,6 +197,8 @@ public enum IntentPipeline {
                 first.resume(with: result)
             })
         }
+        straggler = running.task
+        return outcome
     }
 
     private static func failure(from error: any Error, step: String) -> IntentFailure {

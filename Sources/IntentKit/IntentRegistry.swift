@@ -4,10 +4,11 @@
 /// handler's own `IntentType`, so no handler ever sees another type's payload.
 public struct IntentRegistry: Sendable {
     struct Entry: Sendable {
-        let run: @Sendable (IntentEnvelope, IntentContext, Double?) async -> PipelineOutcome
+        let run: @Sendable (IntentEnvelope, IntentContext, Double?, @Sendable (PipelineOutcome) async -> Void) async -> Task<Void, Never>?
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
         let isRestricted: Bool
+        let ledger: (any OutcomeLedger)?
     }
 
     private var entries: [String: Entry] = [:]
@@ -25,10 +26,11 @@ public struct IntentRegistry: Sendable {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
         entries[name] = Entry(
-            run: { envelope, context, timeLimit in
-                await IntentPipeline.run(handler, envelope: envelope, context: context, timeLimit: timeLimit)
+            run: { envelope, context, timeLimit, report in
+                await IntentPipeline.run(handler, envelope: envelope, context: context, timeLimit: timeLimit, report: report)
             },
-            retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted)
+            retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted,
+            ledger: handler.ledger)
     }
 
     /// The type names this registry serves, sorted.
@@ -46,6 +48,11 @@ public struct IntentRegistry: Sendable {
     /// The handler's own time limit for a served type.
     public func timeLimit(for typeName: String) -> Double? {
         entries[typeName]?.timeLimit
+    }
+
+    /// The ledger a served type's handler decides its outcomes in, when it has its own.
+    public func ledger(for typeName: String) -> (any OutcomeLedger)? {
+        entries[typeName]?.ledger
     }
 
     /// The retry policy of a served type (`.standard` for any other).

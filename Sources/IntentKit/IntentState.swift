@@ -6,6 +6,10 @@ public enum IntentState: String, Codable, Sendable, CaseIterable {
     case inProgress
     /// Resolution stopped: a parameter needs a value, a choice or a confirmation.
     case needsInput
+    /// Someone asked to cancel it; a worker has not decided yet. It ends
+    /// `canceled`, or with the outcome the intent already had when the cancel
+    /// came too late.
+    case cancelRequested
     /// Handled.
     case success
     /// Refused or failed, with a typed code.
@@ -17,17 +21,18 @@ public enum IntentState: String, Codable, Sendable, CaseIterable {
     public var isTerminal: Bool {
         switch self {
         case .success, .failure, .canceled: true
-        case .queued, .inProgress, .needsInput: false
+        case .queued, .inProgress, .needsInput, .cancelRequested: false
         }
     }
 
     /// The order states move in within one turn of the conversation. An event
     /// whose rank is lower than the stored one is stale and never applied.
+    /// `cancelRequested` is not moved by any event but a terminal one.
     public var rank: Int {
         switch self {
         case .queued: 0
         case .inProgress: 1
-        case .needsInput: 2
+        case .needsInput, .cancelRequested: 2
         case .success, .failure, .canceled: 3
         }
     }

@@ -12,6 +12,15 @@ public struct TransientFailure: Error, Sendable, CustomStringConvertible {
     public var description: String { reason }
 }
 
+/// An error that can tell whether it may pass by itself: a database that is
+/// busy, full or failing to write (`DatabaseError` conforms). Thrown from
+/// `resolve`, `confirm` or `handle` while `isRetryable`, it retries the intent
+/// with backoff for as long as it lasts, without counting against the type's
+/// `RetryPolicy`: the intent waits for the storage instead of failing.
+public protocol RetryableError: Error {
+    var isRetryable: Bool { get }
+}
+
 /// How often and how late an intent type is retried after a `TransientFailure`.
 public struct RetryPolicy: Sendable, Hashable {
     /// Retries after the first attempt; then the intent fails with `retriesExhausted`.

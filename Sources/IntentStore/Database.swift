@@ -24,6 +24,7 @@ public final class Database {
         case .readWrite: flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
         }
+        let creating = mode == .readWrite && !FileManager.default.fileExists(atPath: path)
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -31,6 +32,12 @@ public final class Database {
             throw DatabaseError(code: rc, message: message, context: "opening \(path)")
         }
         handle = db
+        if creating {
+            // Private to its user whatever the umask: statuses and app data are
+            // nobody else's to read. SQLite gives the -wal and -shm files the
+            // main file's mode.
+            chmod(path, 0o600)
+        }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if mode == .readWrite {

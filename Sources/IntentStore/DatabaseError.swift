@@ -1,4 +1,5 @@
 import CSQLite
+import IntentKit
 
 /// A SQLite failure: the result code, SQLite's own message read at once, and
 /// what IntentQueue was doing.
@@ -20,5 +21,18 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
         return primary == SQLITE_BUSY || primary == SQLITE_LOCKED
     }
 
+    /// A condition that may pass by itself: busy or locked, out of memory, an
+    /// I/O error, a full disk, a file that cannot be opened for now. An intent
+    /// whose handler meets one waits and is tried again instead of failing.
+    public var isRetryable: Bool {
+        let primary = code & 0xFF
+        return [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL].contains(primary)
+    }
+
+    /// SQLITE_FULL: the disk (or the file system the database lives on) is full.
+    public var isDiskFull: Bool { code & 0xFF == SQLITE_FULL }
+
     public var description: String { "\(context): \(message) (SQLite code \(code))" }
 }
+
+extension DatabaseError: RetryableError {}

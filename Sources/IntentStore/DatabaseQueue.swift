@@ -80,9 +80,8 @@ public final class DatabaseQueue: @unchecked Sendable {
             return writes
         }
         guard !batch.isEmpty else { return }
-        var errors: [(any Error)?] = []
+        var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
-            // A busy database fails BEGIN IMMEDIATE before any write ran: retry the whole batch.
             try database.transaction { db in
                 errors = Array(repeating: nil, count: batch.count)
                 for (index, write) in batch.enumerated() {
@@ -98,7 +97,18 @@ public final class DatabaseQueue: @unchecked Sendable {
                 }
             }
         } catch {
-            errors = batch.indices.map { errors.indices.contains($0) ? (errors[$0] ?? error) : error }
+            // The transaction failed as a whole (BEGIN, a savepoint or COMMIT: a
+            // full disk, an I/O error), so none of its writes stands. Each write
+            // that had not failed by itself is tried again in a transaction of
+            // its own: one bad write, or a commit that failed for a moment, must
+            // not fail every intent of the batch.
+            for index in batch.indices where errors[index] == nil {
+                do {
+                    try database.transaction { db in try batch[index].run(db) }
+                } catch {
+                    errors[index] = error
+                }
+            }
         }
         for (index, write) in batch.enumerated() {
             write.finish(errors[index])

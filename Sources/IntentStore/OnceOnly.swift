@@ -7,9 +7,17 @@ import IntentKit
 /// writes in the same transaction as the row saying "intent X was handled, with
 /// this outcome"; when the row is already there, the effects are skipped and the
 /// recorded outcome is returned, so the worker republishes it unchanged.
+///
+/// The same row holds the outcomes decided without the handler — a cancel, a
+/// denial, an expired question, a time limit (see `DatabaseOutcomeLedger`) — so
+/// whichever commits first stands: effects that find one of those commit nothing.
 public enum OnceOnly {
-    /// The table `perform` uses; part of every app database that uses it.
-    public static let schema = """
+    /// The tables `perform` and `DatabaseOutcomeLedger` use; part of every app
+    /// database that uses them. `prepare(_:)` creates them, and brings older
+    /// ones up to date, by itself.
+    public static var schema: String { effectSchema + pendingSchema }
+
+    static let effectSchema = """
         CREATE TABLE IF NOT EXISTS intent_effect (
             intent_id TEXT PRIMARY KEY NOT NULL,
             succeeded INTEGER NOT NULL,
@@ -17,42 +25,75 @@ public enum OnceOnly {
             message TEXT,
             payload TEXT,
             attempt INTEGER NOT NULL,
-            handled_at REAL NOT NULL
+            handled_at REAL NOT NULL,
+            state TEXT
         ) WITHOUT ROWID;
         """
 
-    /// Runs `effects` unless `context.intentID` was already handled, and records
-    /// its outcome with them atomically. Call it inside a transaction
-    /// (`DatabaseQueue.write` opens one).
+    /// Intents not decided yet that asked a question (the turn) or that a
+    /// worker is handling outside the database (the claim).
+    static let pendingSchema = """
+        CREATE TABLE IF NOT EXISTS intent_pending (
+            intent_id TEXT PRIMARY KEY NOT NULL,
+            question_turn INTEGER,
+            claimed_attempt INTEGER,
+            updated_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        """
+
+    /// Creates the once-only tables, or adds what an older version lacks. Idempotent.
+    public static func prepare(_ db: Database) throws {
+        try db.transaction { db in
+            try db.execute(effectSchema)
+            let columns = try db.query("PRAGMA table_info(intent_effect)") { $0.string(1) }
+            if !columns.contains("state") {
+                try db.execute("ALTER TABLE intent_effect ADD COLUMN state TEXT")
+            }
+            try db.execute(pendingSchema)
+        }
+    }
+
+    /// Runs `effects` unless `context.intentID` already has an outcome, and
+    /// records its outcome with them atomically. Call it inside a transaction
+    /// (`DatabaseQueue.write` opens one). An outcome decided without the handler
+    /// (canceled, denied, expired, timedOut) comes back as a failure with that code.
     public static func perform(
         in db: Database, context: IntentContext, _ effects: (Database) throws -> HandleOutcome
     ) throws -> HandleOutcome {
-        if let recorded = try recordedOutcome(in: db, intentID: context.intentID) {
-            context.logger.info("already handled: returning the recorded outcome", metadata: ["intent.attempt": "\(context.attempt)"])
-            return recorded
+        if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
+            context.logger.info("already decided: returning the recorded outcome", metadata: [
+                "intent.attempt": "\(context.attempt)", "intent.outcome": recorded.response.code,
+            ])
+            return recorded.handleOutcome
         }
         let outcome = try effects(db)
-        let (succeeded, response): (Bool, IntentResponse) =
-            switch outcome {
-            case .success(let response): (true, response)
-            case .failure(let failure): (false, failure.response)
-            }
-        try db.run(
-            "INSERT INTO intent_effect(intent_id, succeeded, code, message, payload, attempt, handled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [.text(context.intentID), .integer(succeeded ? 1 : 0), .text(response.code), .optional(response.message),
-             .optional(response.payload?.jsonString), .int(context.attempt), .real(Date().timeIntervalSince1970)])
+        try record(DecidedOutcome(outcome), intentID: context.intentID, attempt: context.attempt, in: db)
         return outcome
     }
 
     /// The outcome recorded for an intent, if it was handled.
     public static func recordedOutcome(in db: Database, intentID: String) throws -> HandleOutcome? {
+        try decidedOutcome(in: db, intentID: intentID)?.handleOutcome
+    }
+
+    /// The outcome decided for an intent, with its state, if any.
+    public static func decidedOutcome(in db: Database, intentID: String) throws -> DecidedOutcome? {
         try db.queryFirst(
-            "SELECT succeeded, code, message, payload FROM intent_effect WHERE intent_id = ?", [.text(intentID)]
+            "SELECT succeeded, code, message, payload, state FROM intent_effect WHERE intent_id = ?", [.text(intentID)]
         ) { row in
             let payload = try row.text(3).map { try JSONValue.parse(Data($0.utf8)) }
-            return HandleOutcome(
-                recorded: IntentResponse(code: row.string(1), message: row.text(2), payload: payload),
-                succeeded: row.int(0) == 1)
+            let state = row.text(4).flatMap(IntentState.init(rawValue:)) ?? (row.int(0) == 1 ? .success : .failure)
+            return DecidedOutcome(state: state, response: IntentResponse(code: row.string(1), message: row.text(2), payload: payload))
         }
+    }
+
+    /// Writes the outcome row (the caller has checked there is none).
+    static func record(_ outcome: DecidedOutcome, intentID: String, attempt: Int, in db: Database) throws {
+        let response = outcome.response
+        try db.run(
+            "INSERT INTO intent_effect(intent_id, succeeded, code, message, payload, attempt, handled_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [.text(intentID), .integer(outcome.state == .success ? 1 : 0), .text(response.code), .optional(response.message),
+             .optional(response.payload?.jsonString), .int(attempt), .real(Date().timeIntervalSince1970), .text(outcome.state.rawValue)])
+        try db.run("DELETE FROM intent_pending WHERE intent_id = ?", [.text(intentID)])
     }
 }

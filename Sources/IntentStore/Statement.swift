@@ -93,6 +93,7 @@ public struct Row {
     public func int64(_ column: Int32) -> Int64 { statement.int64(at: column) }
     public func double(_ column: Int32) -> Double { statement.double(at: column) }
     public func optionalDouble(_ column: Int32) -> Double? { statement.isNull(at: column) ? nil : statement.double(at: column) }
+    public func optionalInt(_ column: Int32) -> Int? { statement.isNull(at: column) ? nil : Int(statement.int64(at: column)) }
     public func text(_ column: Int32) -> String? { statement.text(at: column) }
     public func string(_ column: Int32) -> String { statement.text(at: column) ?? "" }
 }

@@ -64,6 +64,9 @@ public final class StatusStore {
         CREATE INDEX intent_status_by_finished ON intent_status(finished_at) WHERE finished_at IS NOT NULL;
         CREATE INDEX status_conflict_by_time ON status_conflict(at);
         """,
+        """
+        ALTER TABLE intent_status ADD COLUMN expire_requested_at REAL;
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -88,13 +91,16 @@ public final class StatusStore {
 
     /// One thing the recorder learned: a submission the broker accepted, or a worker's event.
     public enum Update: Sendable {
+        /// A submission, an answer, a confirmation or a denial the broker accepted.
         case queued(IntentEnvelope)
         case event(StatusEvent)
         /// An operator put a dead-lettered intent back in the queue: its
         /// `deadLettered` failure (and only that one) reopens as `queued`.
         case requeued(IntentEnvelope)
-        /// A user canceled the intent: a `queued` or `needsInput` one ends `canceled`.
-        case canceled(id: String)
+        /// Someone asked to cancel the intent: an unfinished one shows
+        /// `cancelRequested` until a worker's decision (canceled, or the outcome
+        /// that was already decided) arrives as an event.
+        case cancelRequested(id: String)
     }
 
     /// A state change the store applied: what metrics count.
@@ -115,7 +121,12 @@ public final class StatusStore {
     /// Applies updates in one transaction and returns the state changes it made
     /// (only when `reportingTransitions`: finding them costs two lookups per update).
     /// States never move backwards: an event ranked below the stored state is
-    /// ignored, and a terminal state is final.
+    /// ignored, and a terminal state is final. A terminal event applies to any
+    /// unfinished intent whatever its turn, since workers decide each outcome
+    /// once (in the intent's ledger): it is the outcome. Only a terminal event
+    /// moves an intent out of `cancelRequested`, and a worker's outcome replaces
+    /// a `deadLettered` failure (the broker's verdict on the delivery, not on
+    /// the effects).
     @discardableResult
     public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970,
                        reportingTransitions: Bool = true) throws -> [Transition] {
@@ -127,7 +138,7 @@ public final class StatusStore {
                 switch update {
                 case .queued(let envelope), .requeued(let envelope): id = envelope.id
                 case .event(let event): id = event.id
-                case .canceled(let canceled): id = canceled
+                case .cancelRequested(let canceled): id = canceled
                 }
                 let before = !reportingTransitions ? nil : try db.queryFirst(
                     "SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]
@@ -145,12 +156,12 @@ public final class StatusStore {
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
                     try recordQueued(envelope, now: now, in: db)
-                case .canceled(let id):
+                case .cancelRequested(let id):
                     try db.run(
                         """
-                        UPDATE intent_status SET state = 'canceled', rank = 3, response_code = 'canceled',
-                            response_message = 'canceled by request', response_payload = NULL, updated_at = ?2, finished_at = ?2
-                        WHERE id = ?1 AND state IN ('queued', 'needsInput')
+                        UPDATE intent_status SET state = 'cancelRequested', rank = 2, progress_fraction = NULL,
+                            progress_message = NULL, updated_at = ?2
+                        WHERE id = ?1 AND rank < 3
                         """, [.text(id), .real(now)])
                 }
                 guard reportingTransitions else { continue }
@@ -171,17 +182,21 @@ public final class StatusStore {
 
     private func recordQueued(_ envelope: IntentEnvelope, now: Double, in db: Database) throws {
         let confirmed = envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
-        let parameters = JSONValue.object(envelope.parameters).jsonString
+        let denial = envelope.request == .deny
+        // A denial carries no parameters: the intent keeps the ones it had.
+        let parameters: String? = denial ? nil : JSONValue.object(envelope.parameters).jsonString
         if envelope.turn > 0 {
-            // An answer: the waiting intent starts its next turn with the merged parameters.
+            // An answer (or a denial): the waiting intent starts its next turn,
+            // with the merged parameters; a worker decides what comes of it.
             try db.run(
                 """
-                UPDATE intent_status SET state = 'queued', rank = 0, turn = ?2, parameters = ?3, confirmed = ?4,
+                UPDATE intent_status SET state = 'queued', rank = 0, turn = ?2, parameters = coalesce(?3, parameters),
+                    confirmed = coalesce(?4, confirmed),
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
                 WHERE id = ?1 AND turn < ?2 AND state = 'needsInput'
-                """, [.text(envelope.id), .int(envelope.turn), .text(parameters), .optional(confirmed), .real(now)])
-            let answer = JSONValue.object(envelope.answers ?? [:]).jsonString
+                """, [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)])
+            let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
             try db.run(
                 "UPDATE intent_turn SET answer = ?3, answered_at = ?4 WHERE id = ?1 AND turn = ?2 AND answer IS NULL",
                 [.text(envelope.id), .int(envelope.turn - 1), .text(answer), .real(now)])
@@ -197,7 +212,7 @@ public final class StatusStore {
                 queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
                 group_id = coalesce(intent_status.group_id, excluded.group_id)
             """,
-            [.text(envelope.id), .text(envelope.type), .text(parameters), .real(envelope.submittedAt), .real(now),
+            [.text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
              .optional(envelope.group), .optional(confirmed)])
     }
 
@@ -210,7 +225,7 @@ public final class StatusStore {
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
             ON CONFLICT(id) DO UPDATE SET
                 state = excluded.state,
-                turn = excluded.turn,
+                turn = max(intent_status.turn, excluded.turn),
                 rank = excluded.rank,
                 response_code = excluded.response_code,
                 response_message = excluded.response_message,
@@ -223,10 +238,14 @@ public final class StatusStore {
                 started_at = coalesce(intent_status.started_at, excluded.started_at),
                 updated_at = excluded.updated_at,
                 finished_at = excluded.finished_at
-            WHERE intent_status.rank < 3
-              AND (excluded.turn > intent_status.turn
-                   OR (excluded.turn = intent_status.turn
-                       AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1))))
+            WHERE (intent_status.rank < 3
+                   AND (excluded.rank = 3
+                        OR (intent_status.state != 'cancelRequested'
+                            AND (excluded.turn > intent_status.turn
+                                 OR (excluded.turn = intent_status.turn
+                                     AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1)))))))
+               OR (intent_status.response_code = 'deadLettered' AND excluded.rank = 3
+                   AND coalesce(excluded.response_code, '') != 'deadLettered')
             """,
             [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
              .optional(event.response?.code), .optional(event.response?.message),
@@ -293,24 +312,38 @@ public final class StatusStore {
         return status
     }
 
-    /// Fails every question unanswered for longer than `seconds` with `expired`;
-    /// returns the state changes.
-    @discardableResult
-    public func expireQuestions(olderThan seconds: Double, now: Double = Date().timeIntervalSince1970) throws -> [Transition] {
-        try database.transaction { db in
-            let cutoff: [SQLValue] = [.real(now), .real(seconds)]
-            let message = "the question went unanswered for more than \(JSONValue.formatNumber(seconds)) s"
-            let expiring = try db.query("SELECT id, type FROM intent_status WHERE state = 'needsInput' AND updated_at < ?1 - ?2", cutoff) { row in
-                Transition(id: row.string(0), type: row.string(1), from: .needsInput, to: .failure, code: FailureCode.expired, message: message)
-            }
-            guard !expiring.isEmpty else { return [] }
-            try db.run(
+    /// A question that went unanswered too long: the recorder asks a worker
+    /// to expire it (the intent's turn + 1 is the request's turn).
+    public struct UnansweredQuestion: Sendable, Hashable {
+        public var id: String
+        public var type: String
+        /// The turn at which the question was asked.
+        public var turn: Int
+    }
+
+    /// The questions unanswered for longer than `seconds`, at most `limit`,
+    /// marked as asked to expire so the next sweep asks again only after
+    /// `resendAfter` seconds (in case the request was lost). The store itself
+    /// does not change their state: a worker decides the expiry, atomically
+    /// with the intent's effects, so an answer that got there first wins.
+    public func questionsToExpire(
+        olderThan seconds: Double, resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970
+    ) throws -> [UnansweredQuestion] {
+        guard try hasSchema() else { return [] }
+        return try database.transaction { db in
+            let questions = try db.query(
                 """
-                UPDATE intent_status SET state = 'failure', rank = 3, response_code = 'expired',
-                    response_message = ?3, updated_at = ?1, finished_at = ?1
-                WHERE state = 'needsInput' AND updated_at < ?1 - ?2
-                """, cutoff + [.text(message)])
-            return expiring
+                SELECT id, type, turn FROM intent_status
+                WHERE state = 'needsInput' AND updated_at < ?1 - ?2 AND coalesce(expire_requested_at, 0) < ?1 - ?3
+                ORDER BY updated_at LIMIT ?4
+                """, [.real(now), .real(seconds), .real(resendAfter), .int(limit)]
+            ) { row in
+                UnansweredQuestion(id: row.string(0), type: row.string(1), turn: row.int(2))
+            }
+            for question in questions {
+                try db.run("UPDATE intent_status SET expire_requested_at = ? WHERE id = ?", [.real(now), .text(question.id)])
+            }
+            return questions
         }
     }
 

@@ -19,7 +19,8 @@ public final class StatusRecorder: Service {
         /// Most events written in one transaction.
         public var batchSize: Int
         public var heartbeat: Int
-        /// A `needsInput` question unanswered this long (seconds) fails with `expired`.
+        /// A `needsInput` question unanswered this long (seconds) is expired: the
+        /// recorder asks a worker, which fails it with `expired` unless an answer came first.
         public var questionTimeToLive: Double = 86_400
         /// Finished intents older than this (seconds) are removed; nil keeps them forever.
         public var retention: Double? = 7 * 86_400
@@ -87,15 +88,19 @@ public final class StatusRecorder: Service {
                 stopping.pause(wait)
                 continue
             }
-            backoff.reset()
             logger.info("connected", metadata: ["amqp.url": connection.url.description])
+            let connected = Date()
             do {
                 try record(from: connection, into: store, requestConsumer: requestConsumer)
                 connection.close()
             } catch {
                 connection.abandon()
-                logger.warning("recorder interrupted, reconnecting: \(error)")
-                stopping.pause(backoff.delay)
+                // A connection that served a while starts the backoff again; one
+                // that keeps failing at once waits longer each time.
+                if Date().timeIntervalSince(connected) > 10 { backoff.reset() }
+                let wait = backoff.next()
+                logger.warning("recorder interrupted, reconnecting in \(String(format: "%.1f", wait)) s: \(error)")
+                stopping.pause(wait)
             }
         }
         store.database.close()
@@ -108,12 +113,40 @@ public final class StatusRecorder: Service {
         var ackedTag: UInt64 = 0
         let intentsExchange = configuration.topology.intentsExchange
 
-        // The updates of this batch whose outcome the recorder decides itself (a cancel, a dead letter).
+        // The updates of this batch whose outcome the recorder decides itself (a dead letter).
         var decided = Set<Int>()
+        // While the store refuses writes (a full disk, an I/O error), the batch
+        // is kept, unacked, and written again after a growing pause; the broker
+        // holds the rest (prefetch bounds what is read ahead).
+        var storeBackoff = ReconnectBackoff(initial: 0.2, maximum: 10)
+        var storeRetryAt: Date?
+        var storeFailures = 0
 
         func flush() throws {
             guard lastTag > ackedTag else { return }
-            let transitions = try store.record(batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty)
+            if let retryAt = storeRetryAt, Date() < retryAt { return }
+            let transitions: [StatusStore.Transition]
+            do {
+                transitions = try store.record(batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty)
+            } catch let error as DatabaseError {
+                let wait = storeBackoff.next()
+                storeRetryAt = Date().addingTimeInterval(wait)
+                storeFailures += 1
+                // Said at once, then every tenth attempt: a disk full for an hour is one line a minute or so.
+                if storeFailures == 1 || storeFailures % 10 == 0 {
+                    logger.warning(
+                        "status store unavailable\(error.isDiskFull ? " (disk full)" : ""): holding \(batch.count) events unacked and writing them again in \(String(format: "%.1f", wait)) s: \(error)",
+                        metadata: ["store.path": configuration.storePath, "store.attempts": "\(storeFailures)"])
+                }
+                return
+            }
+            if storeFailures > 0 {
+                logger.notice("status store writable again after \(storeFailures) failed attempts; recording resumes",
+                              metadata: ["store.path": configuration.storePath])
+            }
+            storeFailures = 0
+            storeRetryAt = nil
+            storeBackoff.reset()
             count(transitions)
             try connection.ack(lastTag, multiple: true)
             ackedTag = lastTag
@@ -129,17 +162,19 @@ public final class StatusRecorder: Service {
         var batchStarted = Date()
         while !isStopping {
             if Date() >= nextSweep {
-                let expired = try store.expireQuestions(olderThan: configuration.questionTimeToLive)
-                if !expired.isEmpty { logger.info("\(expired.count) unanswered questions expired") }
-                count(expired)
-                try announce(expired, on: connection)
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
+                try requestExpiries(from: store, on: connection)
             }
-            if let retention = configuration.retention, Date() >= nextRetention {
+            if let retention = configuration.retention, Date() >= nextRetention, storeRetryAt == nil {
                 // One small batch at a time between batches of events: a backlog is
                 // worked off within seconds without pausing the recording.
-                let removed = try store.deleteFinished(
-                    before: Date().timeIntervalSince1970 - retention, limit: configuration.retentionBatch)
+                var removed = 0
+                do {
+                    removed = try store.deleteFinished(
+                        before: Date().timeIntervalSince1970 - retention, limit: configuration.retentionBatch)
+                } catch let error as DatabaseError {
+                    logger.debug("retention skipped this round: \(error)")
+                }
                 if removed > 0 {
                     configuration.metrics?.increment("intentqueue_store_deleted_total", by: Double(removed))
                     logger.debug("retention removed \(removed) finished intents")
@@ -149,7 +184,9 @@ public final class StatusRecorder: Service {
             // An open batch waits a little for more (1 ms of quiet, 5 ms at most) so
             // that one commit serves many events without delaying any much.
             let waiting: Double
-            if batch.isEmpty && lastTag == ackedTag {
+            if let retryAt = storeRetryAt {
+                waiting = max(0.001, min(0.25, retryAt.timeIntervalSinceNow))
+            } else if batch.isEmpty && lastTag == ackedTag {
                 waiting = 0.25
             } else {
                 waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
@@ -159,26 +196,56 @@ public final class StatusRecorder: Service {
                 try flush()
                 continue
             }
-            guard case .delivery(let delivery) = event else { continue }
-            if delivery.consumerTag == requestConsumer {
-                // What was read so far is written first, so the answer is at least as new as the request.
-                try flush()
-                try answer(delivery, from: store, on: connection)
-                continue
-            }
-            if lastTag == ackedTag { batchStarted = Date() }
-            lastTag = delivery.tag.value
-            if let update = update(from: delivery, intentsExchange: intentsExchange) {
-                switch update {
-                case .canceled: decided.insert(batch.count)
-                case .event where delivery.exchange == configuration.topology.deadLetterExchange: decided.insert(batch.count)
-                default: break
+            switch event {
+            case .delivery(let delivery):
+                if delivery.consumerTag == requestConsumer {
+                    // What was read so far is written first, so the answer is at least as new as the request.
+                    try flush()
+                    try answer(delivery, from: store, on: connection)
+                    continue
                 }
-                batch.append(update)
+                if lastTag == ackedTag { batchStarted = Date() }
+                lastTag = delivery.tag.value
+                if let update = update(from: delivery, intentsExchange: intentsExchange) {
+                    if case .event = update, delivery.exchange == configuration.topology.deadLetterExchange {
+                        decided.insert(batch.count)
+                    }
+                    batch.append(update)
+                }
+                if batch.count >= configuration.batchSize { try flush() }
+            case .returned(let message):
+                // An expiry request nobody serves: the question stays open and is asked about again later.
+                logger.warning("no worker serves \(message.routingKey): its unanswered question is not expired yet",
+                               metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+            case .confirmed, .rejected:
+                break
             }
-            if batch.count >= configuration.batchSize { try flush() }
         }
         try flush()
+    }
+
+    /// Asks the workers to expire the questions unanswered past their time to
+    /// live. The worker that takes a request decides it in the intent's
+    /// ledger: an answer that was handled first wins, and the store hears the
+    /// outcome from the worker, like any other.
+    private func requestExpiries(from store: StatusStore, on connection: AMQPConnection) throws {
+        let ttl = configuration.questionTimeToLive
+        let questions: [StatusStore.UnansweredQuestion]
+        do {
+            questions = try store.questionsToExpire(olderThan: ttl, resendAfter: max(1, min(ttl, 60)))
+        } catch let error as DatabaseError {
+            logger.debug("question expiry skipped this round: \(error)")
+            return
+        }
+        guard !questions.isEmpty else { return }
+        logger.info("asking workers to expire \(questions.count) unanswered questions")
+        let topology = configuration.topology
+        for question in questions {
+            let request = IntentEnvelope.request(.expire, id: question.id, type: question.type, turn: question.turn + 1)
+            try connection.publish(OutgoingMessage(
+                exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
+                messageID: question.id, type: question.type, persistent: true, mandatory: true))
+        }
     }
 
     /// Answers one remote status query on its `reply_to`.
@@ -200,9 +267,8 @@ public final class StatusRecorder: Service {
             correlationID: request.correlationID))
     }
 
-    /// Publishes, on `intents.status`, the outcomes only the recorder sees (a
-    /// cancel, a dead letter, an expired question), so that `watch` and `--wait`
-    /// learn them as they learn a worker's. A notice, not a record: the store
+    /// Publishes, on `intents.status`, the outcome only the recorder sees (a
+    /// dead letter), so that `watch` and `--wait` learn it as they learn a worker's. A notice, not a record: the store
     /// has them already, and reading one back from the ledger changes nothing.
     private func announce(_ transitions: [StatusStore.Transition], on connection: AMQPConnection) throws {
         for transition in transitions where transition.to.isTerminal {
@@ -230,7 +296,7 @@ public final class StatusRecorder: Service {
                 if transition.code == FailureCode.deadLettered {
                     metrics.increment("intentqueue_intents_dead_lettered_total", ["type": transition.type])
                 }
-            case .queued, .inProgress:
+            case .queued, .inProgress, .cancelRequested:
                 break
             }
         }
@@ -238,14 +304,20 @@ public final class StatusRecorder: Service {
 
     private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
         if delivery.exchange == configuration.topology.cancelExchange {
-            guard delivery.headers[Topology.syncHeader] == nil,
-                  let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue
-            else { return nil }
-            return .canceled(id: id)
+            // Cancellation hints, bound to the ledger by earlier versions: the
+            // request itself comes through `intents`, and a worker decides it.
+            return nil
         }
         if delivery.exchange == configuration.topology.deadLetterExchange {
             // The broker gave up on a submission: record it once as a failure.
-            guard let id = (try? IntentEnvelope.decode(delivery.body))?.id ?? delivery.messageID else { return nil }
+            let envelope = try? IntentEnvelope.decode(delivery.body)
+            if let request = envelope?.request {
+                // A request the workers could not take is not the intent's failure.
+                logger.warning("a \(request.rawValue) request was dead-lettered; the intent keeps its state",
+                               metadata: ["intent.id": envelope?.id ?? "", "intent.type": envelope?.type ?? ""])
+                return nil
+            }
+            guard let id = envelope?.id ?? delivery.messageID else { return nil }
             let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
             return .event(StatusEvent(
                 id: id, type: delivery.type ?? delivery.routingKey, state: .failure,
@@ -258,6 +330,11 @@ public final class StatusRecorder: Service {
             // A submission the broker accepted. One that cannot be read is the
             // worker's to report, as a failure, when it can read an id.
             guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
+            switch envelope.request {
+            case .cancel?: return .cancelRequested(id: envelope.id)
+            case .expire?: return nil  // the recorder's own request; the worker's decision will tell
+            case .deny?, nil: break
+            }
             return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope)
         }
         guard delivery.exchange == configuration.topology.statusExchange else {

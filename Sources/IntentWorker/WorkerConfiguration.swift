@@ -24,6 +24,10 @@ public struct WorkerConfiguration: Sendable {
     public var timeLimits: [String: Double] = [:]
     /// Where handled intents, retries and handle durations are counted, when metrics are on.
     public var metrics: Metrics?
+    /// The ledger for the types whose handlers bring none; nil opens one at `outcomesPath`.
+    public var ledger: (any OutcomeLedger)?
+    /// The worker's own ledger file, used when a handler keeps no database.
+    public var outcomesPath: String = WorkerConfiguration.defaultOutcomesPath
 
     public init(
         brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,
@@ -38,6 +42,11 @@ public struct WorkerConfiguration: Sendable {
         self.workerName = workerName
         self.maxBodyBytes = maxBodyBytes
         self.faults = faults
+    }
+
+    /// `outcomes.sqlite` in `~/.local/state/intentqueue`.
+    public static var defaultOutcomesPath: String {
+        FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state/intentqueue/outcomes.sqlite").path
     }
 
     public static var defaultName: String {

@@ -1,27 +1,47 @@
 import Foundation
 import IntentAMQP
 import IntentKit
+import IntentStore
 
 /// Consumes submitted intents and runs them through the pipeline.
 ///
 /// Deliveries come from the I/O thread; each runs as a task, at most
-/// `concurrency` at once. A task publishes `inProgress`, runs resolve →
-/// confirm → handle, publishes the outcome (`needsInput`, `success` or
-/// `failure`) and asks for the delivery to be acked once the broker has
-/// confirmed that event, so an intent is never acked before its outcome is safe.
+/// `concurrency` at once. A task asks the intent's ledger whether an outcome
+/// is already decided (then only that outcome is published again), publishes
+/// `inProgress`, runs resolve → confirm → handle, has the ledger decide the
+/// outcome (`needsInput`, `success` or `failure`), publishes it and asks for
+/// the delivery to be acked once the broker has confirmed that event, so an
+/// intent is never acked before its outcome is safe.
+///
+/// Requests about an intent — a cancel, a denial, an expired question — come
+/// through the same queue and are decided in the same ledger, in the
+/// transaction that would commit the intent's effects: the first decision
+/// stands, and the store hears it from here.
 public final class WorkerService: Service {
     private let registry: IntentRegistry
     private let configuration: WorkerConfiguration
     private let logger: Logger
     private let loop: ConsumerLoop
     private let cancellations = Cancellations()
+    /// The ledger of the types whose handlers bring none.
+    private let ownLedger: (any OutcomeLedger)?
+    private let storageNotices = RateLimitedNotice(interval: 5)
 
-    public init(registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger) {
+    /// Opens the worker's own ledger (`configuration.outcomesPath`) when a
+    /// served type's handler has none of its own.
+    public init(registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger) throws {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
-        let topology = configuration.topology
         let types = registry.typeNames
+        if let ledger = configuration.ledger {
+            ownLedger = ledger
+        } else if types.contains(where: { registry.ledger(for: $0) == nil }) {
+            ownLedger = try DatabaseOutcomeLedger(path: configuration.outcomesPath)
+        } else {
+            ownLedger = nil
+        }
+        let topology = configuration.topology
         let token = cancellations.token
         var loopConfiguration = ConsumerLoop.Configuration(
             url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
@@ -76,6 +96,20 @@ public final class WorkerService: Service {
     /// Whether the worker is connected to the broker now.
     public var isConnected: Bool { loop.isConnected }
 
+    /// What one delivery is about, worked out once.
+    private struct Job: Sendable {
+        var delivery: Delivery
+        var envelope: IntentEnvelope
+        /// Retries the type's policy counted, and retries spent waiting for storage.
+        var retries: Int
+        var storageWaits: Int
+        var attempt: Int
+        var ledger: any OutcomeLedger
+        var logger: Logger
+
+        var id: String { envelope.id }
+    }
+
     func process(_ delivery: Delivery) async {
         configuration.faults.hit(.afterReceive, intentID: delivery.messageID)
         let envelope: IntentEnvelope
@@ -88,58 +122,182 @@ public final class WorkerService: Service {
             refuse(delivery, error: error)
             return
         }
-        let retries = Int(clamping: delivery.headers[Topology.retriesHeader]?.integerValue ?? 0)
-        let attempt = delivery.attempt + retries
+        // Counters from headers anyone could set: clamped, and added without overflow.
+        let retries = Self.count(delivery.headers[Topology.retriesHeader])
+        let storageWaits = Self.count(delivery.headers[Topology.storageRetriesHeader])
+        let attempt = min(delivery.attempt, Self.countLimit) + retries + storageWaits
         let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
-        let received = ContinuousClock.now
-        let loop = self.loop
-        let turn = envelope.turn
-        if await cancellations.isCanceled(envelope.id) {
-            logger.info("canceled before it was handled")
-            finish(delivery, envelope: envelope, attempt: attempt, outcome: PipelineOutcome(
-                state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled")))
+        guard registry.serves(envelope.type), let ledger = registry.ledger(for: envelope.type) ?? ownLedger else {
+            // Bound by another worker's registry: nothing of this type runs here.
+            let outcome = PipelineOutcome.failure(IntentFailure(
+                code: FailureCode.unknownIntentType,
+                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome)
             return
         }
-        if registry.isRestricted(envelope.type), !(delivery.userID.map(configuration.allowedUsers.contains) ?? false) {
-            logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": delivery.userID ?? "none"])
-            finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(IntentFailure(
+        let job = Job(
+            delivery: delivery, envelope: envelope, retries: retries, storageWaits: storageWaits, attempt: attempt,
+            ledger: ledger, logger: logger)
+        do {
+            if let request = envelope.request {
+                try await decide(request, for: job)
+            } else {
+                try await run(job)
+            }
+        } catch {
+            waitForStorage(job, error: error)
+        }
+    }
+
+    static let countLimit = 1_000_000
+
+    private static func count(_ header: HeaderValue?) -> Int {
+        Int(clamping: min(max(header?.integerValue ?? 0, 0), Int64(countLimit)))
+    }
+
+    /// A cancel, a denial or an expiry: decided in the ledger, published when it stands.
+    private func decide(_ request: IntentRequest, for job: Job) async throws {
+        let wanted: DecidedOutcome
+        let decider: Decider
+        switch request {
+        case .cancel:
+            cancellations.add(job.id)
+            wanted = .canceled("canceled by request before it was handled")
+            decider = .cancel
+        case .deny:
+            wanted = .failure(IntentFailure(code: FailureCode.denied, message: "the user denied the confirmation asked at turn \(job.envelope.turn - 1)"))
+            decider = .answer(question: job.envelope.turn - 1)
+        case .expire:
+            wanted = .failure(IntentFailure(code: FailureCode.expired, message: "the question asked at turn \(job.envelope.turn - 1) went unanswered past its time to live"))
+            decider = .answer(question: job.envelope.turn - 1)
+        }
+        guard let standing = try await job.ledger.decide(job.id, wanted, attempt: job.attempt, by: decider) else {
+            job.logger.info("\(request.rawValue) request is moot: the intent moved on (a later question, or a handler that started)")
+            loop.send(.ack(job.delivery.tag))
+            return
+        }
+        if standing != wanted {
+            job.logger.info("\(request.rawValue) request came too late: the intent had already ended \(standing.state.rawValue) (\(standing.response.code))")
+        } else {
+            job.logger.info("\(request.rawValue) request decided: \(standing.state.rawValue) (\(standing.response.code))")
+        }
+        publish(standing, for: job)
+    }
+
+    /// A turn of the intent: resolve, confirm, handle, unless already decided.
+    private func run(_ job: Job) async throws {
+        let envelope = job.envelope
+        let ledger = job.ledger
+        if let decided = try await ledger.outcome(of: job.id) {
+            // A resubmitted or redelivered intent that already ended: its outcome
+            // again, and nothing before it, so no one sees it start over.
+            job.logger.info("already decided (\(decided.state.rawValue)): publishing its outcome again")
+            publish(decided, for: job)
+            return
+        }
+        if await cancellations.isCanceled(job.id),
+           let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel) {
+            job.logger.info("canceled before it was handled")
+            publish(standing, for: job)
+            return
+        }
+        if registry.isRestricted(envelope.type), !(job.delivery.userID.map(configuration.allowedUsers.contains) ?? false) {
+            job.logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": job.delivery.userID ?? "none"])
+            let refused = DecidedOutcome.failure(IntentFailure(
                 code: FailureCode.failureRequiringAppAuthentication,
-                message: "\(envelope.type) is restricted: the submitter \(delivery.userID.map { "'\($0)'" } ?? "(no user_id)") is not allowed")))
+                message: "\(envelope.type) is restricted: the submitter \(job.delivery.userID.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
+            if let standing = try await ledger.decide(job.id, refused, attempt: job.attempt, by: .run) {
+                publish(standing, for: job)
+            } else {
+                loop.send(.ack(job.delivery.tag))
+            }
             return
         }
+        if !ledger.holdsEffects, let decided = try await ledger.claim(job.id, attempt: job.attempt) {
+            publish(decided, for: job)
+            return
+        }
+        let turn = envelope.turn
+        let attempt = job.attempt
         let started = StatusEvent(
             id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn)
         loop.send(.publish([message(for: started)], thenAck: nil))
 
+        let loop = self.loop
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
-            logger: logger,
+            logger: job.logger,
             progress: { [configuration] progress in
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
                     worker: configuration.workerName, turn: turn)
                 loop.send(.publish([configuration.topology.statusMessage(for: event)], thenAck: nil))
             })
-        context.userID = delivery.userID
+        context.userID = job.delivery.userID
         let cancellations = self.cancellations
         context.isCanceled = { await cancellations.isCanceled(envelope.id) }
-        let outcome = await IntentPipeline.run(
-            envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type])
-        configuration.faults.hit(.afterHandle, intentID: envelope.id)
+        let received = ContinuousClock.now
+        await IntentPipeline.run(
+            envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type]
+        ) { outcome in
+            await self.conclude(job, outcome: outcome, received: received)
+        }
+    }
+
+    /// The pipeline's outcome, decided in the ledger and published. A time
+    /// limit arrives here at its deadline, before the handler has returned.
+    private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant) async {
+        configuration.faults.hit(.afterHandle, intentID: job.id)
         if let metrics = configuration.metrics {
             let elapsed = received.duration(to: .now)
-            metrics.observe("intentqueue_worker_handle_duration_seconds", ["type": envelope.type],
+            metrics.observe("intentqueue_worker_handle_duration_seconds", ["type": job.envelope.type],
                             Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             metrics.increment("intentqueue_worker_handled_total", [
-                "type": envelope.type, "state": outcome.retryReason == nil ? outcome.state.rawValue : "retry",
+                "type": job.envelope.type, "state": outcome.retryReason == nil ? outcome.state.rawValue : "retry",
             ])
         }
-        if let reason = outcome.retryReason {
-            retry(delivery, envelope: envelope, retries: retries, attempt: attempt, reason: reason, logger: logger)
-            return
+        do {
+            if let reason = outcome.retryReason {
+                // The intent waits in a retry queue: unclaimed, so it may still be canceled meanwhile.
+                if !job.ledger.holdsEffects { try await job.ledger.release(job.id) }
+                if outcome.waitsForStorage {
+                    waitForStorage(job, reason: reason)
+                } else {
+                    try await retry(job, reason: reason)
+                }
+                return
+            }
+            if outcome.state == .needsInput {
+                if let decided = try await job.ledger.ask(job.id, turn: job.envelope.turn) {
+                    job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
+                    publish(decided, for: job)
+                } else {
+                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome)
+                }
+                return
+            }
+            let ours = DecidedOutcome(
+                state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
+            guard let standing = try await job.ledger.decide(job.id, ours, attempt: job.attempt, by: .run) else {
+                loop.send(.ack(job.delivery.tag))  // a run always decides; nothing to publish if it did not
+                return
+            }
+            if standing == ours {
+                job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
+                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome)
+            } else {
+                job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
+                publish(standing, for: job)
+            }
+        } catch {
+            waitForStorage(job, error: error)
         }
-        logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
-        finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome)
+    }
+
+    /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
+    private func publish(_ decided: DecidedOutcome, for job: Job) {
+        finish(job.delivery, envelope: job.envelope, attempt: job.attempt,
+               outcome: PipelineOutcome(state: decided.state, response: decided.response))
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
@@ -153,27 +311,57 @@ public final class WorkerService: Service {
 
     /// A transient failure: the intent waits in a retry queue (with no delivery
     /// held unacked meanwhile) and comes back; past the type's policy it fails.
-    private func retry(_ delivery: Delivery, envelope: IntentEnvelope, retries: Int, attempt: Int, reason: String, logger: Logger) {
-        let policy = registry.retryPolicy(for: envelope.type)
-        guard retries < policy.maxRetries else {
-            logger.warning("giving up after \(retries) retries: \(reason)")
-            finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(IntentFailure(
-                code: FailureCode.retriesExhausted, message: "gave up after \(retries) retries: \(reason)")))
+    private func retry(_ job: Job, reason: String) async throws {
+        let policy = registry.retryPolicy(for: job.envelope.type)
+        guard job.retries < policy.maxRetries else {
+            job.logger.warning("giving up after \(job.retries) retries: \(reason)")
+            let failure = DecidedOutcome.failure(IntentFailure(
+                code: FailureCode.retriesExhausted, message: "gave up after \(job.retries) retries: \(reason)"))
+            if let standing = try await job.ledger.decide(job.id, failure, attempt: job.attempt, by: .run) {
+                publish(standing, for: job)
+            } else {
+                loop.send(.ack(job.delivery.tag))
+            }
             return
         }
-        let topology = configuration.topology
-        configuration.metrics?.increment("intentqueue_worker_retries_total", ["type": envelope.type])
-        let wait = topology.retryQueue(forDelay: policy.delay(beforeRetry: retries))
-        logger.info("retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)")
+        configuration.metrics?.increment("intentqueue_worker_retries_total", ["type": job.envelope.type])
+        let wait = configuration.topology.retryQueue(forDelay: policy.delay(beforeRetry: job.retries))
+        job.logger.info("retry \(job.retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)")
         let progress = StatusEvent(
-            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt,
-            progress: .init(fraction: nil, message: "retry \(retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
-            worker: configuration.workerName, turn: envelope.turn)
-        let again = OutgoingMessage(
-            exchange: topology.retryExchange, routingKey: envelope.type, body: delivery.body, messageID: envelope.id,
-            type: envelope.type, persistent: true,
-            headers: [Topology.retriesHeader: .integer(Int64(retries + 1)), Topology.retryBucketHeader: .string(wait.bucket)])
-        loop.send(.publish([message(for: progress), again], thenAck: delivery.tag))
+            id: job.id, type: job.envelope.type, state: .inProgress, attempt: job.attempt,
+            progress: .init(fraction: nil, message: "retry \(job.retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
+            worker: configuration.workerName, turn: job.envelope.turn)
+        loop.send(.publish([message(for: progress), again(job, retries: job.retries + 1, storageWaits: job.storageWaits, bucket: wait.bucket)],
+                           thenAck: job.delivery.tag))
+    }
+
+    /// Storage failed (the app database or the ledger: a full disk, an I/O
+    /// error, a lock held too long): the intent waits in a retry queue and
+    /// comes back, for as long as it takes, without counting against its
+    /// retry policy, and nothing is decided meanwhile.
+    private func waitForStorage(_ job: Job, error: any Error) {
+        waitForStorage(job, reason: "\(error)")
+    }
+
+    private func waitForStorage(_ job: Job, reason: String) {
+        let delay = min(30, 0.5 * Double(1 << min(job.storageWaits, 6)))
+        let wait = configuration.topology.retryQueue(forDelay: delay)
+        storageNotices.note { suppressed in
+            job.logger.warning(
+                "waiting for storage: the intent is tried again in \(wait.seconds) s\(suppressed > 0 ? " (\(suppressed) more intents waiting since the last notice)" : ""): \(reason)")
+        }
+        loop.send(.publish([again(job, retries: job.retries, storageWaits: job.storageWaits + 1, bucket: wait.bucket)], thenAck: job.delivery.tag))
+    }
+
+    /// The delivery's message, back through a retry queue.
+    private func again(_ job: Job, retries: Int, storageWaits: Int, bucket: String) -> OutgoingMessage {
+        var headers: [String: HeaderValue] = [
+            Topology.retriesHeader: .integer(Int64(retries)), Topology.retryBucketHeader: .string(bucket),
+        ]
+        if storageWaits > 0 { headers[Topology.storageRetriesHeader] = .integer(Int64(storageWaits)) }
+        return OutgoingMessage(
+            exchange: configuration.topology.retryExchange, routingKey: job.envelope.type, body: job.delivery.body,
+            messageID: job.id, type: job.envelope.type, persistent: true, headers: headers)
     }
 
     /// A body that is not a usable envelope: recorded as `failure` when its id

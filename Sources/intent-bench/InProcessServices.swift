@@ -23,7 +23,7 @@ final class InProcessServices: Sendable {
             try HairdressersApp.register(into: &registry, database: HairdressersDatabase(path: appPath))
             let configuration = WorkerConfiguration(
                 brokerURL: url, topology: topology, concurrency: concurrency, workerName: "intent-bench-worker-\(index + 1)")
-            return WorkerService(registry: registry, configuration: configuration, logger: logger)
+            return try WorkerService(registry: registry, configuration: configuration, logger: logger)
         }
         recorder = StatusRecorder(
             configuration: StatusRecorder.Configuration(brokerURL: url, topology: topology, storePath: statusPath),

@@ -18,12 +18,15 @@ struct StatusCommand {
           intent-status dead [--limit N] [--remote] [--json]   intents the broker dead-lettered (delivery limit, unreadable)
           intent-status watch [--type T] [--state S] [--json]  follow status events as they are published, until SIGINT
           intent-status requeue <id>                  put a dead-lettered intent back in the work queue
-          intent-status cancel <id> [--remote]        cancel a queued or waiting intent (workers skip it, even later)
+          intent-status cancel <id> [--timeout S] [--remote] [--json]
+                                                      cancel an unfinished intent: a worker decides, atomically
+                                                      with the intent's effects, and this waits for its word —
+                                                      canceled, or the outcome the intent already had
           intent-status delete <id>... | --group G | --all   remove stored interactions (local store only)
 
         Options:
           --wait              wait until the intent ends or needs input (woken by its status event)
-          --timeout S         seconds --wait waits (default 30)
+          --timeout S         seconds --wait (or cancel) waits (default 30)
           --remote            ask the recorder over the broker instead of reading INTENT_STATUS_DB: same
                               answers and exit codes, from a machine without the database file
           --state S           list only this state: \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))
@@ -40,6 +43,8 @@ struct StatusCommand {
         Exit codes: 0 success, 1 failure or canceled, 3 not terminal (including needsInput) or the wait
         timed out, 4 unknown id (requeue: not in the dead-letter queue), 64 usage error,
         69 status store, broker or (for --remote) recorder unreachable.
+        cancel: 0 canceled, 1 the intent had already ended otherwise (its outcome is printed), 2 no worker
+        serves its type, 3 requested but not decided within --timeout (no worker took it yet), 4 unknown id.
         """
 
     enum Action {
@@ -47,7 +52,7 @@ struct StatusCommand {
         case list(state: IntentState?, type: String?, limit: Int)
         case dead(limit: Int)
         case requeue(id: String)
-        case cancel(id: String)
+        case cancel(id: String, timeout: Double)
         case delete(ids: [String]?, group: String?)
         case watch(type: String?, state: IntentState?)
     }
@@ -114,7 +119,11 @@ struct StatusCommand {
         if arguments.has("--all") || arguments.options["--group"] != nil { throw UsageError("--all and --group only apply to delete") }
         if first == "cancel" {
             guard arguments.positionals.count == 2 else { throw UsageError("cancel takes exactly one intent id") }
-            return StatusCommand(action: .cancel(id: arguments.positionals[1]), json: json)
+            for option in ["--state", "--type", "--limit"] where arguments.options[option] != nil {
+                throw UsageError("\(option) does not apply to cancel")
+            }
+            if arguments.has("--wait") { throw UsageError("cancel always waits for the decision (up to --timeout)") }
+            return StatusCommand(action: .cancel(id: arguments.positionals[1], timeout: try arguments.seconds("--timeout") ?? 30), json: json)
         }
         if first == "requeue" {
             guard arguments.positionals.count == 2 else { throw UsageError("requeue takes exactly one intent id") }
@@ -193,8 +202,8 @@ struct StatusCommand {
                 return StatusWatch(type: type, state: state, json: json).run()
             case .requeue(let id):
                 return requeue(id)
-            case .cancel(let id):
-                return cancel(id, source: source)
+            case .cancel(let id, let timeout):
+                return cancel(id, timeout: timeout, source: source)
             case .delete(let ids, let group):
                 // Deleting is an operator's maintenance, done in place: SQLite's
                 // locking and busy timeout keep it safe beside the recorder.
@@ -209,30 +218,66 @@ struct StatusCommand {
         }
     }
 
-    private func cancel(_ id: String, source: StatusSource) -> Int32 {
+    /// Requests the cancel, then waits for the worker's decision: the intent's
+    /// outcome as the store records it (canceled, or what it already was).
+    private func cancel(_ id: String, timeout: Double, source: StatusSource) -> Int32 {
         let status: IntentStatus
+        let url: BrokerURL
         do {
+            url = try Environment.brokerURL()
             guard let found = try source.status(id: id) else {
                 return Terminal.fail(Self.tool, "\(id) is unknown to the status store", code: ExitCode.unknown)
             }
             status = found
+        } catch let error as UsageError {
+            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         } catch {
             return Terminal.fail(Self.tool, "\(source.unreachable): \(error)", code: ExitCode.unavailable)
         }
         guard !status.state.isTerminal else {
-            return Terminal.fail(Self.tool, "\(id) has already ended (\(status.state.rawValue)); only an unfinished intent can be canceled", code: ExitCode.failed)
+            return alreadyEnded(status)
         }
+        // Followed from before the request, so the decision cannot slip past.
+        let feed = StatusWaiter.feed(url: url, timeout: timeout)
+        defer { feed?.close() }
         do {
-            let publisher = try IntentPublisher(url: try Environment.brokerURL())
+            let publisher = try IntentPublisher(url: url)
             defer { publisher.close() }
             try publisher.cancel(id: id, type: status.type)
-        } catch let error as UsageError {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+        } catch where error.kind == .unroutable {
+            return Terminal.fail(Self.tool, "cannot cancel \(id): \(error.detail)", code: ExitCode.refused)
         } catch {
             return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
         }
-        Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested"]).jsonString : "\(id): cancel requested")
+        let decided: IntentStatus?
+        do {
+            switch source {
+            case .local(let path):
+                decided = try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: url, feed: feed) { $0.state.isTerminal }
+            case .remote:
+                decided = try source.wait(id: id, timeout: timeout, brokerURL: url) { $0.state.isTerminal }
+            }
+        } catch {
+            return Terminal.fail(Self.tool, "cancel requested, but \(source.unreachable): \(error)", code: ExitCode.unavailable)
+        }
+        guard let decided, decided.state.isTerminal else {
+            Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(decided?.state.rawValue ?? "unknown")]).jsonString
+                                : "\(id): cancel requested; no worker decided it within \(JSONValue.formatNumber(timeout)) s (it is canceled when one does, unless its outcome is decided first)")
+            return ExitCode.notTerminal
+        }
+        guard decided.state == .canceled else { return alreadyEnded(decided) }
+        Terminal.write(json ? StatusReport.jsonString(decided) : "\(id): canceled")
         return ExitCode.success
+    }
+
+    /// A cancel that came too late: the intent's real outcome, and exit 1.
+    private func alreadyEnded(_ status: IntentStatus) -> Int32 {
+        let outcome = status.state.rawValue + (status.response.map { " (\($0.code))" } ?? "")
+        if json { Terminal.write(StatusReport.jsonString(status)) }
+        return Terminal.fail(
+            Self.tool, status.state == .canceled
+                ? "\(status.id) was already canceled"
+                : "\(status.id) had already been handled: it ended \(outcome); a cancel cannot undo that", code: ExitCode.failed)
     }
 
     private func requeue(_ id: String) -> Int32 {

@@ -44,18 +44,20 @@ enum StatusSource {
         throw StatusQuery.Invalid(description: "the recorder answered one intent to a list query")
     }
 
-    /// Waits until the intent ends or needs input (see `StatusWaiter`).
-    func wait(id: String, timeout: Double, brokerURL: BrokerURL?) throws -> IntentStatus? {
+    /// Waits until `done` holds (by default: the intent ends or needs input; see `StatusWaiter`).
+    func wait(
+        id: String, timeout: Double, brokerURL: BrokerURL?, done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
+    ) throws -> IntentStatus? {
         switch self {
         case .local(let path):
-            return try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: brokerURL)
+            return try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: brokerURL, done: done)
         case .remote(let url):
             // One connection for every question of the wait.
             let deadline = Date().addingTimeInterval(timeout)
             let requester = try StatusRequester(url: url, timeout: min(5, timeout))
             defer { requester.close() }
             var answered = false
-            return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: url, done: StatusWaiter.answeredOrEnded) {
+            return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: url, done: done) {
                 let answer: [UInt8]
                 do {
                     answer = try requester.ask(StatusQuery.show(id: id).encoded, timeout: deadline.timeIntervalSinceNow)

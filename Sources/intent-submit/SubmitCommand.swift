@@ -20,7 +20,8 @@ struct SubmitCommand {
         Answering an intent that waits in needsInput (read from INTENT_STATUS_DB):
           --answer ID name=value...   give the asked parameters; the rest stay as they were; resolution runs again
           --confirm ID                confirm what it asks to confirm (a value, or the whole intent)
-          --deny ID                   refuse it: the intent ends failure/denied
+          --deny ID                   refuse it: the intent ends failure/denied (unless a confirmation
+                                      was handled first: a worker decides, and --wait shows which)
 
         Options:
           --parameters JSON   parameters as one JSON object; name=value pairs override its keys
@@ -129,14 +130,10 @@ struct SubmitCommand {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         }
         var envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group)
-        var denial: StatusEvent?
         if mode != .submit {
             switch conversationStep() {
             case .failure(let code, let reason): return Terminal.fail(Self.tool, reason, code: code)
             case .envelope(let next): envelope = next
-            case .denial(let event):
-                denial = event
-                envelope.type = event.type
             }
         }
         // For --wait, the events are followed from before the submission: a fast
@@ -146,11 +143,7 @@ struct SubmitCommand {
         do {
             let publisher = try IntentPublisher(url: url)
             defer { publisher.close() }
-            if let denial {
-                try publisher.publish(denial)
-            } else {
-                try publisher.submit(envelope)
-            }
+            try publisher.submit(envelope)
         } catch {
             switch error.kind {
             case .unroutable: return Terminal.fail(Self.tool, error.detail, code: ExitCode.refused)
@@ -167,9 +160,8 @@ struct SubmitCommand {
         do {
             // An answer waits for its own turn's outcome, not the question it answered.
             let minimumTurn = envelope.turn
-            let mode = self.mode
             let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed) { status in
-                (status.turn ?? 0) >= minimumTurn && (status.state.isTerminal || (status.state == .needsInput && mode != .deny))
+                status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
             }
             if json {
                 Terminal.write(status.map { StatusReport.jsonString($0) }
@@ -189,7 +181,6 @@ struct SubmitCommand {
 extension SubmitCommand {
     enum Step {
         case envelope(IntentEnvelope)
-        case denial(StatusEvent)
         case failure(Int32, String)
     }
 
@@ -216,10 +207,10 @@ extension SubmitCommand {
             guard !confirmable.isEmpty else {
                 return .failure(ExitCode.refused, "\(id) is not asking for a confirmation; answer it with --answer")
             }
-            return .denial(StatusEvent(
-                id: id, type: status.type, state: .failure, attempt: status.attempts,
-                response: IntentResponse(code: FailureCode.denied, message: "the user denied \(confirmable.joined(separator: ", "))"),
-                worker: "intent-submit", turn: turn))
+            // A request a worker decides: denied, unless a confirmation got there first.
+            var denial = IntentEnvelope.request(.deny, id: id, type: status.type, turn: turn + 1)
+            denial.group = status.group
+            return .envelope(denial)
         case .confirm:
             guard !confirmable.isEmpty else {
                 return .failure(ExitCode.refused, "\(id) is not asking for a confirmation; answer it with --answer")

@@ -28,7 +28,8 @@ struct WorkerCommand {
           --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
           --allow-user U        a broker user whose restricted intents (SendPayment) are handled; repeatable
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
-          --question-ttl S      the recorder fails needsInput questions unanswered this long (default 86400)
+          --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
+                                which fails them with expired unless an answer came first; default 86400)
           --retain D            the recorder removes intents finished longer ago than D, in small batches
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
@@ -46,7 +47,10 @@ struct WorkerCommand {
           INTENTQUEUE_FAULT     fault injection for tests: point[@idPrefix][:probability],… with points
                                 afterReceive, afterHandle, afterStatusPublish, beforeAck (the worker kills itself)
           INTENT_STATUS_DB      the status store the recorder writes (default ~/.local/state/intentqueue/status.sqlite)
-          HAIRDRESSERS_DB       the app's database (default ~/.local/state/intentqueue/hairdressers.sqlite)
+          HAIRDRESSERS_DB       the app's database (default ~/.local/state/intentqueue/hairdressers.sqlite); it also
+                                holds the app's outcome ledger, where cancels, denials and time limits are decided
+          INTENT_OUTCOMES_DB    the worker's own outcome ledger, for handlers that keep no database
+                                (default ~/.local/state/intentqueue/outcomes.sqlite)
 
         The worker keeps retrying while the broker is away and resumes on its own. SIGTERM or SIGINT stops
         consuming, lets running handlers finish within the grace period, flushes their status events and exits 0.
@@ -172,7 +176,13 @@ struct WorkerCommand {
             configuration.allowedUsers = allowedUsers
             configuration.timeLimits = timeLimits
             configuration.metrics = metrics
-            services.append(WorkerService(registry: registry, configuration: configuration, logger: logger))
+            configuration.outcomesPath = Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? Environment.stateDirectory() + "/outcomes.sqlite"
+            do {
+                services.append(try WorkerService(registry: registry, configuration: configuration, logger: logger))
+            } catch {
+                return Terminal.fail(Self.tool, "cannot open the outcome ledger at \(configuration.outcomesPath): \(error)", code: ExitCode.unavailable)
+            }
         }
         if mode != .worker {
             var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)

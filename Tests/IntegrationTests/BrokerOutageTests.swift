@@ -35,9 +35,10 @@ struct BrokerOutageTests {
         let patient = try WorkerProcess(
             arguments: ["--with-recorder"], environment: sandbox.environment,
             logPath: sandbox.directory.appendingPathComponent("patient.log").path)
-        try await Task.sleep(for: .seconds(2))
-        #expect(patient.isRunning)
-        #expect(patient.log.contains("broker unavailable"))
+        try await eventually(timeout: 30, "the worker to retry the absent broker twice (log: \(patient.logPath))") {
+            if !patient.isRunning { throw BrokerFailure(message: "intent-worker exited while the broker was down:\n\(patient.log)") }
+            return patient.log.components(separatedBy: "broker unavailable").count - 1 >= 2
+        }
 
         try await broker.restart()
         try await eventually(timeout: 90, "the queued intents to be handled after the broker returned") {

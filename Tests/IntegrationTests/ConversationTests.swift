@@ -122,22 +122,58 @@ struct ConversationTests {
         try await eventually(timeout: 10, "the submission to be recorded") {
             FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "to-cancel")) != nil
         }
-        let canceled = try await sandbox.status(["cancel", "to-cancel"])
-        #expect(canceled.exitCode == 0, "\(canceled)")
-        try await eventually(timeout: 10, "the store to mark it canceled") {
-            try sandbox.statusStore().status(id: "to-cancel")?.state == .canceled
+        let requested = try await sandbox.status(["cancel", "to-cancel", "--timeout", "1"])
+        #expect(requested.exitCode == 3, "no worker has decided it yet: \(requested)")
+        #expect(requested.stdout.contains("cancel requested"), "\(requested)")
+        try await eventually(timeout: 10, "the store to show the request") {
+            try sandbox.statusStore().status(id: "to-cancel")?.state == .cancelRequested
         }
 
         try await sandbox.startWorker([], expectedConnections: 1)
         let after = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=later", "--id", "after", "--wait"])
         #expect(after.exitCode == 0, "the worker serves: \(after)")
+        let decided = try await sandbox.status(["to-cancel", "--wait", "--timeout", "20"])
+        #expect(decided.exitCode == 1 && decided.stdout.contains("canceled"), "\(decided)")
         #expect(try sandbox.messageCount(intentID: "to-cancel") == 0, "its handler never ran")
-        #expect(try sandbox.statusStore().status(id: "to-cancel")?.state == .canceled)
         #expect(try sandbox.statusStore().conflictCount() == 0)
 
         let finished = try await sandbox.status(["cancel", "after"])
         #expect(finished.exitCode == 1, "\(finished)")
-        #expect(finished.stderr.contains("already ended"))
+        #expect(finished.stderr.contains("had already been handled: it ended success"), "\(finished)")
+    }
+
+    @Test func aCancelDecidesAWaitingIntentAndLosesToOneAlreadyHandled() async throws {
+        let sandbox = try await Sandbox("cancel-live")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "waiting", "--wait"]).exitCode == 3)
+        let canceled = try await sandbox.status(["cancel", "waiting", "--json"])
+        #expect(canceled.exitCode == 0, "\(canceled)")
+        #expect(canceled.stdout.contains("\"state\":\"canceled\""), "\(canceled.stdout)")
+        #expect(try sandbox.statusStore().status(id: "waiting")?.state == .canceled, "the store holds what cancel reported")
+        let late = try await sandbox.submit(["--answer", "waiting", "recipients=Jeff Baker"])
+        #expect(late.exitCode == 2 && late.stderr.contains("not waiting"), "\(late)")
+        #expect(try sandbox.messageCount(intentID: "waiting") == 0)
+
+        // An answer published anyway (by a client that read the store earlier) finds the cancel decided.
+        let answer = IntentEnvelope(
+            id: "waiting", type: "SendMessage", parameters: ["recipients": "Jeff Baker", "content": "3pm?"], submittedAt: 0, turn: 1,
+            answers: ["recipients": "Jeff Baker"])
+        try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: answer.encoded(), messageID: "waiting")
+        try await eventually(timeout: 20, "the worker to take the late answer") {
+            (try? String(contentsOfFile: sandbox.directory.appendingPathComponent("worker-0.log").path, encoding: .utf8))?
+                .contains("already decided (canceled)") ?? false
+        }
+        #expect(try sandbox.messageCount(intentID: "waiting") == 0, "the late answer sent nothing")
+        #expect(try sandbox.statusStore().status(id: "waiting")?.state == .canceled)
+
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=done", "--id", "done", "--wait"]).exitCode == 0)
+        let tooLate = try await sandbox.status(["cancel", "done", "--json"])
+        #expect(tooLate.exitCode == 1, "\(tooLate)")
+        #expect(tooLate.stdout.contains("\"state\":\"success\""), "the real outcome: \(tooLate.stdout)")
+        #expect(try sandbox.messageCount(intentID: "done") == 1)
+        #expect(try sandbox.statusStore().conflictCount() == 0)
     }
 
     @Test func restrictedIntentsNeedAnAllowedBrokerUser() async throws {

@@ -359,14 +359,14 @@ import Testing
         #expect(types == Set(expected.exchanges.values), "exchange types in Topology.swift: \(types.sorted())")
         let keys = Set(source.matches(of: try Regex(#""(x-[a-z-]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
-        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.syncHeader]
+        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader]
         let known: Set<String> = ["x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
                                   Topology.retryBucketHeader]
         let unknown = keys.subtracting(known).subtracting(messageHeaders)
         #expect(unknown.isEmpty, "arguments the definitions do not model: \(unknown.sorted())")
-        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 6, "Topology declares another number of exchanges")
+        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 5, "Topology declares another number of exchanges")
         #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 5, "Topology declares another number of queues")
-        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8, "Topology makes another number of bindings")
+        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 7, "Topology makes another number of bindings")
     }
 
     @Test func theDefinitionsHoldNoPasswordAndGrantLeastPrivilege() throws {
@@ -404,15 +404,17 @@ import Testing
         let exchanges: Set<String> = [topology.intentsExchange, topology.statusExchange, topology.deadLetterExchange]
 
         // intent-submit: exchange.declare of the three exchanges (IntentPublisher's declareExchanges),
-        // basic.publish to intents, and (--deny) of a status event to intents.status; --wait declares a
-        // server-named queue (configure), binds it to intents.status (write on it, read on the exchange)
-        // and consumes it (read). No default exchange: remote status is the operator's.
+        // basic.publish to intents (submissions, answers, confirmations, denials and cancel requests) and
+        // to intents.cancel (the cancel hint); never to intents.status, whose events only workers and the
+        // recorder publish. --wait declares a server-named queue (configure), binds it to intents.status
+        // (write on it, read on the exchange) and consumes it (read). No default exchange: remote status
+        // is the operator's.
         let producer = try #require(grants["intent-producer"])
         #expect(try allowed(producer.configure).isSuperset(of: exchanges.union([serverNamed])))
         #expect(try allowed(producer.configure).isDisjoint(with: [topology.workQueue, topology.ledgerQueue, topology.retryExchange,
                                                                   topology.cancelExchange, topology.cancelStream,
                                                                   topology.statusRequestQueue, "amq.default"]))
-        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.statusExchange, serverNamed])
+        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.cancelExchange, serverNamed])
         #expect(try allowed(producer.read) == [topology.statusExchange, serverNamed])
 
         // intent-worker: declares everything; binds work, ledger, dead, retry and cancellation queues
@@ -426,19 +428,19 @@ import Testing
             .union(retryQueues)
         #expect(try allowed(worker.read) == workerReads, "the worker needs no read on the ledger")
 
-        // The recorder: declares the exchanges, intents.cancel, the ledger and the status request queue,
-        // binds the ledger to status, dead letters and cancellations, consumes the ledger and the
-        // requests, answers on the default exchange (direct reply-to), and announces the outcomes
-        // it decides itself (a cancel, a dead letter, an expired question) on intents.status.
+        // The recorder: declares the exchanges, the ledger and the status request queue, binds the
+        // ledger to status and dead letters, consumes the ledger and the requests, answers on the
+        // default exchange (direct reply-to), announces the outcome it decides itself (a dead letter)
+        // on intents.status, and asks workers to expire old questions through intents.
         let recorder = try #require(grants["intent-recorder"])
-        #expect(try allowed(recorder.configure) == exchanges.union([topology.cancelExchange, topology.ledgerQueue,
-                                                                    topology.statusRequestQueue]))
-        #expect(try allowed(recorder.write) == [topology.ledgerQueue, topology.statusExchange, "amq.default"])
-        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.cancelExchange,
+        #expect(try allowed(recorder.configure) == exchanges.union([topology.ledgerQueue, topology.statusRequestQueue]))
+        #expect(try allowed(recorder.write) == [topology.intentsExchange, topology.ledgerQueue, topology.statusExchange, "amq.default"])
+        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange,
                                                topology.ledgerQueue, topology.statusRequestQueue])
 
         // intent-status requeue: basic.get from the dead-letter queue, basic.publish to intents.
-        // intent-status cancel: IntentPublisher declares the three exchanges, then publishes to intents.cancel.
+        // intent-status cancel: IntentPublisher declares the three exchanges, then publishes the hint to
+        // intents.cancel and the request to intents.
         // --remote: publishes requests to the default exchange (consuming amq.rabbitmq.reply-to needs nothing);
         // watch and --wait: a server-named queue bound to intents.status.
         let operatorGrant = try #require(grants["intent-operator"])

@@ -108,7 +108,14 @@ struct OperationsTests {
         try await Self.submit(envelopes, url: sandbox.brokerURL)
         let ids = envelopes.map(\.id)
         try await eventually(timeout: 60, "all 100 intents to settle") { try Self.settled(sandbox, ids: ids) }
-        try await Task.sleep(for: .milliseconds(300))
+        // The store holds every outcome; the watchers have seen them once their logs show each one.
+        let settled = try Dictionary(uniqueKeysWithValues: ids.map { id in (id, try #require(try sandbox.statusStore().status(id: id)).state) })
+        try await eventually(timeout: 20, "both watchers to print every outcome the store holds") {
+            let lines = everything.log.split(separator: "\n").filter { $0.hasPrefix("{") }
+            let last = Dictionary(lines.compactMap { try? StatusEvent.decode(Array($0.utf8)) }.map { ($0.id, $0.state) }) { _, later in later }
+            let failed = failures.log.split(separator: "\n").filter { $0.contains("OrderSoup  failure") }.count
+            return settled.allSatisfy { last[$0.key] == $0.value } && failed == settled.values.filter { $0 == .failure }.count
+        }
         everything.process.interrupt()
         failures.process.interrupt()
         #expect(try await everything.stop() == 0)
@@ -220,9 +227,11 @@ struct OperationsTests {
         #expect(leftovers == ["intentqueue.prom"])
     }
 
-    /// Outcomes only the recorder sees — an expired question, a cancel — reach
-    /// `watch` too: the recorder announces them on intents.status.
-    @Test func watchShowsOutcomesTheRecorderDecides() async throws {
+    /// An expired question and a cancel are decided by workers, like any
+    /// outcome, and reach `watch` as their events: a question past its time to
+    /// live is expired by the worker the recorder asks; a cancel sent while no
+    /// worker runs shows `cancelRequested` and is decided when one starts.
+    @Test func expiriesAndCancelsAreDecidedByWorkersAndReachWatch() async throws {
         let sandbox = try await Sandbox("announce")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--with-recorder", "--question-ttl", "1"])
@@ -230,26 +239,33 @@ struct OperationsTests {
             arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
         try await eventually(timeout: 10, "the watcher") { watch.log.contains("watching") }
-
-        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "ask", "--wait"]).exitCode == 3)
-        #expect(try await worker.stop() == 0)
-        try await sandbox.startWorker(["--recorder-only", "--question-ttl", "1"], expectedConnections: 1)
-        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "drop"]).exitCode == 0)
-        try await eventually(timeout: 10, "the submission to be recorded") { try sandbox.statusStore().status(id: "drop")?.state == .queued }
-        #expect(try await sandbox.status(["cancel", "drop"]).exitCode == 0)
-
         func events() throws -> [StatusEvent] {
             try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
         }
-        try await eventually(timeout: 20, "the expiry and the cancel on the stream") {
-            let seen = try events()
-            return seen.contains { $0.id == "ask" && $0.state == .failure } && seen.contains { $0.id == "drop" && $0.state == .canceled }
-        }
-        let expired = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
-        #expect(expired.response?.code == FailureCode.expired)
-        #expect(expired.worker == "recorder")
+
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "ask", "--wait"]).exitCode == 3)
+        try await eventually(timeout: 30, "the question to expire") { try sandbox.statusStore().status(id: "ask")?.state == .failure }
         #expect(try sandbox.statusStore().status(id: "ask")?.response?.code == FailureCode.expired)
-        #expect(try sandbox.statusStore().conflictCount() == 0, "reading its own notice back changes nothing")
+        #expect(try await sandbox.status(["ask"]).exitCode == 1)
+        try await eventually(timeout: 10, "the expiry on the stream") { try events().contains { $0.id == "ask" && $0.state == .failure } }
+        let expiry = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
+        #expect(expiry.response?.code == FailureCode.expired)
+        #expect(expiry.worker != "recorder", "a worker decided it: \(expiry.worker ?? "-")")
+
+        #expect(try await worker.stop() == 0)
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "drop"]).exitCode == 0)
+        try await eventually(timeout: 10, "the submission to be recorded") { try sandbox.statusStore().status(id: "drop")?.state == .queued }
+        let requested = try await sandbox.status(["cancel", "drop", "--timeout", "1"])
+        #expect(requested.exitCode == 3, "no worker runs: requested, not decided: \(requested)")
+        try await eventually(timeout: 10, "the request to be recorded") {
+            try sandbox.statusStore().status(id: "drop")?.state == .cancelRequested
+        }
+        try await sandbox.startWorker([], expectedConnections: 1)
+        try await eventually(timeout: 20, "the cancel on the stream") { try events().contains { $0.id == "drop" && $0.state == .canceled } }
+        try await eventually(timeout: 10, "the cancel in the store") { try sandbox.statusStore().status(id: "drop")?.state == .canceled }
+        #expect(try sandbox.messageCount(intentID: "drop") == 0, "its handler never ran")
+        #expect(try sandbox.statusStore().conflictCount() == 0)
         watch.process.interrupt()
         #expect(try await watch.stop() == 0)
     }

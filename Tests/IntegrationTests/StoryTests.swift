@@ -55,24 +55,39 @@ struct StoryTests {
         #expect(listed.stdout.contains("story-2") && !listed.stdout.contains("story-1"))
     }
 
-    @Test func resubmittingAnIDStoresItsEffectsOnce() async throws {
+    /// A resubmitted id that already ended repeats none of its effects, and the
+    /// status stream shows nothing after its end: the worker publishes the
+    /// recorded outcome again, without a fresh `inProgress`.
+    @Test func resubmittingAFinishedIDRepeatsNoEffectAndNoStateAfterItsEnd() async throws {
         let sandbox = try await Sandbox("same-id")
         defer { Task { await sandbox.tearDown() } }
-        try await sandbox.startWorker()
+        let worker = try await sandbox.startWorker()
+        let watch = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        defer { watch.process.interrupt() }
+        try await eventually(timeout: 10, "the watcher") { watch.log.contains("watching") }
 
         let arguments = ["SendMessage", "recipients=Alice,Bob", "content=Once only", "--id", "twice", "--wait"]
         let first = try await sandbox.submit(arguments)
-        let second = try await sandbox.submit(arguments)
         #expect(first.exitCode == 0, "\(first)")
-        #expect(second.exitCode == 0, "\(second)")
-        // The second delivery was handled by the worker too: wait until both are acked.
-        try await eventually(timeout: 10, "both deliveries to be processed") {
-            try sandbox.statusStore().status(id: "twice")?.attempts ?? 0 >= 1
-        }
-        try await Task.sleep(for: .milliseconds(300))
         #expect(try sandbox.messageCount(intentID: "twice") == 2)
-        let all = try sandbox.statusStore().list(limit: 100)
-        #expect(all.filter { $0.id == "twice" }.count == 1)
-        #expect(all.first { $0.id == "twice" }?.state == .success)
+        for _ in 0..<2 {
+            let again = try await sandbox.submit(arguments)
+            #expect(again.exitCode == 0, "\(again)")
+        }
+        try await eventually(timeout: 20, "both resubmissions to be taken (log: \(worker.logPath))") {
+            worker.log.components(separatedBy: "already decided (success)").count - 1 == 2
+        }
+        func events() throws -> [StatusEvent] {
+            try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
+                .filter { $0.id == "twice" }
+        }
+        try await eventually(timeout: 10, "the republished outcomes on the stream") { try events().count == 4 }
+        let states = try events().map(\.state)
+        #expect(states == [.inProgress, .success, .success, .success], "\(states)")
+        #expect(try sandbox.messageCount(intentID: "twice") == 2, "the effects happened once")
+        #expect(try sandbox.statusStore().status(id: "twice")?.state == .success)
+        #expect(try sandbox.statusStore().conflictCount() == 0)
     }
 }

@@ -1,33 +1,42 @@
+import Foundation
 import IntentKit
 import IntentStore
 import Testing
 @testable import IntentCLI
 
-/// When the store lags behind an intent's event, `--wait` answers from the event.
+/// `--wait` reports only what the store holds (read-your-writes): never a
+/// status made up ahead of the store.
 @Suite struct StatusWaiterTests {
-    static let event = StatusEvent(
-        id: "a", type: "SendMessage", state: .success, attempt: 2,
-        response: IntentResponse(code: "success", message: "Message sent"), worker: "w1", turn: 0)
-
-    @Test func anEventBringsARunningStatusUpToDate() {
-        let stored = IntentStatus(id: "a", type: "SendMessage", state: .inProgress, attempts: 1, submittedAt: 5, updatedAt: 6)
-        let updated = StatusWaiter.applying(Self.event, to: stored)
-        #expect(updated.state == .success && updated.terminal)
-        #expect(updated.response?.message == "Message sent")
-        #expect(updated.attempts == 2 && updated.worker == "w1")
-        #expect(updated.submittedAt == 5, "what the event does not carry is kept")
-        #expect(updated.finishedAt == Self.event.at)
+    static func status(_ state: IntentState, turn: Int = 0) -> IntentStatus {
+        IntentStatus(id: "a", type: "SendMessage", state: state, updatedAt: 1, turn: turn)
     }
 
-    @Test func aFinishedOrLaterTurnIsNotChangedByAnEvent() {
-        let finished = IntentStatus(id: "a", type: "SendMessage", state: .failure, response: IntentResponse(code: "x", message: nil), updatedAt: 1)
-        #expect(StatusWaiter.applying(Self.event, to: finished) == finished)
-        let laterTurn = IntentStatus(id: "a", type: "SendMessage", state: .queued, updatedAt: 1, turn: 1)
-        #expect(StatusWaiter.applying(Self.event, to: laterTurn) == laterTurn)
+    @Test func aWaitReturnsTheFirstStoredStatusThatEndsIt() throws {
+        var reads = [Self.status(.queued), Self.status(.inProgress), Self.status(.needsInput), Self.status(.success)]
+        var served: [IntentStatus] = []
+        let ended = try StatusWaiter.wait(id: "a", timeout: 10, brokerURL: nil, done: { $0.state.isTerminal }) {
+            let next = reads.isEmpty ? served.last : reads.removeFirst()
+            if let next { served.append(next) }
+            return next
+        }
+        #expect(ended == Self.status(.success))
+        #expect(served.count == 4, "it read until the store showed the end, and no further")
     }
 
-    @Test func withNothingStoredTheEventIsTheStatus() {
-        let status = StatusWaiter.applying(Self.event, to: nil)
-        #expect(status.id == "a" && status.type == "SendMessage" && status.state == .success && status.response?.code == "success")
+    @Test func aWaitThatTimesOutReportsTheLastStoredStatus() throws {
+        let started = Date()
+        let last = try StatusWaiter.wait(id: "a", timeout: 0.2, brokerURL: nil, done: { $0.state.isTerminal }) {
+            Self.status(.inProgress)
+        }
+        #expect(last == Self.status(.inProgress))
+        #expect(Date().timeIntervalSince(started) >= 0.2, "it waited the whole time before giving up")
+    }
+
+    @Test func anIdTheStoreHasNotSeenIsNotYetAnAnswer() throws {
+        var reads: [IntentStatus?] = [nil, nil, Self.status(.needsInput, turn: 1)]
+        let answered = try StatusWaiter.wait(id: "a", timeout: 10, brokerURL: nil, done: StatusWaiter.answeredOrEnded) {
+            reads.isEmpty ? nil : reads.removeFirst()
+        }
+        #expect(answered?.state == .needsInput && answered?.turn == 1)
     }
 }

@@ -313,6 +313,8 @@ import Testing
         #expect(IntentState.queued.rank == 0)
         #expect(IntentState.inProgress.rank == 1)
         #expect(IntentState.needsInput.rank == 2)
+        #expect(IntentState.cancelRequested.rank == 2)
+        #expect(!IntentState.cancelRequested.isTerminal, "a worker has not decided yet")
         #expect(IntentState.success.rank == 3)
         #expect(IntentState.failure.rank == 3)
         #expect(IntentState.canceled.rank == 3)
@@ -322,6 +324,6 @@ import Testing
     }
 
     @Test func statesUseTheirWireNames() {
-        #expect(IntentState.allCases.map(\.rawValue) == ["queued", "inProgress", "needsInput", "success", "failure", "canceled"])
+        #expect(IntentState.allCases.map(\.rawValue) == ["queued", "inProgress", "needsInput", "cancelRequested", "success", "failure", "canceled"])
     }
 }

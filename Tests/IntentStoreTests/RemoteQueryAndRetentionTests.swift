@@ -51,16 +51,23 @@ import Testing
         #expect(first.last?.from == .queued)
         let end = try store.record([Self.event("a", .success, code: "success"), Self.event("a", .failure, code: "late"), Self.event("a", .inProgress)])
         #expect(end == [StatusStore.Transition(id: "a", type: "SendMessage", from: .inProgress, to: .success, code: "success", message: "success")])
-        #expect(try store.record([.canceled(id: "a")]).isEmpty, "a finished intent is not canceled")
+        #expect(try store.record([.cancelRequested(id: "a")]).isEmpty, "a finished intent shows no cancel request")
     }
 
-    @Test func expiryReportsEachQuestionItFailed() throws {
+    @Test func expiryNamesEachOldQuestionOnceUntilItIsDueToBeAskedAgain() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.event("q1", .needsInput), Self.event("q2", .needsInput)], now: 100)
-        let expired = try store.expireQuestions(olderThan: 10, now: 200)
-        #expect(Set(expired.map(\.id)) == ["q1", "q2"])
-        #expect(expired.allSatisfy { $0.to == .failure && $0.code == FailureCode.expired })
-        #expect(try store.expireQuestions(olderThan: 10, now: 300).isEmpty)
+        try store.record([Self.event("fresh", .needsInput)], now: 195)
+        let due = try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 200)
+        #expect(Set(due.map(\.id)) == ["q1", "q2"])
+        #expect(due.allSatisfy { $0.type == "SendMessage" && $0.turn == 0 })
+        #expect(try store.status(id: "q1")?.state == .needsInput, "the store does not decide the expiry: a worker does")
+        #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 230).map(\.id) == ["fresh"],
+                "already asked about: not again before resendAfter")
+        #expect(Set(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 270).map(\.id)) == ["q1", "q2"],
+                "a request that was lost is sent again")
+        try store.record([Self.event("q1", .failure, code: FailureCode.expired)], now: 280)
+        #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 400).map(\.id).sorted() == ["fresh", "q2"])
     }
 
     @Test func retentionRemovesOnlyIntentsFinishedBeforeTheCutoffInBatches() throws {

@@ -176,7 +176,6 @@ enum Deploy {
             Binding(source: topology.statusExchange, destination: topology.ledgerQueue, key: "#"),
             Binding(source: topology.deadLetterExchange, destination: topology.ledgerQueue, key: ""),
             Binding(source: topology.deadLetterExchange, destination: topology.deadLetterQueue, key: ""),
-            Binding(source: topology.cancelExchange, destination: topology.ledgerQueue, key: ""),
             Binding(source: topology.cancelExchange, destination: topology.cancelStream, key: ""),
         ]
         for delay in Set(topology.retryDelays) {

@@ -11,6 +11,8 @@ struct AddTodo: Intent {
 
 struct AddTodoHandler: IntentHandler {
     let database: DatabaseQueue
+    /// Cancels and time limits are decided in the same database as the todos.
+    let ledger: (any OutcomeLedger)?
 
     func resolve(_ intent: AddTodo, context: IntentContext) async throws -> [ParameterResolution] {
         let title: ResolutionResult = intent.title.map { $0.isEmpty ? .needsValue : .success(.string($0)) } ?? .needsValue

@@ -19,9 +19,9 @@ try database.sync { db in
 }
 
 var registry = IntentRegistry()
-try registry.register(AddTodoHandler(database: database))
+try registry.register(AddTodoHandler(database: database, ledger: try DatabaseOutcomeLedger(queue: database)))
 
-let worker = WorkerService(
+let worker = try WorkerService(
     registry: registry,
     configuration: WorkerConfiguration(brokerURL: try BrokerURL.fromEnvironment(environment), concurrency: 4),
     logger: logger)

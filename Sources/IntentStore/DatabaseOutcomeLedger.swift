@@ -1,0 +1,91 @@
+import Foundation
+import IntentKit
+
+/// The outcome ledger in an SQLite database: `OnceOnly`'s `intent_effect`
+/// rows, and `intent_pending` for questions asked and claims.
+///
+/// Every decision is one write on the database's `DatabaseQueue`, so it is
+/// serialized with the handlers' own `OnceOnly` transactions: a cancel and a
+/// handler's effects can never both commit.
+public final class DatabaseOutcomeLedger: OutcomeLedger {
+    public let queue: DatabaseQueue
+    public let holdsEffects: Bool
+
+    /// A ledger in an app's database, whose handlers write with `OnceOnly`
+    /// (`holdsEffects`), or in a database of its own (`holdsEffects: false`).
+    public init(queue: DatabaseQueue, holdsEffects: Bool = true) throws {
+        self.queue = queue
+        self.holdsEffects = holdsEffects
+        try queue.sync { db in try OnceOnly.prepare(db) }
+    }
+
+    /// The worker's own ledger, for handlers that keep no database: a file of
+    /// its own, created (private to its user) when missing.
+    public convenience init(path: String) throws {
+        try StatusStore.createParentDirectory(of: path)
+        try self.init(queue: DatabaseQueue(path: path, label: "intentqueue.outcomes"), holdsEffects: false)
+    }
+
+    public func outcome(of intentID: String) async throws -> DecidedOutcome? {
+        try await queue.read { db in try OnceOnly.decidedOutcome(in: db, intentID: intentID) }
+    }
+
+    public func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
+        try await queue.write { db in
+            if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            let pending = try Self.pending(intentID, in: db)
+            switch decider {
+            case .run:
+                break
+            case .cancel:
+                if pending?.claimed == true { return nil }
+            case .answer(let question):
+                if pending?.claimed == true || (pending?.question ?? 0) > question { return nil }
+            }
+            try OnceOnly.record(outcome, intentID: intentID, attempt: attempt, in: db)
+            return outcome
+        }
+    }
+
+    public func ask(_ intentID: String, turn: Int) async throws -> DecidedOutcome? {
+        try await queue.write { db in
+            if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            try db.run(
+                """
+                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, ?2, NULL, ?3)
+                ON CONFLICT(intent_id) DO UPDATE SET
+                    question_turn = max(coalesce(question_turn, 0), excluded.question_turn), claimed_attempt = NULL,
+                    updated_at = excluded.updated_at
+                """, [.text(intentID), .int(turn), .real(Date().timeIntervalSince1970)])
+            return nil
+        }
+    }
+
+    public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
+        guard !holdsEffects else { return try await outcome(of: intentID) }
+        return try await queue.write { db in
+            if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            try db.run(
+                """
+                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, NULL, ?2, ?3)
+                ON CONFLICT(intent_id) DO UPDATE SET claimed_attempt = excluded.claimed_attempt, updated_at = excluded.updated_at
+                """, [.text(intentID), .int(attempt), .real(Date().timeIntervalSince1970)])
+            return nil
+        }
+    }
+
+    public func release(_ intentID: String) async throws {
+        guard !holdsEffects else { return }
+        try await queue.write { db in
+            try db.run("UPDATE intent_pending SET claimed_attempt = NULL WHERE intent_id = ?", [.text(intentID)])
+        }
+    }
+
+    private static func pending(_ intentID: String, in db: Database) throws -> (question: Int?, claimed: Bool)? {
+        try db.queryFirst(
+            "SELECT question_turn, claimed_attempt FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
+        ) { row in
+            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil)
+        }
+    }
+}
