@@ -2,6 +2,7 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
+import Synchronization
 
 /// Consumes submitted intents and runs them through the pipeline.
 ///
@@ -237,10 +238,17 @@ public final class WorkerService: Service {
         let cancellations = self.cancellations
         context.isCanceled = { await cancellations.isCanceled(envelope.id) }
         let received = ContinuousClock.now
+        let timedOut = Atomic<Bool>(false)
         await IntentPipeline.run(
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type]
         ) { outcome in
+            if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
             await self.conclude(job, outcome: outcome, received: received)
+        }
+        // A handler past its time limit keeps its slot until it really returns,
+        // so `--concurrency` bounds what runs, not what has been reported.
+        if timedOut.load(ordering: .relaxed) {
+            job.logger.info("the handler returned after its time limit; its slot is free again")
         }
     }
 

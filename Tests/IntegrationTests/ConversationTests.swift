@@ -86,6 +86,11 @@ struct ConversationTests {
         ])
         #expect(timedOut.exitCode == 1, "\(timedOut)")
         #expect(try limited.statusStore().status(id: "too-slow")?.response?.code == FailureCode.timedOut)
+        // The call goes on past the limit and then tries to book: only then can the booking be checked.
+        try await eventually(timeout: 30, "the late call to return") {
+            (try? String(contentsOfFile: limited.directory.appendingPathComponent("worker-0.log").path, encoding: .utf8))?
+                .contains("returned after its time limit") ?? false
+        }
         let booked = try Database(path: limited.appDatabasePath, mode: .readOnly).queryFirst("SELECT count(*) FROM appointment") { $0.int(0) }
         #expect(booked == 0, "a timed-out call books nothing")
     }
