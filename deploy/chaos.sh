@@ -5,7 +5,10 @@
 #
 # On a RabbitMQ node of its own (deploy/broker.sh, node "iqchaos"), it submits N
 # SendMessage intents from P producers (each resubmits an unconfirmed intent with
-# the same id) to W workers and a recorder, all restarted whenever they die, while:
+# the same id) to W workers and a recorder, all restarted whenever they die. One
+# intent in five asks a question ("Jeff": which one?), which an answerer answers
+# as soon as the store shows it; one in seven is canceled by its producer right
+# after it was confirmed, whatever state it is in. Meanwhile:
 #   * workers are killed with kill -9 every MIN-MAX seconds, and kill themselves at
 #     the injection points (after receive, after the handler's commit, after the
 #     status publish, before the ack: INTENTQUEUE_FAULT);
@@ -14,8 +17,10 @@
 #   * the broker is frozen (SIGSTOP) for three heartbeats, then thawed.
 # Then it drains and checks, from the producers' own logs and the databases:
 #   lost (confirmed but never terminal), duplicated effects (a Message row twice),
-#   terminal changed (an outcome that later disagreed), queues left non-empty, and
-#   PRAGMA integrity_check of both SQLite files. Exit 0 when all hold.
+#   contradicted (a stored outcome the app's rows disagree with: success without a
+#   Message row, or canceled/failure with one), terminal changed (an outcome that
+#   later disagreed), queues left non-empty, and PRAGMA integrity_check of both
+#   SQLite files. Exit 0 when all hold.
 #
 # Short run (part of deploy/test.sh):  deploy/chaos.sh --intents 1000
 # Long run:                             deploy/chaos.sh --intents 20000 --broker-restarts 3 --kill-every 2-5
@@ -29,7 +34,7 @@ RESTARTS=1
 KILL_EVERY="2-5"
 PORT=5693
 HEARTBEAT=2
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 while (($#)); do
     case "$1" in
         --intents) INTENTS="$2"; shift 2 ;;
@@ -106,19 +111,44 @@ for _ in $(seq 1 100); do
     sleep 0.2
 done
 
-# Producers: the log records each id once the broker confirmed it.
+# Producers: the log records each id once the broker confirmed it. Every fifth
+# intent asks which Jeff; every seventh is canceled right away (the cancel is
+# sent again until the tools could send it: exit 0 canceled, 1 already ended,
+# 3 requested but not decided yet).
 producer() {
     local p="$1" from="$2" to="$3"
     for ((i = from; i < to; i++)); do
-        local id="chaos-$p-$i"
-        until "$BIN/intent-submit" SendMessage recipients=Alice "content=chaos $i" --id "$id" >/dev/null 2>>"$RUN/producer-$p.err"; do
+        local id="chaos-$p-$i" recipient=Alice
+        ((i % 5 == 0)) && recipient=Jeff
+        until "$BIN/intent-submit" SendMessage "recipients=$recipient" "content=chaos $i" --id "$id" >/dev/null 2>>"$RUN/producer-$p.err"; do
             [[ -e "$STOP" ]] && return
             sleep 0.5
         done
         echo "$id" >>"$RUN/confirmed-$p.log"
+        if ((i % 7 == 0)); then
+            local tries=0
+            while ((tries++ < 20)) && [[ ! -e "$STOP" ]]; do
+                "$BIN/intent-status" cancel "$id" --timeout 1 >/dev/null 2>>"$RUN/producer-$p.err"
+                case $? in 0 | 1 | 3) echo "$id" >>"$RUN/cancels.log"; break ;; esac
+                sleep 0.2
+            done
+        fi
     done
     touch "$RUN/producer-$p.done"
 }
+
+# The answerer: every question in the store is answered, until the run stops.
+answerer() {
+    while [[ ! -e "$STOP" ]]; do
+        for id in $(sqlite3 -cmd ".timeout 2000" "file:$INTENT_STATUS_DB?mode=ro" \
+            "SELECT id FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'needsInput'" 2>/dev/null); do
+            "$BIN/intent-submit" --answer "$id" "recipients=Jeff Baker" >/dev/null 2>>"$RUN/answerer.err" && echo "$id" >>"$RUN/answers.log"
+        done
+        sleep 0.5
+    done
+}
+answerer &
+PIDS+=($!)
 per=$(((INTENTS + PRODUCERS - 1) / PRODUCERS))
 for p in $(seq 1 "$PRODUCERS"); do
     from=$(((p - 1) * per))
@@ -208,6 +238,12 @@ cat "$RUN"/confirmed-*.log | sort -u >"$RUN/confirmed.txt"
 sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT id FROM intent_status WHERE rank = 3" | sort -u >"$RUN/terminal.txt"
 LOST=$(comm -23 "$RUN/confirmed.txt" "$RUN/terminal.txt" | wc -l)
 DUPLICATED=$(sqlite3 -cmd ".timeout 5000" "file:$HAIRDRESSERS_DB?mode=ro" "SELECT count(*) FROM (SELECT intent_id FROM message GROUP BY intent_id HAVING count(*) > 1)")
+CONTRADICTED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "ATTACH 'file:$HAIRDRESSERS_DB?mode=ro' AS app;
+    SELECT count(*) FROM intent_status s WHERE s.id LIKE 'chaos-%' AND s.rank = 3
+      AND (s.state = 'success') != EXISTS (SELECT 1 FROM app.message m WHERE m.intent_id = s.id)")
+CANCELED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'canceled'")
+CANCELS=$(sort -u "$RUN/cancels.log" 2>/dev/null | wc -l)
+ANSWERS=$(sort -u "$RUN/answers.log" 2>/dev/null | wc -l)
 CHANGED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM status_conflict")
 SUCCEEDED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'success'")
 FAILED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT response_code || ' ' || count(*) FROM intent_status WHERE id LIKE 'chaos-%' AND state = 'failure' GROUP BY response_code" | paste -sd, -)
@@ -221,11 +257,12 @@ echo
 echo "IntentQueue chaos run: $INTENTS intents, $PRODUCERS producers, $WORKERS workers"
 echo "  faults: $KILLS kill -9 of workers by the killer, $((RESTARTED - KILLS)) deaths at injection points ($RESTARTED worker restarts),"
 echo "          1 close_all_connections, $RESTARTS broker restarts, 1 freeze of $((3 * HEARTBEAT)) s"
-echo "  confirmed $CONFIRMED, success $SUCCEEDED, failure ${FAILED:-none}"
-echo "  lost $LOST, duplicated effects $DUPLICATED, terminal changed $CHANGED"
+echo "  conversation: $ANSWERS questions answered, $CANCELS cancels sent"
+echo "  confirmed $CONFIRMED, success $SUCCEEDED, canceled $CANCELED, failure ${FAILED:-none}"
+echo "  lost $LOST, duplicated effects $DUPLICATED, contradicted $CONTRADICTED, terminal changed $CHANGED"
 echo "  queues not empty: ${QUEUES:-none}; integrity: status $INTEGRITY_STATUS, app $INTEGRITY_APP"
 echo "  logs: $RUN"
-if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
+if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CONTRADICTED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
     echo "1 passed, 0 failed"
     exit 0
 fi

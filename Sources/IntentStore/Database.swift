@@ -158,6 +158,27 @@ public final class Database {
         }
     }
 
+    /// Makes the next `count` COMMITs fail (SQLite turns them into a rollback),
+    /// for tests of what a failed commit does to the writes it carried.
+    func failNextCommits(_ count: Int) {
+        let box = CommitFailures(remaining: count)
+        commitFailures = box
+        sqlite3_commit_hook(handle, { context in
+            guard let context else { return 0 }
+            let box = Unmanaged<CommitFailures>.fromOpaque(context).takeUnretainedValue()
+            guard box.remaining > 0 else { return 0 }
+            box.remaining -= 1
+            return 1
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    private final class CommitFailures {
+        var remaining: Int
+        init(remaining: Int) { self.remaining = remaining }
+    }
+
+    private var commitFailures: CommitFailures?
+
     /// `PRAGMA user_version`, used by migrations.
     public var userVersion: Int {
         get throws(DatabaseError) {

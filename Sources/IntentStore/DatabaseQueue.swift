@@ -29,8 +29,8 @@ public final class DatabaseQueue: @unchecked Sendable {
         var value: T?
     }
 
-    public init(path: String, label: String = "intentqueue.database") throws(DatabaseError) {
-        database = try Database(path: path)
+    public init(path: String, label: String = "intentqueue.database", busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
+        database = try Database(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         queue = DispatchQueue(label: label)
     }
 

@@ -22,7 +22,7 @@ public final class WorkerService: Service {
     private let registry: IntentRegistry
     private let configuration: WorkerConfiguration
     private let logger: Logger
-    private let loop: ConsumerLoop
+    private let loop: any DeliveryTransport
     private let cancellations = Cancellations()
     /// The ledger of the types whose handlers bring none.
     private let ownLedger: (any OutcomeLedger)?
@@ -30,7 +30,18 @@ public final class WorkerService: Service {
 
     /// Opens the worker's own ledger (`configuration.outcomesPath`) when a
     /// served type's handler has none of its own.
-    public init(registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger) throws {
+    public convenience init(registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger) throws {
+        try self.init(registry: registry, configuration: configuration, logger: logger) { loopConfiguration, logger in
+            ConsumerLoop(configuration: loopConfiguration, logger: logger)
+        }
+    }
+
+    /// A worker on a transport of the caller's: `InMemoryTransport` runs the
+    /// worker, handlers and ledgers as they are, with no broker.
+    public init(
+        registry: IntentRegistry, configuration: WorkerConfiguration, logger: Logger,
+        transport: (ConsumerLoop.Configuration, Logger) -> any DeliveryTransport
+    ) throws {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
@@ -43,21 +54,14 @@ public final class WorkerService: Service {
             ownLedger = nil
         }
         let topology = configuration.topology
-        let token = cancellations.token
         var loopConfiguration = ConsumerLoop.Configuration(
             url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
             heartbeat: configuration.heartbeat, faults: configuration.faults,
-            declare: { connection in
-                try topology.declareWork(on: connection, types: types)
-                // Read back, this marker says the stream has been read up to now.
-                try connection.publish(OutgoingMessage(
-                    exchange: topology.cancelExchange, routingKey: "", body: [], persistent: true,
-                    headers: [Topology.syncHeader: .string(token)]))
-            })
+            declare: { connection in try topology.declareWork(on: connection, types: types) })
         loopConfiguration.extraQueues = [(topology.cancelStream, ["x-stream-offset": .string("first")])]
         let cancellations = self.cancellations
         loopConfiguration.onExtraDelivery = { delivery in Self.noteCancellation(delivery, in: cancellations) }
-        loop = ConsumerLoop(configuration: loopConfiguration, logger: logger.with(["component": "worker"]))
+        loop = transport(loopConfiguration, logger.with(["component": "worker"]))
     }
 
     public func run() async throws {
@@ -66,6 +70,11 @@ public final class WorkerService: Service {
             "worker.concurrency": "\(configuration.concurrency)", "amqp.prefetch": "\(configuration.prefetch)",
         ])
         loop.start()
+        // Read back from the cancellation stream, this marker says the stream has
+        // been read up to the moment the worker started.
+        loop.send(.publish([OutgoingMessage(
+            exchange: configuration.topology.cancelExchange, routingKey: "", body: [], persistent: true,
+            headers: [Topology.syncHeader: .string(cancellations.token)])], thenAck: nil))
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await delivery in loop.deliveries {
@@ -77,7 +86,7 @@ public final class WorkerService: Service {
                 running += 1
             }
         }
-        await loop.shutdown()
+        await loop.shutdown(grace: 5)
         logger.info("worker stopped")
     }
 

@@ -1,0 +1,122 @@
+import Synchronization
+
+/// What a consuming service needs of its broker connection: deliveries in,
+/// publishes and acks out. `ConsumerLoop` is the AMQP one; `InMemoryTransport`
+/// stands in for it in unit tests of a worker (the project's and users' own).
+public protocol DeliveryTransport: Sendable {
+    /// Deliveries of the consumed queue, until consuming stops.
+    var deliveries: AsyncStream<Delivery> { get }
+    func start()
+    /// Hands a publish, an ack or a reject over; callable from any task.
+    func send(_ command: ConsumerLoop.Command)
+    /// No more deliveries: `deliveries` finishes.
+    func stopConsuming()
+    /// Sends what was handed over (waiting at most `grace` seconds for its confirms) and closes.
+    func shutdown(grace: Double) async
+    var isConnected: Bool { get }
+}
+
+extension ConsumerLoop: DeliveryTransport {}
+
+/// A transport without a broker: the test hands it deliveries and reads back
+/// what was published, acked and rejected. Every publish is confirmed at once,
+/// so a publish with `thenAck` acks its delivery as the broker's confirm would.
+public final class InMemoryTransport: DeliveryTransport {
+    private struct State {
+        var nextTag: UInt64 = 0
+        var published: [OutgoingMessage] = []
+        var acked: [UInt64] = []
+        var rejected: [(tag: UInt64, requeue: Bool)] = []
+        var started = false
+    }
+
+    public let deliveries: AsyncStream<Delivery>
+    private let continuation: AsyncStream<Delivery>.Continuation
+    private let state = Mutex(State())
+    private let onExtraDelivery: @Sendable (Delivery) -> Void
+    private let loopback: Set<String>
+
+    /// `configuration` is the one the service would give its `ConsumerLoop`:
+    /// deliveries of its extra queues go to its `onExtraDelivery`. What is
+    /// published to a `loopback` exchange comes back that way too, as the
+    /// cancellation stream (bound to `intents.cancel`) brings it back to a worker.
+    public init(configuration: ConsumerLoop.Configuration? = nil, loopback: Set<String> = []) {
+        (deliveries, continuation) = AsyncStream.makeStream(of: Delivery.self)
+        if let configuration {
+            onExtraDelivery = configuration.onExtraDelivery
+        } else {
+            onExtraDelivery = { _ in }
+        }
+        self.loopback = loopback
+    }
+
+    public func start() { state.withLock { $0.started = true } }
+
+    public var isConnected: Bool { state.withLock { $0.started } }
+
+    public func send(_ command: ConsumerLoop.Command) {
+        if case .publish(let messages, _) = command {
+            for message in messages where loopback.contains(message.exchange) {
+                deliverExtra(body: message.body, headers: message.headers)
+            }
+        }
+        state.withLock { state in
+            switch command {
+            case .publish(let messages, let thenAck):
+                state.published += messages
+                if let tag = thenAck { state.acked.append(tag.value) }
+            case .ack(let tag):
+                state.acked.append(tag.value)
+            case .reject(let tag, let requeue):
+                state.rejected.append((tag.value, requeue))
+            }
+        }
+    }
+
+    public func stopConsuming() { continuation.finish() }
+
+    public func shutdown(grace: Double) async { continuation.finish() }
+
+    /// Delivers a message of the consumed queue, as the broker would; returns its tag.
+    @discardableResult
+    public func deliver(
+        body: [UInt8], exchange: String = "intents", routingKey: String = "", messageID: String? = nil, type: String? = nil,
+        userID: String? = nil, headers: [String: HeaderValue] = [:], deliveryCount: Int? = nil
+    ) -> UInt64 {
+        let tag = state.withLock { state -> UInt64 in
+            state.nextTag += 1
+            return state.nextTag
+        }
+        continuation.yield(Delivery(
+            tag: DeliveryTag(generation: 1, value: tag), exchange: exchange, routingKey: routingKey, redelivered: deliveryCount != nil,
+            body: body, messageID: messageID, type: type, userID: userID, replyTo: nil, correlationID: nil,
+            deliveryCount: deliveryCount, headers: headers))
+        return tag
+    }
+
+    /// Delivers a message of an extra queue (the cancellation stream), as the I/O thread would.
+    public func deliverExtra(body: [UInt8], headers: [String: HeaderValue] = [:]) {
+        onExtraDelivery(Delivery(
+            tag: DeliveryTag(generation: 1, value: 0), exchange: "", routingKey: "", redelivered: false, body: body,
+            messageID: nil, type: nil, userID: nil, replyTo: nil, correlationID: nil, deliveryCount: nil, headers: headers))
+    }
+
+    /// Everything published so far, in order.
+    public var published: [OutgoingMessage] { state.withLock { $0.published } }
+
+    /// The tags acked so far, in order.
+    public var acked: [UInt64] { state.withLock { $0.acked } }
+
+    /// The tags rejected so far, with whether they were requeued.
+    public var rejected: [(tag: UInt64, requeue: Bool)] { state.withLock { $0.rejected } }
+
+    /// Waits (polling every millisecond, up to `timeout` seconds) until `condition` holds; false if it never did.
+    public func wait(timeout: Double = 10, until condition: (InMemoryTransport) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(timeout * 1000)))
+        while ContinuousClock.now < deadline {
+            if condition(self) { return true }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return condition(self)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import IntentKit
+import Synchronization
+import Testing
+@testable import IntentStore
+
+/// `DatabaseQueue`'s group commit when a write or a whole commit fails, storage
+/// errors that pass, and `DatabaseOutcomeLedger`'s decisions, on real SQLite files.
+@Suite struct GroupCommitAndLedgerTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    func queue(_ name: String = "app.sqlite", busyTimeout: Int32 = 5_000) throws -> DatabaseQueue {
+        let queue = try DatabaseQueue(path: directory.file(name), busyTimeoutMilliseconds: busyTimeout)
+        try queue.sync { db in try db.execute("CREATE TABLE IF NOT EXISTS item(name TEXT NOT NULL)") }
+        return queue
+    }
+
+    struct Refused: Error {}
+
+    /// Runs `count` writes at once, so the queue groups them; the results in order.
+    static func concurrentWrites(_ count: Int, on queue: DatabaseQueue, failing: Int? = nil) async -> [Bool] {
+        await withTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    do {
+                        try await queue.write { db in
+                            try db.run("INSERT INTO item(name) VALUES (?)", [.text("item-\(index)")])
+                            if index == failing { throw Refused() }
+                        }
+                        return (index, true)
+                    } catch {
+                        return (index, false)
+                    }
+                }
+            }
+            var results = Array(repeating: false, count: count)
+            for await (index, ok) in group { results[index] = ok }
+            return results
+        }
+    }
+
+    func rows(_ queue: DatabaseQueue) throws -> Int {
+        try queue.sync { db in try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) } ?? -1 }
+    }
+
+    // MARK: Group commit
+
+    @Test func aWriteThatThrowsFailsAloneAndTheRestOfItsBatchCommits() async throws {
+        let queue = try queue()
+        let results = await Self.concurrentWrites(40, on: queue, failing: 17)
+        #expect(results.enumerated().allSatisfy { $0.element == ($0.offset != 17) })
+        #expect(try rows(queue) == 39)
+    }
+
+    @Test func aCommitThatFailsOnceIsRetriedWriteByWriteAndEveryWriteCommits() async throws {
+        let queue = try queue()
+        // The first commit of the batch fails as a whole (SQLite rolls it back): each write is tried again alone.
+        try queue.sync { db in db.failNextCommits(1) }
+        let results = await Self.concurrentWrites(40, on: queue)
+        #expect(results.allSatisfy { $0 }, "no write failed because another's commit did")
+        #expect(try rows(queue) == 40)
+    }
+
+    @Test func commitsThatGoOnFailingFailEveryWriteAndCommitNothing() async throws {
+        let queue = try queue()
+        try queue.sync { db in db.failNextCommits(1_000) }
+        let results = await Self.concurrentWrites(10, on: queue)
+        #expect(results.allSatisfy { !$0 })
+        try queue.sync { db in db.failNextCommits(0) }
+        #expect(try rows(queue) == 0)
+    }
+
+    @Test func aLockHeldPastTheBusyTimeoutIsRetryableAndWritesResumeWhenItGoes() async throws {
+        let queue = try queue(busyTimeout: 50)
+        let other = try Database(path: directory.file("app.sqlite"))
+        try other.execute("BEGIN IMMEDIATE")
+        do {
+            try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('blocked')") }
+            Issue.record("the write went through a held lock")
+        } catch let error as DatabaseError {
+            #expect(error.isBusy && error.isRetryable, "\(error)")
+        }
+        try other.execute("COMMIT")
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('after')") }
+        #expect(try rows(queue) == 1)
+    }
+
+    @Test func busyFullAndIOErrorsPassAndOthersDoNot() {
+        func error(_ code: Int32) -> DatabaseError { DatabaseError(code: code, message: "", context: "test") }
+        // SQLITE_BUSY, LOCKED, NOMEM, IOERR (and IOERR_WRITE, 10 | 3 << 8), FULL, CANTOPEN, PROTOCOL.
+        for code: Int32 in [5, 6, 7, 10, 10 | 3 << 8, 13, 14, 15] {
+            #expect(error(code).isRetryable, "code \(code)")
+        }
+        #expect(error(13).isDiskFull && !error(10).isDiskFull)
+        // SQLITE_ERROR, READONLY, CORRUPT, CONSTRAINT, MISMATCH: a retry would fail the same way.
+        for code: Int32 in [1, 8, 11, 19, 20] {
+            #expect(!error(code).isRetryable, "code \(code)")
+        }
+    }
+
+    struct FailingHandler: IntentHandler {
+        struct Intent: IntentKit.Intent {
+            static let typeName = "Failing"
+            var step: String
+        }
+
+        let code: Int32
+
+        func resolve(_ intent: Intent, context: IntentContext) async throws -> [ParameterResolution] {
+            if intent.step == "resolve" { throw DatabaseError(code: code, message: "disk I/O error", context: "reading") }
+            return [ParameterResolution("step", .success(.string(intent.step)))]
+        }
+
+        func handle(_ intent: Intent, context: IntentContext) async throws -> HandleOutcome {
+            throw DatabaseError(code: code, message: "database or disk is full", context: "committing")
+        }
+    }
+
+    @Test(arguments: ["resolve", "handle"])
+    func aStorageErrorInAHandlerWaitsForStorageInsteadOfFailing(step: String) async throws {
+        var registry = IntentRegistry()
+        try registry.register(FailingHandler(code: 10))
+        let envelope = IntentEnvelope(id: "x", type: "Failing", parameters: ["step": .string(step)], submittedAt: 0)
+        let outcome = await IntentPipeline.run(envelope, registry: registry, context: IntentContext(intentID: "x", intentType: "Failing"))
+        #expect(outcome.retryReason != nil && outcome.waitsForStorage, "\(outcome)")
+
+        var constraint = IntentRegistry()
+        try constraint.register(FailingHandler(code: 19))
+        let failed = await IntentPipeline.run(envelope, registry: constraint, context: IntentContext(intentID: "x", intentType: "Failing"))
+        #expect(failed.state == .failure && failed.response?.code == FailureCode.handlerError, "a constraint error is not storage passing")
+    }
+
+    // MARK: The ledger
+
+    @Test func theFirstDecisionStandsForEveryLaterOne() async throws {
+        let ledger = try DatabaseOutcomeLedger(queue: queue())
+        let success = DecidedOutcome.success(IntentResponse(code: "success", message: "sent"))
+        #expect(try await ledger.outcome(of: "a") == nil)
+        #expect(try await ledger.decide("a", success, attempt: 1, by: .run) == success)
+        #expect(try await ledger.decide("a", .canceled("late"), attempt: 1, by: .cancel) == success, "a cancel after the effects loses")
+        #expect(try await ledger.decide("a", .failure(IntentFailure(code: FailureCode.timedOut, message: "")), attempt: 2, by: .run) == success)
+        #expect(try await ledger.outcome(of: "a") == success)
+        #expect(try await ledger.ask("a", turn: 3) == success, "a decided intent asks nothing")
+    }
+
+    @Test func aDenialOrExpiryOfAnOlderQuestionIsMoot() async throws {
+        let ledger = try DatabaseOutcomeLedger(queue: queue())
+        #expect(try await ledger.ask("q", turn: 0) == nil)
+        #expect(try await ledger.ask("q", turn: 1) == nil)
+        let expired = DecidedOutcome.failure(IntentFailure(code: FailureCode.expired, message: "too late"))
+        #expect(try await ledger.decide("q", expired, attempt: 1, by: .answer(question: 0)) == nil, "the intent asked again since")
+        #expect(try await ledger.outcome(of: "q") == nil)
+        #expect(try await ledger.decide("q", expired, attempt: 1, by: .answer(question: 1)) == expired)
+    }
+
+    @Test func aLedgerWithoutTheEffectsIsClaimedAndACancelLosesToTheClaim() async throws {
+        let ledger = try DatabaseOutcomeLedger(path: directory.file("outcomes.sqlite"))
+        #expect(!ledger.holdsEffects)
+        #expect(try await ledger.claim("c", attempt: 1) == nil)
+        #expect(try await ledger.decide("c", .canceled("stop"), attempt: 1, by: .cancel) == nil, "the handler may have acted")
+        try await ledger.release("c")
+        #expect(try await ledger.decide("c", .canceled("stop"), attempt: 1, by: .cancel) == .canceled("stop"), "waiting for a retry, it may be canceled")
+        #expect(try await ledger.claim("c", attempt: 2) == .canceled("stop"))
+    }
+
+    @Test func effectsThatFindAnOutcomeDecidedCommitNothing() async throws {
+        let queue = try queue()
+        let ledger = try DatabaseOutcomeLedger(queue: queue)
+        #expect(try await ledger.decide("t", .failure(IntentFailure(code: FailureCode.timedOut, message: "limit")), attempt: 1, by: .run) != nil)
+        let context = IntentContext(intentID: "t", intentType: "Item")
+        let outcome = try await queue.write { db in
+            try OnceOnly.perform(in: db, context: context) { db in
+                try db.run("INSERT INTO item(name) VALUES ('late')")
+                return .success(.success("written"))
+            }
+        }
+        #expect(outcome == .failure(IntentFailure(code: FailureCode.timedOut, message: "limit")))
+        #expect(try rows(queue) == 0)
+    }
+
+    @Test func anOlderOnceOnlyTableIsBroughtUpToDateAndItsRowsStillRead() async throws {
+        let queue = try queue("old.sqlite")
+        try queue.sync { db in
+            try db.execute("""
+                CREATE TABLE intent_effect (
+                    intent_id TEXT PRIMARY KEY NOT NULL, succeeded INTEGER NOT NULL, code TEXT NOT NULL, message TEXT,
+                    payload TEXT, attempt INTEGER NOT NULL, handled_at REAL NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO intent_effect VALUES ('ok', 1, 'success', 'done', NULL, 1, 0), ('no', 0, 'soupSoldOut', 'none left', NULL, 1, 0);
+                """)
+        }
+        let ledger = try DatabaseOutcomeLedger(queue: queue)
+        #expect(try await ledger.outcome(of: "ok") == .success(IntentResponse(code: "success", message: "done")))
+        #expect(try await ledger.outcome(of: "no") == .failure(IntentFailure(code: "soupSoldOut", message: "none left")))
+        #expect(try await ledger.decide("new", .canceled("stop"), attempt: 1, by: .cancel) == .canceled("stop"))
+    }
+}

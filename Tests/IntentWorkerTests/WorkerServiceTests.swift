@@ -1,0 +1,215 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+import Testing
+@testable import IntentWorker
+
+/// `WorkerService` on an in-memory transport, with its handler, pipeline and a
+/// real SQLite ledger: what it publishes and acks for each kind of delivery.
+@Suite(.timeLimit(.minutes(2)))
+struct WorkerServiceTests {
+    /// "Note this down", written once to the test's database.
+    struct Note: Intent {
+        static let typeName = "Note"
+        var text: String?
+        /// The handler takes this long, whatever its task is told.
+        var seconds: Double?
+        /// The handler's database fails this way: "full" (disk full) or nothing.
+        var storage: String?
+    }
+
+    struct NoteHandler: IntentHandler {
+        let database: DatabaseQueue
+        let ledger: (any OutcomeLedger)?
+
+        var timeLimit: Double? { 0.2 }
+
+        func resolve(_ intent: Note, context: IntentContext) async throws -> [ParameterResolution] {
+            [ParameterResolution("text", intent.text.map { .success(.string($0)) } ?? .needsValue)]
+        }
+
+        func handle(_ intent: Note, context: IntentContext) async throws -> HandleOutcome {
+            if let seconds = intent.seconds {
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done.resume() }
+                }
+            }
+            if intent.storage == "full" { throw DatabaseError(code: 13, message: "database or disk is full", context: "writing") }
+            let text = intent.text ?? ""
+            return try await database.write { db in
+                try OnceOnly.perform(in: db, context: context) { db in
+                    try db.run("INSERT INTO note(text, intent_id) VALUES (?, ?)", [.text(text), .text(context.intentID)])
+                    return .success(.success("noted"))
+                }
+            }
+        }
+    }
+
+    /// A worker on an in-memory transport, its database in a temporary folder.
+    final class Harness: Sendable {
+        let directory: URL
+        let database: DatabaseQueue
+        let transport: InMemoryTransport
+        let worker: WorkerService
+        let running: Task<Void, any Error>
+
+        init(concurrency: Int = 4) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
+            try database.sync { db in try db.execute("CREATE TABLE note(text TEXT NOT NULL, intent_id TEXT NOT NULL)") }
+            self.database = database
+            var registry = IntentRegistry()
+            try registry.register(NoteHandler(database: database, ledger: try DatabaseOutcomeLedger(queue: database)))
+            var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
+            configuration.workerName = "test-worker"
+            let topology = configuration.topology
+            var made: InMemoryTransport?
+            worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
+                let transport = InMemoryTransport(configuration: loop, loopback: [topology.cancelExchange])
+                made = transport
+                return transport
+            }
+            transport = made!
+            running = Task { [worker] in try await worker.run() }
+        }
+
+        func stop() async {
+            worker.stop()
+            _ = await running.result
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        @discardableResult
+        func deliver(_ envelope: IntentEnvelope, headers: [String: HeaderValue] = [:]) -> UInt64 {
+            transport.deliver(body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, headers: headers)
+        }
+
+        func acked(_ tag: UInt64) async -> Bool {
+            await transport.wait { $0.acked.contains(tag) }
+        }
+
+        /// The status events published for an intent, in order.
+        func events(_ id: String) throws -> [StatusEvent] {
+            try transport.published.filter { $0.exchange == "intents.status" && $0.messageID == id }.map { try StatusEvent.decode($0.body) }
+        }
+
+        func notes(_ id: String) throws -> Int {
+            try database.sync { db in try db.queryFirst("SELECT count(*) FROM note WHERE intent_id = ?", [.text(id)]) { $0.int(0) } ?? -1 }
+        }
+    }
+
+    static func note(_ id: String, _ text: String? = "milk", seconds: Double? = nil, storage: String? = nil, turn: Int = 0) -> IntentEnvelope {
+        var parameters: [String: JSONValue] = [:]
+        if let text { parameters["text"] = .string(text) }
+        if let seconds { parameters["seconds"] = .number(seconds) }
+        if let storage { parameters["storage"] = .string(storage) }
+        return IntentEnvelope(id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn)
+    }
+
+    @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
+        let harness = try Harness()
+        let tag = harness.deliver(Self.note("a"))
+        #expect(await harness.acked(tag))
+        #expect(try harness.events("a").map(\.state) == [.inProgress, .success])
+        #expect(try harness.events("a").last?.response?.message == "noted")
+        #expect(try harness.notes("a") == 1)
+        await harness.stop()
+    }
+
+    @Test func aDecidedIntentOnlyHasItsOutcomePublishedAgain() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("b"))))
+        #expect(await harness.acked(harness.deliver(Self.note("b"))))
+        #expect(try harness.events("b").map(\.state) == [.inProgress, .success, .success], "no second inProgress")
+        #expect(try harness.notes("b") == 1)
+        await harness.stop()
+    }
+
+    @Test func aCancelWinsOverAWaitingIntentAndItsLateAnswerAndLosesToAHandledOne() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("q", nil))))
+        #expect(try harness.events("q").last?.state == .needsInput)
+        #expect(await harness.acked(harness.deliver(.request(.cancel, id: "q", type: Note.typeName))))
+        #expect(try harness.events("q").last?.state == .canceled)
+        #expect(await harness.acked(harness.deliver(Self.note("q", "eggs", turn: 1))))
+        #expect(try harness.events("q").last?.state == .canceled, "the late answer finds the cancel decided")
+        #expect(try harness.notes("q") == 0)
+
+        #expect(await harness.acked(harness.deliver(Self.note("done"))))
+        #expect(await harness.acked(harness.deliver(.request(.cancel, id: "done", type: Note.typeName))))
+        #expect(try harness.events("done").map(\.state) == [.inProgress, .success, .success], "the cancel came too late")
+        #expect(try harness.notes("done") == 1)
+        await harness.stop()
+    }
+
+    @Test func aCancelHintSkipsAQueuedIntentWithoutRunningIt() async throws {
+        let harness = try Harness()
+        harness.transport.send(.publish([OutgoingMessage(
+            exchange: "intents.cancel", routingKey: "", body: JSONValue.object(["id": "hinted"]).serialized())], thenAck: nil))
+        #expect(await harness.acked(harness.deliver(Self.note("hinted"))))
+        #expect(try harness.events("hinted").map(\.state) == [.canceled])
+        #expect(try harness.notes("hinted") == 0)
+        await harness.stop()
+    }
+
+    @Test func aDenialOfAnOlderQuestionIsMootAndAcked() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("d", nil))))
+        #expect(await harness.acked(harness.deliver(Self.note("d", nil, turn: 1))), "asked again at turn 1")
+        let before = try harness.events("d").count
+        #expect(await harness.acked(harness.deliver(.request(.deny, id: "d", type: Note.typeName, turn: 1))))
+        #expect(try harness.events("d").count == before, "a denial of turn 0's question decides nothing")
+        #expect(await harness.acked(harness.deliver(.request(.deny, id: "d", type: Note.typeName, turn: 2))))
+        #expect(try harness.events("d").last?.response?.code == FailureCode.denied)
+        await harness.stop()
+    }
+
+    @Test func aHandlerPastItsLimitIsReportedAtTheDeadlineAndWritesNothing() async throws {
+        let harness = try Harness(concurrency: 1)
+        let tag = harness.deliver(Self.note("slow", seconds: 0.6))
+        let next = harness.deliver(Self.note("next"))
+        #expect(await harness.acked(tag))
+        #expect(try harness.events("slow").last?.response?.code == FailureCode.timedOut)
+        #expect(!harness.transport.acked.contains(next), "the one slot is still the late handler's")
+        #expect(await harness.acked(next))
+        #expect(try harness.notes("slow") == 0, "its write found timedOut decided")
+        #expect(try harness.notes("next") == 1)
+        await harness.stop()
+    }
+
+    @Test func aFullDiskSendsTheIntentToWaitInARetryQueueWithoutDecidingAnything() async throws {
+        let harness = try Harness()
+        let tag = harness.deliver(Self.note("full", storage: "full"), headers: [Topology.storageRetriesHeader: .integer(2)])
+        #expect(await harness.acked(tag))
+        let again = try #require(harness.transport.published.last)
+        #expect(again.exchange == "intents.retry")
+        #expect(again.headers[Topology.storageRetriesHeader] == .integer(3))
+        #expect(again.headers[Topology.retriesHeader] == .integer(0), "storage waits do not count against the retry policy")
+        #expect(try harness.events("full").map(\.state) == [.inProgress], "no outcome: nothing was decided")
+        await harness.stop()
+    }
+
+    @Test func hostileRetryCountersAreClampedInsteadOfOverflowing() async throws {
+        let harness = try Harness()
+        let tag = harness.deliver(Self.note("huge"), headers: [
+            Topology.retriesHeader: .integer(.max), Topology.storageRetriesHeader: .integer(.max),
+        ])
+        #expect(await harness.acked(tag))
+        let outcome = try #require(try harness.events("huge").last)
+        #expect(outcome.state == .success)
+        #expect(outcome.attempt == 1 + 2 * WorkerService.countLimit)
+        await harness.stop()
+    }
+
+    @Test func aBodyWithoutAnIDIsDeadLetteredAndOneWithAnIDFailsReadably() async throws {
+        let harness = try Harness()
+        let nameless = harness.transport.deliver(body: Array("not json".utf8), routingKey: Note.typeName)
+        #expect(await harness.transport.wait { $0.rejected.contains { $0.tag == nameless && !$0.requeue } })
+        let named = harness.transport.deliver(body: Array("{\"id\":\"x\"}".utf8), routingKey: Note.typeName, messageID: "x")
+        #expect(await harness.acked(named))
+        #expect(try harness.events("x").last?.response?.code == FailureCode.invalidIntent)
+        await harness.stop()
+    }
+}
