@@ -87,6 +87,27 @@ public struct Delivery: Sendable {
     /// The consumer it was delivered to (empty for basic.get).
     public var consumerTag: String = ""
 
+    /// A delivery as the broker would make it: for test doubles (`InMemoryTransport`).
+    public init(
+        tag: DeliveryTag, exchange: String, routingKey: String, redelivered: Bool = false, body: [UInt8],
+        messageID: String? = nil, type: String? = nil, userID: String? = nil, replyTo: String? = nil,
+        correlationID: String? = nil, deliveryCount: Int? = nil, headers: [String: HeaderValue] = [:], consumerTag: String = ""
+    ) {
+        self.tag = tag
+        self.exchange = exchange
+        self.routingKey = routingKey
+        self.redelivered = redelivered
+        self.body = body
+        self.messageID = messageID
+        self.type = type
+        self.userID = userID
+        self.replyTo = replyTo
+        self.correlationID = correlationID
+        self.deliveryCount = deliveryCount
+        self.headers = headers
+        self.consumerTag = consumerTag
+    }
+
     /// 1 for the first delivery of the message.
     public var attempt: Int {
         if let deliveryCount { return deliveryCount + 1 }
@@ -99,6 +120,11 @@ public struct Delivery: Sendable {
 public struct DeliveryTag: Sendable, Hashable {
     public var generation: UInt64
     public var value: UInt64
+
+    public init(generation: UInt64, value: UInt64) {
+        self.generation = generation
+        self.value = value
+    }
 }
 
 /// A message the broker sent back because nothing was bound for it.

@@ -302,7 +302,7 @@ public final class StatusRecorder: Service {
         }
     }
 
-    private func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
+    func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
         if delivery.exchange == configuration.topology.cancelExchange {
             // Cancellation hints, bound to the ledger by earlier versions: the
             // request itself comes through `intents`, and a worker decides it.
