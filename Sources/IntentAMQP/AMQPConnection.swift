@@ -188,14 +188,16 @@ public final class AMQPConnection {
         case integer(String, Int64)
     }
 
-    public func declareExchange(_ name: String, type: String = "topic", durable: Bool = true) throws(AMQPError) {
+    /// Declares an exchange; with `passive`, only checks that it exists (which
+    /// needs no `configure` permission: what producers and operators do).
+    public func declareExchange(_ name: String, type: String = "topic", durable: Bool = true, passive: Bool = false) throws(AMQPError) {
         let state = try live("declaring exchange \(name)")
         withBytes(name) { exchange in
             withBytes(type) { kind in
-                _ = amqp_exchange_declare(state, channel, exchange, kind, 0, durable ? 1 : 0, 0, 0, amqp_empty_table)
+                _ = amqp_exchange_declare(state, channel, exchange, kind, passive ? 1 : 0, durable ? 1 : 0, 0, 0, amqp_empty_table)
             }
         }
-        try check(amqp_get_rpc_reply(state), context: "declaring exchange '\(name)'")
+        try check(amqp_get_rpc_reply(state), context: passive ? "looking for exchange '\(name)'" : "declaring exchange '\(name)'")
     }
 
     /// What `queue.declare` answered: the queue's name (the broker's choice
@@ -348,6 +350,9 @@ public final class AMQPConnection {
     /// Publishes a message and returns its confirm sequence number (when confirms are on).
     @discardableResult
     public func publish(_ message: OutgoingMessage) throws(AMQPError) -> UInt64 {
+        if let problem = message.problem {
+            throw AMQPError(.configuration, context: "publishing to '\(message.exchange)'", detail: "the message cannot be sent: \(problem)")
+        }
         let state = try live("publishing to \(message.exchange)")
         var arena = ByteArena()
         let exchange = arena.add(message.exchange)

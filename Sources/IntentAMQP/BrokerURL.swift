@@ -25,6 +25,9 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     /// The cluster's other nodes, tried in turn when this one does not answer.
     public var alternates: [BrokerURL] = []
 
+    /// The users this URL logs in as, on any of its nodes.
+    public var users: Set<String> { Set([user] + alternates.map(\.user)) }
+
     /// This node, then the alternates.
     public var endpoints: [BrokerURL] {
         var first = self

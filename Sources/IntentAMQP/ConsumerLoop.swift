@@ -163,6 +163,8 @@ public final class ConsumerLoop: Sendable {
         var tag: UInt64
         var intentID: String?
         var refused = false
+        /// A message of the group could not be sent at all: the delivery is dead-lettered.
+        var unsendable = false
     }
 
     private func serve(_ connection: AMQPConnection) throws {
@@ -194,7 +196,10 @@ public final class ConsumerLoop: Sendable {
                 return
             }
             groups[group] = nil
-            if entry.refused {
+            if entry.unsendable {
+                outstanding.remove(entry.tag)
+                try connection.reject(entry.tag, requeue: false)
+            } else if entry.refused {
                 logger.warning("the broker refused a status event; the intent will be delivered again",
                                metadata: ["intent.id": entry.intentID ?? ""])
                 outstanding.remove(entry.tag)
@@ -259,9 +264,30 @@ public final class ConsumerLoop: Sendable {
                         groups[nextGroup] = ConfirmGroup(remaining: messages.count, tag: tag, intentID: messages.last?.messageID)
                         nextGroup += 1
                     }
+                    var unsendable: String?
                     for message in messages {
-                        let sequence = try connection.publish(message)
+                        if let problem = message.problem {
+                            // Sent, it would break the connection for every other delivery on it.
+                            logger.error("a message cannot be sent and is dropped: \(problem)",
+                                         metadata: ["intent.id": message.messageID ?? "", "amqp.exchange": message.exchange])
+                            unsendable = problem
+                            continue
+                        }
+                        // Signed with the connection's user, which the broker verifies: the
+                        // recorder trusts status events only from the users it is told to.
+                        var signed = message
+                        if signed.userID == nil { signed.userID = connection.url.user }
+                        let sequence = try connection.publish(signed)
                         if let group { pending.append((sequence, group)) }
+                    }
+                    if let group, unsendable != nil {
+                        // Its delivery goes to the dead-letter queue rather than round and round.
+                        groups[group]?.unsendable = true
+                        groups[group]?.remaining -= messages.filter { $0.problem != nil }.count
+                        if groups[group]?.remaining == 0, let entry = groups.removeValue(forKey: group) {
+                            outstanding.remove(entry.tag)
+                            try connection.reject(entry.tag, requeue: false)
+                        }
                     }
                     if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
                 case .ack(let tag):
@@ -309,8 +335,15 @@ public final class ConsumerLoop: Sendable {
                         .rejected, context: "publishing status events",
                         detail: "the broker refused a publish (basic.nack); reconnecting for a fresh channel")
                 case .returned(let message):
-                    logger.warning("a status event was returned: \(message.replyText)",
-                                   metadata: ["amqp.routing_key": message.routingKey, "intent.id": message.messageID ?? ""])
+                    // Nothing was bound for it (the ledger, or a retry queue, is gone): its intent must
+                    // not be acked. A new connection redeclares the topology; every unacked delivery,
+                    // this one's too, comes back, and the ledger keeps effects single.
+                    logger.warning("a message was returned (\(message.replyText)); reconnecting to redeclare the queues",
+                                   metadata: ["amqp.routing_key": message.routingKey, "amqp.exchange": message.exchange,
+                                              "intent.id": message.messageID ?? ""])
+                    throw AMQPError(
+                        .unroutable, context: "publishing to '\(message.exchange)'",
+                        detail: "the broker returned a message with key '\(message.routingKey)': nothing is bound for it")
                 }
             }
             try flushAcks()

@@ -7,6 +7,26 @@ public enum DeadLetters {
     /// `deadLettered` failure instead of ignoring it as final.
     public static let requeuedHeader = "x-intent-requeued"
 
+    /// The id a dead letter without a readable one is listed under:
+    /// `dead-` and 16 hex digits of a hash (64-bit FNV-1a) of its body, so
+    /// `intent-status dead` shows it and `requeue` finds it again.
+    public static func syntheticID(for body: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in body {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        let hex = String(hash, radix: 16)
+        return "dead-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The id a dead-lettered message is listed under.
+    public static func listedID(of message: Delivery) -> String {
+        if let envelope = try? IntentEnvelope.decode(message.body) { return envelope.id }
+        if let id = message.messageID, IntentEnvelope.problem(withID: id) == nil { return id }
+        return syntheticID(for: message.body)
+    }
+
     public enum Outcome: Sendable, Equatable {
         case requeued(type: String)
         case notFound(scanned: Int)
@@ -22,12 +42,17 @@ public enum DeadLetters {
         var scanned = 0
         while scanned < limit, let message = try connection.get(topology.deadLetterQueue) {
             scanned += 1
+            guard listedID(of: message) == id else { continue }
             let envelope = try? IntentEnvelope.decode(message.body)
-            guard (envelope?.id ?? message.messageID) == id else { continue }
-            let type = envelope?.type ?? message.type ?? message.routingKey
+            let candidate = envelope?.type ?? message.type ?? message.routingKey
+            let type = IntentEnvelope.problem(withType: candidate) == nil ? candidate : message.routingKey
+            // Republished by the operator, the message would lose its publisher: it travels in a header.
+            // (For an intent a worker already admitted, its recorded owner stands whatever this says.)
+            var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
+            if let publisher = message.userID { headers[Topology.ownerHeader] = .string(publisher) }
             let sequence = try connection.publish(OutgoingMessage(
                 exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
-                persistent: true, mandatory: true, headers: [requeuedHeader: .integer(1)]))
+                userID: connection.url.user, persistent: true, mandatory: true, headers: headers))
             let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: 5)
             if returned != nil {
                 throw AMQPError(.unroutable, context: "requeueing \(id)", detail: "no worker serves intent type '\(type)' any more")

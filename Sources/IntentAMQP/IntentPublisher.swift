@@ -18,7 +18,7 @@ public final class IntentPublisher {
         connection.sendTimeout = confirmTimeout
         self.topology = topology
         self.confirmTimeout = confirmTimeout
-        try topology.declareExchanges(on: connection)
+        try topology.checkExchanges(on: connection)
         try connection.enableConfirms()
     }
 

@@ -47,6 +47,24 @@ public struct OutgoingMessage: Sendable {
     }
 }
 
+extension OutgoingMessage {
+    /// Why the broker could not take this message as it is — a name or a
+    /// property over AMQP's 255-byte short strings — or nil. A publish that
+    /// rabbitmq-c refuses half-written breaks the connection for everything
+    /// else on it, so the check comes first.
+    public var problem: String? {
+        let shortStrings: [(String, String?)] = [
+            ("exchange", exchange), ("routing key", routingKey), ("content type", contentType), ("message id", messageID),
+            ("type", type), ("user id", userID), ("reply-to", replyTo), ("correlation id", correlationID),
+        ]
+        for (name, value) in shortStrings {
+            if let value, value.utf8.count > 255 { return "its \(name) is \(value.utf8.count) bytes long, over AMQP's 255" }
+        }
+        if let key = headers.keys.first(where: { $0.utf8.count > 128 }) { return "a header name of \(key.utf8.count) bytes is over 128" }
+        return nil
+    }
+}
+
 /// A header value IntentQueue reads or writes. On read only strings and
 /// integers at the top level are kept: tables, arrays and floats are skipped,
 /// however deeply a sender nests them.

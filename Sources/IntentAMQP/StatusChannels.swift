@@ -22,9 +22,10 @@ public final class StatusRequester {
     public func ask(_ request: [UInt8], timeout limit: Double? = nil) throws(AMQPError) -> [UInt8] {
         let timeout = max(0.01, min(self.timeout, limit ?? self.timeout))
         let correlation = UUID().uuidString
+        // Signed with the connection's user, which the broker verifies: the recorder answers what that user may read.
         try connection.publish(OutgoingMessage(
-            exchange: "", routingKey: topology.statusRequestQueue, body: request, persistent: false, mandatory: true,
-            replyTo: Topology.directReplyTo, correlationID: correlation,
+            exchange: topology.statusRequestExchange, routingKey: topology.statusRequestQueue, body: request, userID: connection.url.user,
+            persistent: false, mandatory: true, replyTo: Topology.directReplyTo, correlationID: correlation,
             expirationMilliseconds: Int(timeout * 1000)))
         let deadline = Date().addingTimeInterval(timeout)
         while true {

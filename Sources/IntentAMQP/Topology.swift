@@ -11,7 +11,7 @@ import IntentKit
 /// intents.dead (fanout) ──▶ intents.dead, and ──▶ intents.ledger (so a dead letter is recorded as a failure)
 /// intents.retry (headers, x-retry-bucket) ──▶ intents.retry.<n>s (TTL n s, dead-letters back to intents)
 /// intents.cancel (fanout) ──▶ intents.cancellations (stream: hints every worker reads)
-/// "" (default) ──▶ intents.status.requests (the recorder's; answers via amq.rabbitmq.reply-to)
+/// intents.status.requests (direct) ──▶ intents.status.requests (the recorder's; answers via amq.rabbitmq.reply-to)
 /// ```
 /// Workers bind the work and ledger queues only for the types they serve, so a
 /// submission of any other type is unroutable and comes back to its producer.
@@ -32,6 +32,10 @@ public struct Topology: Sendable {
     /// Remote status: the recorder consumes this queue (non-durable, deleted
     /// when the recorder goes) and answers each request on its `reply_to`.
     public var statusRequestQueue = "intents.status.requests"
+    /// The direct exchange requests are published to (key: the request
+    /// queue's name), so that a client needs write on it alone, not on the
+    /// default exchange, which reaches every queue by name.
+    public var statusRequestExchange = "intents.status.requests"
     /// RabbitMQ's direct reply-to pseudo-queue.
     public static let directReplyTo = "amq.rabbitmq.reply-to"
     /// Deliveries of one message before the broker dead-letters it.
@@ -44,14 +48,34 @@ public struct Topology: Sendable {
     public static let retryBucketHeader = "x-retry-bucket"
     /// The header counting how many times an intent was retried.
     public static let retriesHeader = "x-intent-retries"
+    /// The header with which a worker's retry or an operator's requeue names the
+    /// intent's owner; workers believe it only from trusted users and operators.
+    public static let ownerHeader = "x-intent-owner"
     /// The header counting how many times an intent waited for storage (a full
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"
 
     public init() {}
 
-    /// Exchanges only: what a producer needs so that a publish of an unserved
-    /// type is returned rather than refused for a missing exchange.
+    /// Checks, without declaring anything, that the exchanges a producer
+    /// publishes to exist: producers and operators have no `configure`
+    /// permission on shared objects (a missing exchange would otherwise close
+    /// the channel at the first publish, with a less helpful reason).
+    public func checkExchanges(on connection: AMQPConnection) throws(AMQPError) {
+        for name in [intentsExchange, cancelExchange] {
+            do {
+                try connection.declareExchange(name, passive: true)
+            } catch where error.replyCode == 404 {
+                throw AMQPError(
+                    .server, context: "looking for exchange '\(name)'",
+                    detail: "it does not exist: no worker has declared IntentQueue's topology on this broker yet (start intent-worker, or load deploy/definitions.json)",
+                    replyCode: 404)
+            }
+        }
+    }
+
+    /// The exchanges, declared: what the workers and the recorder, which own
+    /// the topology, do before anything else.
     public func declareExchanges(on connection: AMQPConnection) throws(AMQPError) {
         try connection.declareExchange(intentsExchange, type: "topic")
         try connection.declareExchange(statusExchange, type: "topic")
@@ -66,6 +90,13 @@ public struct Topology: Sendable {
         try connection.bindQueue(ledgerQueue, exchange: deadLetterExchange, routingKey: "")
     }
 
+    /// The recorder's queue of remote status requests and the exchange they come through.
+    public func declareStatusRequests(on connection: AMQPConnection) throws(AMQPError) {
+        try connection.declareExchange(statusRequestExchange, type: "direct")
+        try connection.declareQueue(statusRequestQueue, durable: false, autoDelete: true)
+        try connection.bindQueue(statusRequestQueue, exchange: statusRequestExchange, routingKey: statusRequestQueue)
+    }
+
     /// The stream of cancellations workers read (kept seven days).
     public func declareCancellations(on connection: AMQPConnection) throws(AMQPError) {
         try connection.declareExchange(cancelExchange, type: "fanout")
@@ -76,10 +107,12 @@ public struct Topology: Sendable {
     /// The message of a status event on `intents.status` (key `<type>.<state>`,
     /// `message_id` the intent id): what workers, producers (a denial) and the
     /// recorder (its announcements, not persistent) publish.
+    /// Published `mandatory`: an event nothing is bound for comes back, and its
+    /// intent is not acked.
     public func statusMessage(for event: StatusEvent, persistent: Bool = true) -> OutgoingMessage {
         OutgoingMessage(
             exchange: statusExchange, routingKey: event.routingKey, body: event.encoded(),
-            messageID: event.id, type: event.type, persistent: persistent)
+            messageID: event.id, type: event.type, persistent: persistent, mandatory: true)
     }
 
     /// The header of the marker a worker writes into the cancellation stream to
@@ -93,7 +126,7 @@ public struct Topology: Sendable {
     public func deleteAll(url: BrokerURL) -> Int {
         let queues = [workQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
             + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
-        let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange]
+        let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange, statusRequestExchange]
         var connection: AMQPConnection?
         var deleted = 0
         for (name, isQueue) in queues.map({ ($0, true) }) + exchanges.map({ ($0, false) }) {

@@ -18,4 +18,6 @@ public enum ExitCode {
     public static let software: Int32 = 70
     /// An output file cannot be created (EX_CANTCREAT): the metrics file.
     public static let cannotCreate: Int32 = 73
+    /// Not this user's to do (EX_NOPERM): another owner's intent, or a grant the broker refused.
+    public static let forbidden: Int32 = 77
 }

@@ -29,7 +29,7 @@ public enum StatusReport {
 
     /// A few aligned lines for a person, after the app's own view of the intent when it has one.
     public static func human(_ status: IntentStatus?, id: String, view: ((IntentView) -> String?)? = nil) -> String {
-        guard let status else { return "\(id): unknown (the status store has never seen this id)" }
+        guard let status else { return "\(id.escapingControlCharacters): unknown (the status store has never seen this id)" }
         var lines = ["\(status.type) \(status.id): \(status.state.rawValue)"]
         let intentView = IntentView(
             type: status.type, state: status.state, parameters: status.parameters?.objectValue ?? [:],
@@ -69,13 +69,15 @@ public enum StatusReport {
         if let submitted = status.submittedAt { add("submitted", Terminal.timestamp(seconds: submitted)) }
         add("updated", Terminal.timestamp(seconds: status.updatedAt))
         if let finished = status.finishedAt { add("finished", Terminal.timestamp(seconds: finished)) }
-        return lines.joined(separator: "\n")
+        // Each line made safe for a terminal: what it quotes came from message bodies.
+        return lines.map(\.escapingControlCharacters).joined(separator: "\n")
     }
 
     /// One line per intent, for `list`.
     public static func line(_ status: IntentStatus) -> String {
         let code = status.response.map { " \($0.code)" } ?? ""
         return "\(status.id)  \(status.type)  \(status.state.rawValue)\(code)  \(Terminal.timestamp(seconds: status.updatedAt))"
+            .escapingControlCharacters
     }
 
     public static func describe(_ result: ResolutionResult) -> String {
@@ -91,10 +93,12 @@ public enum StatusReport {
 
     /// Reads one status from the local store; with `timeout`, waits until `done`
     /// holds for it or the time is up (see `StatusWaiter`). While waiting, a
-    /// store or id not seen yet is "not yet".
+    /// store or id not seen yet is "not yet". With `refusals`, a worker's
+    /// refusal of that user's message (sent at or after `since`) answers
+    /// instead: the message was not taken, and the intent is as it was.
     public static func read(
         id: String, storePath: String, timeout: Double?, brokerURL: BrokerURL? = nil, feed: StatusFeed? = nil,
-        done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
+        refusals: (user: String, since: Double)? = nil, done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
     ) throws -> IntentStatus? {
         guard let timeout else {
             return try StatusStore(readingFrom: storePath).status(id: id)
@@ -104,7 +108,15 @@ public enum StatusReport {
             if store == nil, FileManager.default.fileExists(atPath: storePath) {
                 store = try StatusStore(readingFrom: storePath)
             }
+            if let refusals, let refusal = try store?.refusal(id: id, owner: refusals.user), refusal.updatedAt >= refusals.since {
+                return refusal
+            }
             return try store?.status(id: id)
         }
+    }
+
+    /// Whether a status is a worker's refusal of one message (not the intent's state).
+    public static func isRefusal(_ status: IntentStatus) -> Bool {
+        [FailureCode.idInUse, FailureCode.notOwner, FailureCode.unknownIntent].contains(status.response?.code ?? "")
     }
 }

@@ -29,11 +29,15 @@ public enum StatusWaiter {
     public static let eagerReading = 2.0
 
     /// The events that can end a wait, on a queue of this client's: made before
-    /// a submission (or the first read), so no event can slip past. Nil when the
-    /// broker cannot be reached within `timeout` (or 3 s); the wait then polls.
-    public static func feed(url: BrokerURL, topology: Topology = Topology(), timeout: Double = 3) -> StatusFeed? {
-        try? StatusFeed(url: url, bindings: wakingStates.map { (topology.statusExchange, "*.\($0.rawValue)") },
-                        connectTimeout: max(0.1, min(3, timeout)))
+    /// a submission (or the first read), so no event can slip past. They are
+    /// bound for `owner`'s intents (the connection's own user by default):
+    /// the broker lets a producer bind to its own events only. Nil when the
+    /// broker cannot be reached within `timeout` (or 3 s), or refuses the
+    /// binding; the wait then polls.
+    public static func feed(url: BrokerURL, owner: String? = nil, topology: Topology = Topology(), timeout: Double = 3) -> StatusFeed? {
+        let word = StatusEvent.routingWord(for: owner ?? url.user)
+        return try? StatusFeed(url: url, bindings: wakingStates.map { (topology.statusExchange, "\(word).*.\($0.rawValue)") },
+                               connectTimeout: max(0.1, min(3, timeout)))
     }
 
     /// Waits up to `timeout` seconds. `feed` is one made earlier with

@@ -18,9 +18,10 @@ public enum Terminal {
         return ExitCode.usage
     }
 
-    /// Prints a one-line reason to standard error and returns `code`.
+    /// Prints a one-line reason to standard error (control characters made
+    /// visible: reasons quote ids and messages) and returns `code`.
     public static func fail(_ tool: String, _ reason: String, code: Int32) -> Int32 {
-        writeError("\(tool): \(reason)")
+        writeError("\(tool): \(reason.escapingControlCharacters)")
         return code
     }
 
@@ -38,8 +39,10 @@ public enum Terminal {
                 for (key, value) in record.metadata { object[key] = .string(value) }
                 line = JSONValue.object(object).jsonString
             } else {
-                let metadata = record.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                line = "\(timestamp(record.date)) \(record.level.name) \(record.label): \(record.message)\(metadata.isEmpty ? "" : " " + metadata)"
+                // Ids, types and reasons come from message bodies: one record stays one line.
+                let metadata = record.metadata.sorted { $0.key < $1.key }
+                    .map { "\($0.key)=\($0.value.escapingControlCharacters)" }.joined(separator: " ")
+                line = "\(timestamp(record.date)) \(record.level.name) \(record.label): \(record.message.escapingControlCharacters)\(metadata.isEmpty ? "" : " " + metadata)"
             }
             lock.lock()
             defer { lock.unlock() }

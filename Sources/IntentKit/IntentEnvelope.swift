@@ -81,6 +81,33 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         return JSONValue.object(object).serialized()
     }
 
+    /// The longest id, in UTF-8 bytes: it travels as AMQP's `message_id`, a short string.
+    public static let maximumIDBytes = 255
+    /// The longest type name: it is part of routing keys, which AMQP caps at 255 bytes.
+    public static let maximumTypeLength = 100
+
+    /// Why `id` cannot be an intent id (1 to 255 bytes of UTF-8, no control
+    /// characters), or nil when it can.
+    public static func problem(withID id: String) -> String? {
+        if id.isEmpty { return "the id is empty" }
+        if id.utf8.count > maximumIDBytes { return "the id is \(id.utf8.count) bytes long, over the limit of \(maximumIDBytes)" }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "the id contains a control character"
+        }
+        return nil
+    }
+
+    /// Why `type` cannot be an intent type (1 to 100 letters, digits, `_` or
+    /// `-` of ASCII), or nil when it can.
+    public static func problem(withType type: String) -> String? {
+        if type.isEmpty { return "the type is empty" }
+        if type.utf8.count > maximumTypeLength { return "the type is \(type.utf8.count) bytes long, over the limit of \(maximumTypeLength)" }
+        if !type.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }) {
+            return "the type '\(type.escapingControlCharacters)' is not made of ASCII letters, digits, '_' and '-'"
+        }
+        return nil
+    }
+
     /// Reads an envelope from a message body, with an error an operator can act on.
     public static func decode(_ body: some Collection<UInt8>) throws(EnvelopeError) -> IntentEnvelope {
         let value: JSONValue
@@ -96,6 +123,9 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         guard let id, !id.isEmpty else {
             throw EnvelopeError(id: nil, reason: "the envelope has no string 'id'")
         }
+        if let problem = Self.problem(withID: id) {
+            throw EnvelopeError(id: nil, reason: problem)
+        }
         guard case .number(let version)? = fields["version"] else {
             throw EnvelopeError(id: id, reason: "the envelope has no numeric 'version'")
         }
@@ -104,6 +134,9 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         }
         guard let type = fields["type"]?.stringValue, !type.isEmpty else {
             throw EnvelopeError(id: id, reason: "the envelope has no string 'type'")
+        }
+        if let problem = Self.problem(withType: type) {
+            throw EnvelopeError(id: id, reason: problem)
         }
         let parameters: [String: JSONValue]
         switch fields["parameters"] {

@@ -112,6 +112,13 @@ public enum IntentPipeline {
             return .failure(failure(from: error, step: "resolve"))
         }
 
+        guard resolutions.count <= maximumResolutions else {
+            // A list of half a million names (a 1 MiB body can hold that) would make a question
+            // no status event can carry, and a handler that writes as many rows.
+            return .failure(IntentFailure(
+                code: FailureCode.outcomeTooLarge,
+                message: "resolution gave \(resolutions.count) values, over the limit of \(maximumResolutions) an intent may have"))
+        }
         let unsupported = resolutions.compactMap { resolution -> String? in
             if case .unsupported(let reason) = resolution.result { return "\(resolution.label): \(reason)" }
             return nil
@@ -169,6 +176,10 @@ public enum IntentPipeline {
             return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
         }
     }
+
+    /// The most resolutions (parameters, and elements of list parameters) an
+    /// intent may have; past it, it fails with `outcomeTooLarge` before `confirm` and `handle`.
+    public static let maximumResolutions = 1_000
 
     /// The name under which a whole-intent confirmation is asked and answered.
     public static let wholeIntent = "intent"

@@ -64,4 +64,12 @@ public enum FailureCode {
     public static let canceled = "canceled"
     /// A restricted intent from a submitter not on the worker's allow-list.
     public static let failureRequiringAppAuthentication = "failureRequiringAppAuthentication"
+    /// A submission under an id another submitter, or another intent type, already uses (a refusal).
+    public static let idInUse = "idInUse"
+    /// An answer, confirmation, denial or cancel from someone who is not the intent's owner (a refusal).
+    public static let notOwner = "notOwner"
+    /// An answer or request about an id no one submitted (a refusal).
+    public static let unknownIntent = "unknownIntent"
+    /// The outcome would not fit in a status event: too many resolutions, or too large a payload.
+    public static let outcomeTooLarge = "outcomeTooLarge"
 }

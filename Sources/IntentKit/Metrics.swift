@@ -44,8 +44,20 @@ public final class Metrics: Sendable {
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
         let key = Self.labelText(labels)
         state.withLock { state in
-            state.families[name]?.values[key, default: 0] += amount
+            guard let family = state.families[name] else { return }
+            state.families[name]?.values[Self.bounded(key, labels, family.values.count, family.values[key] != nil), default: 0] += amount
         }
+    }
+
+    /// The most label sets a family keeps: label values come from what
+    /// workers report (types, codes), and a family without a bound is a
+    /// Prometheus series per distinct value anyone could send.
+    public static let maximumSeriesPerFamily = 500
+
+    /// `key`, or past the bound the one set whose every value is `other`.
+    private static func bounded(_ key: String, _ labels: [String: String], _ count: Int, _ known: Bool) -> String {
+        guard !known, count >= maximumSeriesPerFamily else { return key }
+        return labelText(labels.mapValues { _ in "other" })
     }
 
     /// Sets a gauge.
@@ -65,9 +77,10 @@ public final class Metrics: Sendable {
 
     /// Records one observation in a histogram.
     public func observe(_ name: String, _ labels: [String: String] = [:], _ value: Double) {
-        let key = Self.labelText(labels)
         state.withLock { state in
             guard var family = state.families[name], family.kind == .histogram else { return }
+            let given = Self.labelText(labels)
+            let key = Self.bounded(given, labels, family.histograms.count, family.histograms[given] != nil)
             var entry = family.histograms[key] ?? (Array(repeating: 0, count: family.buckets.count), 0, 0)
             for (index, bound) in family.buckets.enumerated() where value <= bound {
                 entry.counts[index] += 1
@@ -128,21 +141,27 @@ public final class Metrics: Sendable {
         labels.isEmpty ? "{\(key)=\"\(value)\"}" : String(labels.dropLast()) + ",\(key)=\"\(value)\"}"
     }
 
+    /// The text format's escapes, scalar by scalar (a `\r\n` is one Swift
+    /// Character, so escaping by Character let it through raw): `\\`, `\"`
+    /// and `\n`; any other control character, which would break the one line
+    /// a sample must be, becomes U+FFFD.
     static func escapeLabel(_ value: String) -> String {
         var escaped = ""
-        for character in value {
-            switch character {
+        for scalar in value.unicodeScalars {
+            switch scalar {
             case "\\": escaped += "\\\\"
             case "\"": escaped += "\\\""
             case "\n": escaped += "\\n"
-            default: escaped.append(character)
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
+                escaped += "\u{FFFD}"
+            default: escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped
     }
 
     private static func escapeHelp(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        escapeLabel(text).replacingOccurrences(of: "\\\"", with: "\"")
     }
 
     static func number(_ value: Double) -> String {

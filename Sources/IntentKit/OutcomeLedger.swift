@@ -50,6 +50,48 @@ public enum Decider: Sendable, Hashable {
     case answer(question: Int)
 }
 
+/// Who sent a message about an intent, as the broker verified it.
+public struct Sender: Sendable, Hashable {
+    /// The message's `user_id`, which RabbitMQ checks against the connection's
+    /// user; nil when the message carried none.
+    public var user: String?
+    /// An operator may act on any intent.
+    public var isOperator: Bool
+    /// The recorder or a worker: the only senders of an expiry.
+    public var isTrusted: Bool
+
+    public init(user: String?, isOperator: Bool = false, isTrusted: Bool = false) {
+        self.user = user
+        self.isOperator = isOperator
+        self.isTrusted = isTrusted
+    }
+}
+
+/// What a ledger says of a message about an intent before anything is run.
+public struct Admission: Sendable, Hashable {
+    /// The outcome that stands, if one was decided.
+    public var decided: DecidedOutcome?
+    /// The intent's owner: the verified user of its first submission (nil: it came without one).
+    public var owner: String?
+    /// Set when the message may not act on the intent; the intent is untouched.
+    public var refusal: IntentFailure?
+    /// What the user has confirmed, of what the intent asked them to confirm.
+    public var confirmed: Set<String>
+    /// The ledger had never seen the intent: this message is its first submission.
+    public var isNew: Bool
+
+    public init(
+        decided: DecidedOutcome? = nil, owner: String? = nil, refusal: IntentFailure? = nil, confirmed: Set<String> = [],
+        isNew: Bool = false
+    ) {
+        self.decided = decided
+        self.owner = owner
+        self.refusal = refusal
+        self.confirmed = confirmed
+        self.isNew = isNew
+    }
+}
+
 /// Where each intent's outcome is decided, once: the first decision stands and
 /// every later one gets it back.
 ///
@@ -69,13 +111,24 @@ public protocol OutcomeLedger: Sendable {
     /// The outcome decided for the intent, if any.
     func outcome(of intentID: String) async throws -> DecidedOutcome?
 
+    /// Admits a message about an intent: its first submission records the
+    /// type and the owner (`sender.user`); a later one must be of that type,
+    /// and an answer or a request must come from the owner, an operator (or,
+    /// for an expiry, a trusted sender) — otherwise `refusal` says why and
+    /// nothing changes. `confirming` is what the message says the user
+    /// confirmed; only what the intent asked at turn `turn - 1` counts.
+    func admit(
+        _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
+    ) async throws -> Admission
+
     /// Records `outcome` unless one is decided, and returns the outcome that
     /// stands; nil when the decision was moot (see `Decider`) and nothing stands.
     func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome?
 
-    /// Notes that the intent asked a question at `turn`; returns the decided
-    /// outcome instead when there is one (the question is then not asked).
-    func ask(_ intentID: String, turn: Int) async throws -> DecidedOutcome?
+    /// Notes that the intent asked a question at `turn`, with the parameters
+    /// (or `intent`) it asks to confirm and what was confirmed so far; returns
+    /// the decided outcome instead when there is one (the question is then not asked).
+    func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome?
 
     /// Marks the intent as being handled (only for a ledger without the
     /// effects); returns the decided outcome instead when there is one.
@@ -93,6 +146,46 @@ extension OutcomeLedger {
     public func release(_ intentID: String) async throws {}
 }
 
+extension Admission {
+    /// The rules of `OutcomeLedger.admit`, for a ledger that has looked up
+    /// what it knows of the intent: its recorded type and owner (nil when it
+    /// never saw the intent), the question last asked and what it asked to
+    /// confirm, and the confirmations granted so far.
+    public static func rules(
+        intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String],
+        recorded: (type: String, owner: String?)?, question: Int?, asked: Set<String>, granted: Set<String>,
+        decided: DecidedOutcome?
+    ) -> Admission {
+        let submission = turn == 0 && request == nil
+        guard let recorded else {
+            if submission { return Admission(decided: decided, owner: sender.user, isNew: true) }
+            return Admission(refusal: IntentFailure(
+                code: FailureCode.unknownIntent, message: "no intent '\(intentID)' was submitted: there is nothing to \(request?.rawValue ?? "answer")"))
+        }
+        if recorded.type != type {
+            return Admission(owner: sender.user, refusal: IntentFailure(
+                code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
+        }
+        if let owner = recorded.owner, owner != sender.user, !sender.isOperator, !(request == .expire && sender.isTrusted) {
+            if submission {
+                return Admission(owner: sender.user, refusal: IntentFailure(
+                    code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by another submitter's intent; submit under another id"))
+            }
+            return Admission(owner: sender.user, refusal: IntentFailure(
+                code: FailureCode.notOwner,
+                message: "'\(intentID)' is not \(sender.user.map { "\($0)'s" } ?? "an anonymous submitter's") intent: only its owner or an operator may \(request?.rawValue ?? "answer") it"))
+        }
+        if request == .expire, !sender.isTrusted {
+            return Admission(owner: recorded.owner, refusal: IntentFailure(
+                code: FailureCode.notOwner, message: "only the recorder expires questions"))
+        }
+        // A confirmation counts only as the answer to one the intent asked for, at the turn it answers.
+        var confirmed = turn == 0 ? [] : granted
+        if turn > 0, question == turn - 1 { confirmed.formUnion(Set(confirming).intersection(asked)) }
+        return Admission(decided: decided, owner: recorded.owner, confirmed: confirmed)
+    }
+}
+
 /// A ledger in memory, for unit tests of handlers and of the pipeline; it
 /// forgets everything when the process ends.
 public final class InMemoryOutcomeLedger: OutcomeLedger {
@@ -100,6 +193,10 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         var outcome: DecidedOutcome?
         var question: Int?
         var claimed = false
+        var type: String?
+        var owner: String?
+        var asked: Set<String> = []
+        var granted: Set<String> = []
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -130,11 +227,33 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
-    public func ask(_ intentID: String, turn: Int) async throws -> DecidedOutcome? {
+    public func admit(
+        _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
+    ) async throws -> Admission {
+        entries.withLock { entries in
+            var entry = entries[intentID] ?? Entry()
+            let admission = Admission.rules(
+                intentID: intentID, type: type, sender: sender, turn: turn, request: request, confirming: confirming,
+                recorded: entry.type.map { ($0, entry.owner) }, question: entry.question, asked: entry.asked,
+                granted: entry.granted, decided: entry.outcome)
+            if entry.type == nil, admission.refusal == nil {
+                entry.type = type
+                entry.owner = admission.owner
+                entries[intentID] = entry
+            }
+            return admission
+        }
+    }
+
+    public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
         entries.withLock { entries in
             var entry = entries[intentID] ?? Entry()
             if let standing = entry.outcome { return standing }
-            entry.question = max(entry.question ?? 0, turn)
+            if turn >= (entry.question ?? 0) {
+                entry.question = turn
+                entry.asked = Set(confirmations)
+                entry.granted = granted
+            }
             entry.claimed = false
             entries[intentID] = entry
             return nil

@@ -24,6 +24,15 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public var progress: Progress?
     /// The worker that produced it (`host:pid`).
     public var worker: String?
+    /// Whose intent it is: the broker-verified user of its first submission
+    /// (absent when it came without one). It leads the routing key, so a
+    /// producer may be let bind to its own events only.
+    public var owner: String?
+    /// True when the event is not the intent's but a refusal of one message
+    /// about it (an id taken by another submitter or type, an answer from
+    /// someone else): `owner` is then that message's sender, and the intent
+    /// itself is untouched.
+    public var refused: Bool?
 
     public struct Progress: Codable, Sendable, Hashable {
         public var fraction: Double?
@@ -38,7 +47,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public init(
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
-        progress: Progress? = nil, worker: String? = nil, turn: Int = 0
+        progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -51,10 +60,19 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         self.progress = progress
         self.worker = worker
         self.turn = turn == 0 ? nil : turn
+        self.owner = owner
+        self.refused = refused ? true : nil
     }
 
-    /// The routing key on `intents.status`.
-    public var routingKey: String { "\(type).\(state.rawValue)" }
+    /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
+    public var routingKey: String { "\(Self.routingWord(for: owner)).\(type).\(state.rawValue)" }
+
+    /// An owner as one word of a routing key: `-` when there is none, and
+    /// `.`, `*` and `#` (which a topic key cannot carry in a word) as `_`.
+    public static func routingWord(for owner: String?) -> String {
+        guard let owner, !owner.isEmpty else { return "-" }
+        return String(owner.map { $0 == "." || $0 == "*" || $0 == "#" ? "_" : $0 })
+    }
 
     /// The UTF-8 JSON body, written without Foundation's encoder (this is on
     /// every intent's path); the same shape `Codable` reads back.
@@ -77,6 +95,8 @@ public struct StatusEvent: Codable, Sendable, Hashable {
             object["progress"] = .object(fields)
         }
         if let worker { object["worker"] = .string(worker) }
+        if let owner { object["owner"] = .string(owner) }
+        if refused == true { object["refused"] = .bool(true) }
         return .object(object)
     }
 

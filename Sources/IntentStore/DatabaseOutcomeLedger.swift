@@ -47,16 +47,49 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    public func ask(_ intentID: String, turn: Int) async throws -> DecidedOutcome? {
+    public func admit(
+        _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
+    ) async throws -> Admission {
+        try await queue.write { db in
+            var recorded = try db.queryFirst("SELECT type, owner FROM intent_owner WHERE intent_id = ?", [.text(intentID)]) {
+                (type: $0.string(0), owner: $0.text(1))
+            }
+            let decided = try OnceOnly.decidedOutcome(in: db, intentID: intentID)
+            let pending = try Self.pending(intentID, in: db)
+            let unrecorded = recorded == nil
+            if recorded == nil, decided != nil || pending != nil {
+                // Known from before owners were recorded: its type is taken as given, and it has no owner.
+                recorded = (type, nil)
+            }
+            var admission = Admission.rules(
+                intentID: intentID, type: type, sender: sender, turn: turn, request: request, confirming: confirming,
+                recorded: recorded, question: pending?.question, asked: pending?.asked ?? [], granted: pending?.granted ?? [],
+                decided: decided)
+            // Known from before owners were recorded is not new: only a first submission is.
+            admission.isNew = admission.isNew && decided == nil && pending == nil
+            if admission.refusal == nil, unrecorded {
+                try db.run(
+                    "INSERT OR IGNORE INTO intent_owner(intent_id, type, owner, since) VALUES (?, ?, ?, ?)",
+                    [.text(intentID), .text(type), .optional(admission.owner), .real(Date().timeIntervalSince1970)])
+            }
+            return admission
+        }
+    }
+
+    public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
             try db.run(
                 """
-                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, ?2, NULL, ?3)
+                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at, asked, granted)
+                VALUES (?1, ?2, NULL, ?3, ?4, ?5)
                 ON CONFLICT(intent_id) DO UPDATE SET
+                    asked = CASE WHEN excluded.question_turn >= coalesce(question_turn, 0) THEN excluded.asked ELSE asked END,
+                    granted = CASE WHEN excluded.question_turn >= coalesce(question_turn, 0) THEN excluded.granted ELSE granted END,
                     question_turn = max(coalesce(question_turn, 0), excluded.question_turn), claimed_attempt = NULL,
                     updated_at = excluded.updated_at
-                """, [.text(intentID), .int(turn), .real(Date().timeIntervalSince1970)])
+                """, [.text(intentID), .int(turn), .real(Date().timeIntervalSince1970),
+                      .text(Self.encode(confirmations)), .text(Self.encode(granted.sorted()))])
             return nil
         }
     }
@@ -81,11 +114,20 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    private static func pending(_ intentID: String, in db: Database) throws -> (question: Int?, claimed: Bool)? {
+    private static func pending(_ intentID: String, in db: Database) throws -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>)? {
         try db.queryFirst(
-            "SELECT question_turn, claimed_attempt FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
+            "SELECT question_turn, claimed_attempt, asked, granted FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
         ) { row in
-            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil)
+            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)))
         }
+    }
+
+    private static func encode(_ names: [String]) -> String {
+        JSONValue.array(names.map(JSONValue.string)).jsonString
+    }
+
+    private static func decode(_ text: String?) -> Set<String> {
+        guard let text, let array = (try? JSONValue.parse(Data(text.utf8)))?.arrayValue else { return [] }
+        return Set(array.compactMap(\.stringValue))
     }
 }

@@ -30,6 +30,9 @@ public struct IntentStatus: Codable, Sendable, Hashable {
     public var confirmed: [String]?
     /// Turn by turn: what was asked, with which options, and what was answered.
     public var history: [Turn]?
+    /// The broker-verified user of its first submission, which alone (with
+    /// operators) may answer, cancel or read it remotely; nil when it came without one.
+    public var owner: String?
 
     /// One question of the conversation and its answer.
     public struct Turn: Codable, Sendable, Hashable {
@@ -45,7 +48,7 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,
         attempts: Int = 0, worker: String? = nil, submittedAt: Double? = nil, queuedAt: Double? = nil,
         startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil, turn: Int? = nil, group: String? = nil,
-        confirmed: [String]? = nil, history: [Turn]? = nil
+        confirmed: [String]? = nil, history: [Turn]? = nil, owner: String? = nil
     ) {
         self.id = id
         self.type = type
@@ -66,5 +69,6 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         self.group = group
         self.confirmed = confirmed
         self.history = history
+        self.owner = owner
     }
 }

@@ -15,7 +15,7 @@ public enum OnceOnly {
     /// The tables `perform` and `DatabaseOutcomeLedger` use; part of every app
     /// database that uses them. `prepare(_:)` creates them, and brings older
     /// ones up to date, by itself.
-    public static var schema: String { effectSchema + pendingSchema }
+    public static var schema: String { effectSchema + pendingSchema + ownerSchema }
 
     static let effectSchema = """
         CREATE TABLE IF NOT EXISTS intent_effect (
@@ -37,7 +37,20 @@ public enum OnceOnly {
             intent_id TEXT PRIMARY KEY NOT NULL,
             question_turn INTEGER,
             claimed_attempt INTEGER,
-            updated_at REAL NOT NULL
+            updated_at REAL NOT NULL,
+            asked TEXT,
+            granted TEXT
+        ) WITHOUT ROWID;
+        """
+
+    /// Each intent's type and owner (the verified user of its first
+    /// submission), recorded when it is first admitted.
+    static let ownerSchema = """
+        CREATE TABLE IF NOT EXISTS intent_owner (
+            intent_id TEXT PRIMARY KEY NOT NULL,
+            type TEXT NOT NULL,
+            owner TEXT,
+            since REAL NOT NULL
         ) WITHOUT ROWID;
         """
 
@@ -50,6 +63,11 @@ public enum OnceOnly {
                 try db.execute("ALTER TABLE intent_effect ADD COLUMN state TEXT")
             }
             try db.execute(pendingSchema)
+            let pending = try db.query("PRAGMA table_info(intent_pending)") { $0.string(1) }
+            for column in ["asked", "granted"] where !pending.contains(column) {
+                try db.execute("ALTER TABLE intent_pending ADD COLUMN \(column) TEXT")
+            }
+            try db.execute(ownerSchema)
         }
     }
 

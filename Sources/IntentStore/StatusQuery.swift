@@ -77,12 +77,42 @@ public enum StatusQuery: Sendable, Hashable {
         }
     }
 
-    /// Reads the answer from the store.
-    public func answer(from store: StatusStore) throws -> Answer {
+    /// Who asks, as the broker verified it.
+    public struct Reader: Sendable, Hashable {
+        public var user: String?
+        public var isOperator: Bool
+
+        public init(user: String?, isOperator: Bool) {
+            self.user = user
+            self.isOperator = isOperator
+        }
+
+        /// Reads everything: the store's own file, on the recorder's machine.
+        public static let local = Reader(user: nil, isOperator: true)
+
+        /// Whether this reader may see an intent of `owner`'s (nil: it came without one).
+        public func mayRead(_ owner: String?) -> Bool { isOperator || owner == nil || owner == user }
+    }
+
+    public struct Forbidden: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads the answer from the store, as `reader` may see it: an intent of
+    /// another owner reads as unknown (or as this reader's own refused
+    /// message about it), a list holds the reader's own intents, and dead
+    /// letters are for operators.
+    public func answer(from store: StatusStore, for reader: Reader = .local) throws -> Answer {
         switch self {
-        case .show(let id): .status(try store.status(id: id))
-        case .list(let state, let type, let limit): .statuses(try store.list(state: state, type: type, limit: limit))
-        case .dead(let limit): .statuses(try store.deadLettered(limit: limit))
+        case .show(let id):
+            guard let status = try store.status(id: id) else { return .status(try store.refusal(id: id, owner: reader.user)) }
+            return .status(reader.mayRead(status.owner) ? status : try store.refusal(id: id, owner: reader.user))
+        case .list(let state, let type, let limit):
+            let owner = reader.isOperator ? nil : reader.user ?? ""
+            return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit))
+        case .dead(let limit):
+            guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
+            return .statuses(try store.deadLettered(limit: limit))
         }
     }
 

@@ -67,6 +67,21 @@ public final class StatusStore {
         """
         ALTER TABLE intent_status ADD COLUMN expire_requested_at REAL;
         """,
+        """
+        ALTER TABLE intent_status ADD COLUMN owner TEXT;
+        CREATE INDEX intent_status_by_owner ON intent_status(owner, updated_at);
+        CREATE TABLE intent_refusal (
+            id TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            type TEXT NOT NULL,
+            code TEXT NOT NULL,
+            message TEXT,
+            attempt INTEGER NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (id, owner)
+        ) WITHOUT ROWID;
+        CREATE INDEX intent_refusal_by_time ON intent_refusal(at);
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -90,9 +105,25 @@ public final class StatusStore {
     }
 
     /// One thing the recorder learned: a submission the broker accepted, or a worker's event.
+    /// Who sent a submission or a request, as the recorder could verify it.
+    public struct Submitter: Sendable, Hashable {
+        /// The message's `user_id` (or the owner a trusted republisher named).
+        public var user: String?
+        /// An operator may act on any intent.
+        public var isOperator: Bool
+
+        public init(user: String?, isOperator: Bool = false) {
+            self.user = user
+            self.isOperator = isOperator
+        }
+    }
+
     public enum Update: Sendable {
-        /// A submission, an answer, a confirmation or a denial the broker accepted.
-        case queued(IntentEnvelope)
+        /// A submission, an answer, a confirmation or a denial the broker
+        /// accepted. `by` is its sender: the owner, for a first submission; an
+        /// answer or a denial from anyone but the owner (or an operator) changes
+        /// nothing. nil: not known (the store's own tests, or older messages).
+        case queued(IntentEnvelope, by: Submitter? = nil)
         case event(StatusEvent)
         /// An operator put a dead-lettered intent back in the queue: its
         /// `deadLettered` failure (and only that one) reopens as `queued`.
@@ -100,7 +131,11 @@ public final class StatusStore {
         /// Someone asked to cancel the intent: an unfinished one shows
         /// `cancelRequested` until a worker's decision (canceled, or the outcome
         /// that was already decided) arrives as an event.
-        case cancelRequested(id: String)
+        case cancelRequested(id: String, by: Submitter? = nil)
+        /// A worker refused one message about the intent (an id taken by
+        /// another submitter or type, an answer from someone else): kept for
+        /// that sender, and the intent is untouched.
+        case refusal(StatusEvent)
     }
 
     /// A state change the store applied: what metrics count.
@@ -116,6 +151,8 @@ public final class StatusStore {
         public var message: String? = nil
         /// The position, in the updates given to `record`, of the update that made the change.
         public var update: Int = 0
+        /// The intent's owner, as far as the store knows.
+        public var owner: String? = nil
     }
 
     /// Applies updates in one transaction and returns the state changes it made
@@ -136,9 +173,13 @@ public final class StatusStore {
             for (position, update) in updates.enumerated() {
                 let id: String
                 switch update {
-                case .queued(let envelope), .requeued(let envelope): id = envelope.id
-                case .event(let event): id = event.id
-                case .cancelRequested(let canceled): id = canceled
+                case .queued(let envelope, _), .requeued(let envelope): id = envelope.id
+                case .event(let event), .refusal(let event): id = event.id
+                case .cancelRequested(let canceled, _): id = canceled
+                }
+                if case .refusal(let event) = update {
+                    try recordRefusal(event, now: now, in: db)
+                    continue
                 }
                 let before = !reportingTransitions ? nil : try db.queryFirst(
                     "SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]
@@ -146,8 +187,9 @@ public final class StatusStore {
                     (state: IntentState(rawValue: row.string(0)), code: row.text(1))
                 }
                 switch update {
-                case .queued(let envelope): try recordQueued(envelope, now: now, in: db)
+                case .queued(let envelope, let submitter): try recordQueued(envelope, by: submitter, now: now, in: db)
                 case .event(let event): try recordEvent(event, now: now, in: db)
+                case .refusal: break
                 case .requeued(let envelope):
                     try db.run(
                         """
@@ -155,32 +197,55 @@ public final class StatusStore {
                             response_payload = NULL, finished_at = NULL, updated_at = ?2
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
-                    try recordQueued(envelope, now: now, in: db)
-                case .cancelRequested(let id):
+                    try recordQueued(envelope, by: nil, now: now, in: db)
+                case .cancelRequested(let id, let submitter):
                     try db.run(
                         """
                         UPDATE intent_status SET state = 'cancelRequested', rank = 2, progress_fraction = NULL,
                             progress_message = NULL, updated_at = ?2
-                        WHERE id = ?1 AND rank < 3
-                        """, [.text(id), .real(now)])
+                        WHERE id = ?1 AND rank < 3 AND \(Self.ownedBy(3))
+                        """, [.text(id), .real(now)] + Self.ownership(submitter))
                 }
                 guard reportingTransitions else { continue }
                 let after = try db.queryFirst(
-                    "SELECT state, response_code, type, response_message FROM intent_status WHERE id = ?", [.text(id)]
+                    "SELECT state, response_code, type, response_message, owner FROM intent_status WHERE id = ?", [.text(id)]
                 ) { row in
-                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3))
+                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3), owner: row.text(4))
                 }
                 if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
                     transitions.append(Transition(
                         id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message,
-                        update: position))
+                        update: position, owner: after.owner))
                 }
             }
             return transitions
         }
     }
 
-    private func recordQueued(_ envelope: IntentEnvelope, now: Double, in db: Database) throws {
+    private func recordRefusal(_ event: StatusEvent, now: Double, in db: Database) throws {
+        try db.run(
+            """
+            INSERT INTO intent_refusal(id, owner, type, code, message, attempt, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id, owner) DO UPDATE SET type = excluded.type, code = excluded.code, message = excluded.message,
+                attempt = excluded.attempt, at = excluded.at
+            """,
+            [.text(event.id), .text(event.owner ?? ""), .text(event.type), .text(event.response?.code ?? FailureCode.invalidIntent),
+             .optional(event.response?.message), .int(event.attempt), .real(now)])
+    }
+
+    /// The SQL condition "the sender may act on this intent" over bindings
+    /// `?n` (1 when anyone may) and `?n+1` (the sender's user).
+    static func ownedBy(_ first: Int) -> String {
+        "(?\(first) = 1 OR owner IS NULL OR owner = ?\(first + 1))"
+    }
+
+    static func ownership(_ submitter: Submitter?) -> [SQLValue] {
+        guard let submitter else { return [.int(1), .null] }
+        return [.int(submitter.isOperator ? 1 : 0), .optional(submitter.user)]
+    }
+
+    private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws {
+        let owner = submitter?.user
         let confirmed = envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
         let denial = envelope.request == .deny
         // A denial carries no parameters: the intent keeps the ones it had.
@@ -194,8 +259,10 @@ public final class StatusStore {
                     confirmed = coalesce(?4, confirmed),
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
-                WHERE id = ?1 AND turn < ?2 AND state = 'needsInput'
-                """, [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)])
+                WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND \(Self.ownedBy(6))
+                """, [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
+                    + Self.ownership(submitter))
+            guard db.changes > 0 else { return }  // not waiting, or not this sender's to answer
             let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
             try db.run(
                 "UPDATE intent_turn SET answer = ?3, answered_at = ?4 WHERE id = ?1 AND turn = ?2 AND answer IS NULL",
@@ -204,16 +271,18 @@ public final class StatusStore {
         }
         try db.run(
             """
-            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed)
-            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5, ?6, ?7)
+            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner)
+            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5, ?6, ?7, ?8)
             ON CONFLICT(id) DO UPDATE SET
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
                 queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
                 group_id = coalesce(intent_status.group_id, excluded.group_id)
+            WHERE intent_status.type = excluded.type
+              AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
             """,
             [.text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
-             .optional(envelope.group), .optional(confirmed)])
+             .optional(envelope.group), .optional(confirmed), .optional(owner)])
     }
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
@@ -221,9 +290,10 @@ public final class StatusStore {
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
-                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
             ON CONFLICT(id) DO UPDATE SET
+                owner = coalesce(intent_status.owner, excluded.owner),
                 state = excluded.state,
                 turn = max(intent_status.turn, excluded.turn),
                 rank = excluded.rank,
@@ -253,7 +323,7 @@ public final class StatusStore {
              .optional(event.progress?.fraction), .optional(event.progress?.message),
              .int(event.attempt), .optional(event.worker),
              event.state == .inProgress ? .real(event.at) : .null,
-             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0)])
+             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner)])
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
@@ -290,7 +360,7 @@ public final class StatusStore {
     private static let columns = """
         id, type, state, response_code, response_message, response_payload, resolutions, progress_fraction,
         progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at,
-        turn, group_id, confirmed
+        turn, group_id, confirmed, owner
         """
 
     /// The status of one intent, or nil when the store has never seen the id.
@@ -357,6 +427,7 @@ public final class StatusStore {
             [.real(cutoff), .int(limit)]) { $0.string(0) }
         guard !ids.isEmpty else {
             try database.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
+            try database.run("DELETE FROM intent_refusal WHERE at < ?", [.real(cutoff)])
             return 0
         }
         return try delete(ids: ids)
@@ -386,11 +457,16 @@ public final class StatusStore {
         }
     }
 
-    /// The most recently updated intents, optionally of one state and/or type.
-    public func list(state: IntentState? = nil, type: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
+    /// The most recently updated intents, optionally of one state and/or type
+    /// and (for a reader who may see only their own) of one owner.
+    public func list(state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
         var conditions: [String] = []
         var bindings: [SQLValue] = []
+        if let owner {
+            conditions.append("owner = ?")
+            bindings.append(.text(owner))
+        }
         if let state {
             conditions.append("state = ?")
             bindings.append(.text(state.rawValue))
@@ -403,6 +479,19 @@ public final class StatusStore {
         bindings.append(.int(limit))
         return try database.query(
             "SELECT \(Self.columns) FROM intent_status \(filter) ORDER BY updated_at DESC LIMIT ?", bindings, Self.decodeRow)
+    }
+
+    /// A worker's refusal of `owner`'s message about the intent `id` (see
+    /// `Update.refusal`), as a status: the `failure` that sender sees.
+    public func refusal(id: String, owner: String?) throws -> IntentStatus? {
+        guard try hasSchema() else { return nil }
+        return try database.queryFirst(
+            "SELECT type, code, message, attempt, at FROM intent_refusal WHERE id = ? AND owner = ?", [.text(id), .text(owner ?? "")]
+        ) { row in
+            IntentStatus(
+                id: id, type: row.string(0), state: .failure, response: IntentResponse(code: row.string(1), message: row.text(2)),
+                attempts: row.int(3), updatedAt: row.double(4), finishedAt: row.double(4), owner: owner)
+        }
     }
 
     /// Intents the broker dead-lettered, newest first.
@@ -461,6 +550,6 @@ public final class StatusStore {
             attempts: row.int(10), worker: row.text(11),
             submittedAt: row.optionalDouble(12), queuedAt: row.optionalDouble(13), startedAt: row.optionalDouble(14),
             updatedAt: row.double(15), finishedAt: row.optionalDouble(16), turn: row.int(17), group: row.text(18),
-            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) })
+            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }, owner: row.text(20))
     }
 }

@@ -28,6 +28,14 @@ public final class StatusRecorder: Service {
         public var retentionBatch = 500
         /// Where applied state changes are counted, when metrics are on.
         public var metrics: Metrics?
+        /// The broker users whose status events count: the workers' (and the
+        /// recorder's own, always). An event from anyone else is skipped.
+        public var trustedPublishers: Set<String> = []
+        /// Broker users who may read every intent remotely and act on any.
+        public var operators: Set<String> = []
+        /// The intent types metrics name; others are counted as `other` (nil:
+        /// any, up to `Metrics.maximumSeriesPerFamily` label sets).
+        public var knownTypes: Set<String>?
 
         public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
             self.brokerURL = brokerURL
@@ -79,7 +87,7 @@ public final class StatusRecorder: Service {
                 try connection.consume(configuration.topology.ledgerQueue)
                 // Remote status requests: a queue that goes away with the recorder, so a
                 // request with nobody to answer it comes back to its sender at once.
-                try connection.declareQueue(configuration.topology.statusRequestQueue, durable: false, autoDelete: true)
+                try configuration.topology.declareStatusRequests(on: connection)
                 requestConsumer = try connection.consume(configuration.topology.statusRequestQueue, noAck: true)
             } catch {
                 let wait = backoff.next()
@@ -213,10 +221,12 @@ public final class StatusRecorder: Service {
                     batch.append(update)
                 }
                 if batch.count >= configuration.batchSize { try flush() }
-            case .returned(let message):
+            case .returned(let message) where message.exchange == intentsExchange:
                 // An expiry request nobody serves: the question stays open and is asked about again later.
                 logger.warning("no worker serves \(message.routingKey): its unanswered question is not expired yet",
                                metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+            case .returned(let message):
+                logger.debug("an announcement found no queue: \(message.replyText)", metadata: ["intent.id": message.messageID ?? ""])
             case .confirmed, .rejected:
                 break
             }
@@ -244,7 +254,7 @@ public final class StatusRecorder: Service {
             let request = IntentEnvelope.request(.expire, id: question.id, type: question.type, turn: question.turn + 1)
             try connection.publish(OutgoingMessage(
                 exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
-                messageID: question.id, type: question.type, persistent: true, mandatory: true))
+                messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
         }
     }
 
@@ -258,7 +268,9 @@ public final class StatusRecorder: Service {
         }
         let result: Result<StatusQuery.Answer, any Error>
         do {
-            result = .success(try StatusQuery.decode(request.body).answer(from: store))
+            // The broker verified the requester's user: others' intents are not theirs to read.
+            let reader = StatusQuery.Reader(user: request.userID, isOperator: request.userID.map(configuration.operators.contains) ?? false)
+            result = .success(try StatusQuery.decode(request.body).answer(from: store, for: reader))
         } catch {
             result = .failure(error)
         }
@@ -274,15 +286,19 @@ public final class StatusRecorder: Service {
         for transition in transitions where transition.to.isTerminal {
             let event = StatusEvent(
                 id: transition.id, type: transition.type, state: transition.to, attempt: 0,
-                response: transition.code.map { IntentResponse(code: $0, message: transition.message) }, worker: "recorder")
-            try connection.publish(configuration.topology.statusMessage(for: event, persistent: false))
+                response: transition.code.map { IntentResponse(code: $0, message: transition.message) }, worker: "recorder",
+                owner: transition.owner)
+            var message = configuration.topology.statusMessage(for: event, persistent: false)
+            message.userID = connection.url.user
+            try connection.publish(message)
         }
     }
 
     /// Counts applied state changes in the metrics.
     private func count(_ transitions: [StatusStore.Transition]) {
         guard let metrics = configuration.metrics else { return }
-        for transition in transitions {
+        for var transition in transitions {
+            if let known = configuration.knownTypes, !known.contains(transition.type) { transition.type = "other" }
             if transition.from == nil {
                 metrics.increment("intentqueue_intents_received_total", ["type": transition.type])
             }
@@ -302,6 +318,23 @@ public final class StatusRecorder: Service {
         }
     }
 
+    /// Whether a user's events and republished messages are believed: a worker's, or the recorder's own.
+    func isTrusted(_ user: String?) -> Bool {
+        guard let user else { return false }
+        return configuration.trustedPublishers.contains(user) || configuration.brokerURL.users.contains(user)
+    }
+
+    /// The sender of a submission or a request: its verified user, or the owner
+    /// a worker's retry or an operator's requeue names in its header.
+    func submitter(of delivery: Delivery) -> StatusStore.Submitter {
+        let named = delivery.headers[Topology.ownerHeader]?.stringValue
+        if let user = delivery.userID, configuration.operators.contains(user) {
+            return StatusStore.Submitter(user: named ?? user, isOperator: true)
+        }
+        if isTrusted(delivery.userID), let named { return StatusStore.Submitter(user: named) }
+        return StatusStore.Submitter(user: delivery.userID)
+    }
+
     func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
         if delivery.exchange == configuration.topology.cancelExchange {
             // Cancellation hints, bound to the ledger by earlier versions: the
@@ -317,25 +350,29 @@ public final class StatusRecorder: Service {
                                metadata: ["intent.id": envelope?.id ?? "", "intent.type": envelope?.type ?? ""])
                 return nil
             }
-            guard let id = envelope?.id ?? delivery.messageID else { return nil }
+            let id = envelope?.id ?? delivery.messageID.flatMap { IntentEnvelope.problem(withID: $0) == nil ? $0 : nil }
+                ?? DeadLetters.syntheticID(for: delivery.body)
+            let candidate = envelope?.type ?? delivery.type ?? delivery.routingKey
             let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
             return .event(StatusEvent(
-                id: id, type: delivery.type ?? delivery.routingKey, state: .failure,
+                id: id, type: IntentEnvelope.problem(withType: candidate) == nil ? candidate : "unknown", state: .failure,
                 attempt: (delivery.deliveryCount ?? 0) + 1,
                 response: IntentResponse(
                     code: FailureCode.deadLettered,
-                    message: "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)")))
+                    message: "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"),
+                owner: delivery.userID))
         }
         if delivery.exchange == intentsExchange {
             // A submission the broker accepted. One that cannot be read is the
             // worker's to report, as a failure, when it can read an id.
             guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
+            let submitter = submitter(of: delivery)
             switch envelope.request {
-            case .cancel?: return .cancelRequested(id: envelope.id)
+            case .cancel?: return .cancelRequested(id: envelope.id, by: submitter)
             case .expire?: return nil  // the recorder's own request; the worker's decision will tell
             case .deny?, nil: break
             }
-            return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope)
+            return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope, by: submitter)
         }
         guard delivery.exchange == configuration.topology.statusExchange else {
             // Only workers' events count: a message put straight into the ledger
@@ -344,8 +381,15 @@ public final class StatusRecorder: Service {
                            metadata: ["amqp.exchange": delivery.exchange, "intent.id": delivery.messageID ?? ""])
             return nil
         }
+        guard isTrusted(delivery.userID) else {
+            // The broker verified who published it, and it is not a worker.
+            logger.warning("skipping a status event from an untrusted user",
+                           metadata: ["amqp.user_id": delivery.userID ?? "none", "intent.id": delivery.messageID ?? ""])
+            return nil
+        }
         do {
-            return .event(try StatusEvent.decode(delivery.body))
+            let event = try StatusEvent.decode(delivery.body)
+            return event.refused == true ? .refusal(event) : .event(event)
         } catch {
             logger.warning("skipping an unreadable status event: \(error)",
                            metadata: ["amqp.routing_key": delivery.routingKey, "intent.id": delivery.messageID ?? "", "intent.type": delivery.type ?? ""])

@@ -16,10 +16,18 @@ public struct WorkerConfiguration: Sendable {
     public var workerName: String
     /// Larger message bodies are refused as `invalidIntent` without being parsed.
     public var maxBodyBytes: Int
+    /// The largest status event a worker publishes (the broker takes 16 MiB).
+    public var maxEventBytes = 1 << 20
     /// Where the fault-injection suite may kill the worker (off by default).
     public var faults: FaultInjection
     /// Broker users whose submissions of restricted types are handled.
     public var allowedUsers: Set<String> = []
+    /// Broker users who may act on any intent (answer, confirm, deny, cancel, requeue).
+    public var operators: Set<String> = []
+    /// Broker users of the recorder and of other workers: they may send expiry
+    /// requests, and their republished intents name the owner in a header. The
+    /// worker's own user is always trusted.
+    public var trustedUsers: Set<String> = []
     /// Time limits per intent type, in seconds, overriding the handlers' own.
     public var timeLimits: [String: Double] = [:]
     /// Where handled intents, retries and handle durations are counted, when metrics are on.

@@ -116,12 +116,19 @@ public final class WorkerService: Service {
         var attempt: Int
         var ledger: any OutcomeLedger
         var logger: Logger
+        /// Who sent it, as the broker verified (or, for a worker's retry or an operator's requeue, the owner it carries).
+        var sender: Sender
+        /// What the ledger said of it before anything ran.
+        var admission = Admission()
 
         var id: String { envelope.id }
+        /// The intent's owner, which every event about it names.
+        var owner: String? { admission.owner }
     }
 
     func process(_ delivery: Delivery) async {
         configuration.faults.hit(.afterReceive, intentID: delivery.messageID)
+        let sender = sender(of: delivery)
         let envelope: IntentEnvelope
         do throws(EnvelopeError) {
             guard delivery.body.count <= configuration.maxBodyBytes else {
@@ -129,7 +136,7 @@ public final class WorkerService: Service {
             }
             envelope = try IntentEnvelope.decode(delivery.body)
         } catch {
-            refuse(delivery, error: error)
+            await refuse(delivery, error: error, sender: sender)
             return
         }
         // Counters from headers anyone could set: clamped, and added without overflow.
@@ -142,13 +149,22 @@ public final class WorkerService: Service {
             let outcome = PipelineOutcome.failure(IntentFailure(
                 code: FailureCode.unknownIntentType,
                 message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
-            finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome)
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome, owner: sender.user, refused: true)
             return
         }
-        let job = Job(
+        var job = Job(
             delivery: delivery, envelope: envelope, retries: retries, storageWaits: storageWaits, attempt: attempt,
-            ledger: ledger, logger: logger)
+            ledger: ledger, logger: logger, sender: sender)
         do {
+            job.admission = try await ledger.admit(
+                envelope.id, type: envelope.type, sender: sender, turn: envelope.turn, request: envelope.request,
+                confirming: envelope.confirmed ?? [])
+            if let refusal = job.admission.refusal {
+                // Said to the sender only: the intent, its status and its effects stay as they were.
+                job.logger.warning("refused: \(refusal.message)", metadata: ["amqp.user_id": sender.user ?? "none", "intent.refusal": refusal.code])
+                finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(refusal), owner: sender.user, refused: true)
+                return
+            }
             if let request = envelope.request {
                 try await decide(request, for: job)
             } else {
@@ -157,6 +173,21 @@ public final class WorkerService: Service {
         } catch {
             waitForStorage(job, error: error)
         }
+    }
+
+    /// The sender of a delivery. A worker's retry and an operator's requeue
+    /// are published by them, so they carry the intent's owner in a header,
+    /// which counts only when a trusted user or an operator published it.
+    private func sender(of delivery: Delivery) -> Sender {
+        let user = delivery.userID
+        let trusted = user.map { configuration.trustedUsers.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
+        let named = delivery.headers[Topology.ownerHeader]?.stringValue
+        if let user, configuration.operators.contains(user) {
+            // An operator acts on any intent; a requeued one keeps the owner its ledger recorded.
+            return Sender(user: named ?? user, isOperator: true, isTrusted: trusted)
+        }
+        if trusted, let named { return Sender(user: named) }
+        return Sender(user: user, isTrusted: trusted)
     }
 
     static let countLimit = 1_000_000
@@ -196,9 +227,12 @@ public final class WorkerService: Service {
 
     /// A turn of the intent: resolve, confirm, handle, unless already decided.
     private func run(_ job: Job) async throws {
-        let envelope = job.envelope
+        // What the user confirmed counts only as far as the intent asked (the ledger says).
+        var admitted = job.envelope
+        admitted.confirmed = job.admission.confirmed.isEmpty ? nil : job.admission.confirmed.sorted()
+        let envelope = admitted
         let ledger = job.ledger
-        if let decided = try await ledger.outcome(of: job.id) {
+        if let decided = job.admission.decided {
             // A resubmitted or redelivered intent that already ended: its outcome
             // again, and nothing before it, so no one sees it start over.
             job.logger.info("already decided (\(decided.state.rawValue)): publishing its outcome again")
@@ -211,11 +245,11 @@ public final class WorkerService: Service {
             publish(standing, for: job)
             return
         }
-        if registry.isRestricted(envelope.type), !(job.delivery.userID.map(configuration.allowedUsers.contains) ?? false) {
-            job.logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": job.delivery.userID ?? "none"])
+        if registry.isRestricted(envelope.type), !(job.owner.map(configuration.allowedUsers.contains) ?? false) {
+            job.logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": job.owner ?? "none"])
             let refused = DecidedOutcome.failure(IntentFailure(
                 code: FailureCode.failureRequiringAppAuthentication,
-                message: "\(envelope.type) is restricted: the submitter \(job.delivery.userID.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
+                message: "\(envelope.type) is restricted: the submitter \(job.owner.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
             if let standing = try await ledger.decide(job.id, refused, attempt: job.attempt, by: .run) {
                 publish(standing, for: job)
             } else {
@@ -229,8 +263,10 @@ public final class WorkerService: Service {
         }
         let turn = envelope.turn
         let attempt = job.attempt
+        let owner = job.owner
         let started = StatusEvent(
-            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn)
+            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn,
+            owner: owner)
         loop.send(.publish([message(for: started)], thenAck: nil))
 
         let loop = self.loop
@@ -240,10 +276,10 @@ public final class WorkerService: Service {
             progress: { [configuration] progress in
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
-                    worker: configuration.workerName, turn: turn)
+                    worker: configuration.workerName, turn: turn, owner: owner)
                 loop.send(.publish([configuration.topology.statusMessage(for: event)], thenAck: nil))
             })
-        context.userID = job.delivery.userID
+        context.userID = owner
         let cancellations = self.cancellations
         context.isCanceled = { await cancellations.isCanceled(envelope.id) }
         let received = ContinuousClock.now
@@ -285,11 +321,26 @@ public final class WorkerService: Service {
                 return
             }
             if outcome.state == .needsInput {
-                if let decided = try await job.ledger.ask(job.id, turn: job.envelope.turn) {
+                if let size = oversized(outcome, job: job) {
+                    // A question too large to publish: refused here, before anything was done.
+                    let failure = DecidedOutcome.failure(IntentFailure(
+                        code: FailureCode.outcomeTooLarge,
+                        message: "the question's status event would be \(size) bytes, over the limit of \(configuration.maxEventBytes)"))
+                    if let standing = try await job.ledger.decide(job.id, failure, attempt: job.attempt, by: .run) {
+                        publish(standing, for: job)
+                    }
+                    return
+                }
+                let asked = outcome.resolutions.compactMap { resolution -> String? in
+                    if case .confirmationRequired = resolution.result { return resolution.parameter }
+                    return nil
+                }
+                if let decided = try await job.ledger.ask(
+                    job.id, turn: job.envelope.turn, confirmations: asked, granted: job.admission.confirmed) {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)
                 } else {
-                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome)
+                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner)
                 }
                 return
             }
@@ -301,7 +352,7 @@ public final class WorkerService: Service {
             }
             if standing == ours {
                 job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
-                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome)
+                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner)
             } else {
                 job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
                 publish(standing, for: job)
@@ -314,16 +365,44 @@ public final class WorkerService: Service {
     /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
     private func publish(_ decided: DecidedOutcome, for job: Job) {
         finish(job.delivery, envelope: job.envelope, attempt: job.attempt,
-               outcome: PipelineOutcome(state: decided.state, response: decided.response))
+               outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner)
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
-    private func finish(_ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome) {
-        let event = StatusEvent(
+    /// A refusal goes to its sender (`owner`) and is not the intent's state.
+    /// An event over `maxEventBytes` goes without its resolutions, then with
+    /// its response cut down: the state it reports stays the decided one (the
+    /// ledger keeps the whole response).
+    private func finish(
+        _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false
+    ) {
+        var event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
-            turn: envelope.turn)
+            turn: envelope.turn, owner: owner, refused: refused)
+        var body = event.encoded()
+        if body.count > configuration.maxEventBytes {
+            let size = body.count
+            event.resolutions = nil
+            if event.encoded().count > configuration.maxEventBytes, let response = event.response {
+                event.response = IntentResponse(
+                    code: response.code,
+                    message: "\(String((response.message ?? "").prefix(1_000))) [the response was \(size) bytes, over the \(configuration.maxEventBytes) a status event may carry: \(FailureCode.outcomeTooLarge)]")
+            }
+            body = event.encoded()
+            logger.warning("an outcome of \(size) bytes was cut down to \(body.count) to be published",
+                           metadata: ["intent.id": envelope.id, "intent.type": envelope.type])
+        }
         loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+    }
+
+    /// The size of the event an outcome would make, when it is over `maxEventBytes`.
+    private func oversized(_ outcome: PipelineOutcome, job: Job) -> Int? {
+        let size = StatusEvent(
+            id: job.id, type: job.envelope.type, state: outcome.state, attempt: job.attempt, response: outcome.response,
+            resolutions: outcome.resolutions, worker: configuration.workerName, turn: job.envelope.turn, owner: job.owner
+        ).encoded().count
+        return size > configuration.maxEventBytes ? size : nil
     }
 
     /// A transient failure: the intent waits in a retry queue (with no delivery
@@ -347,7 +426,7 @@ public final class WorkerService: Service {
         let progress = StatusEvent(
             id: job.id, type: job.envelope.type, state: .inProgress, attempt: job.attempt,
             progress: .init(fraction: nil, message: "retry \(job.retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
-            worker: configuration.workerName, turn: job.envelope.turn)
+            worker: configuration.workerName, turn: job.envelope.turn, owner: job.owner)
         loop.send(.publish([message(for: progress), again(job, retries: job.retries + 1, storageWaits: job.storageWaits, bucket: wait.bucket)],
                            thenAck: job.delivery.tag))
     }
@@ -376,26 +455,49 @@ public final class WorkerService: Service {
             Topology.retriesHeader: .integer(Int64(retries)), Topology.retryBucketHeader: .string(bucket),
         ]
         if storageWaits > 0 { headers[Topology.storageRetriesHeader] = .integer(Int64(storageWaits)) }
+        // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header.
+        if let owner = job.owner ?? job.sender.user { headers[Topology.ownerHeader] = .string(owner) }
         return OutgoingMessage(
             exchange: configuration.topology.retryExchange, routingKey: job.envelope.type, body: job.delivery.body,
-            messageID: job.id, type: job.envelope.type, persistent: true, headers: headers)
+            messageID: job.id, type: job.envelope.type, persistent: true, mandatory: true, headers: headers)
     }
 
-    /// A body that is not a usable envelope: recorded as `failure` when its id
-    /// can be read, otherwise sent to the dead-letter queue.
-    private func refuse(_ delivery: Delivery, error: EnvelopeError) {
-        guard let id = error.id ?? delivery.messageID, !id.isEmpty else {
-            logger.error("unreadable message with no id, dead-lettered: \(error.reason)",
-                         metadata: ["amqp.routing_key": delivery.routingKey])
+    /// A body that is not a usable envelope. Without a usable id it goes to the
+    /// dead-letter queue. With one, an id no one has used yet ends
+    /// `failure`/`invalidIntent` (decided in the ledger, so the id is then
+    /// taken); for an id already in use the failure is a refusal, said to the
+    /// sender only, and the intent under that id is untouched.
+    private func refuse(_ delivery: Delivery, error: EnvelopeError, sender: Sender) async {
+        let messageID = delivery.messageID.flatMap { IntentEnvelope.problem(withID: $0) == nil ? $0 : nil }
+        guard let id = error.id ?? messageID else {
+            logger.error("unreadable message with no usable id, dead-lettered: \(error.reason)",
+                         metadata: ["amqp.routing_key": delivery.routingKey, "amqp.user_id": sender.user ?? "none"])
             loop.send(.reject(delivery.tag, requeue: false))
             return
         }
-        let type = delivery.type ?? delivery.routingKey
+        let candidate = delivery.type ?? delivery.routingKey
+        let type = IntentEnvelope.problem(withType: candidate) == nil ? candidate : "unknown"
         logger.warning("invalid submission: \(error.reason)", metadata: ["intent.id": id, "intent.type": type])
-        let event = StatusEvent(
-            id: id, type: type, state: .failure, attempt: delivery.attempt,
-            response: IntentResponse(code: FailureCode.invalidIntent, message: error.reason), worker: configuration.workerName)
-        loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+        let envelope = IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: 0)
+        let failure = IntentFailure(code: FailureCode.invalidIntent, message: error.reason)
+        guard let ledger = registry.ledger(for: type) ?? ownLedger else {
+            finish(delivery, envelope: envelope, attempt: delivery.attempt, outcome: .failure(failure), owner: sender.user, refused: true)
+            return
+        }
+        do {
+            let admission = try await ledger.admit(id, type: type, sender: sender, turn: 0, request: nil, confirming: [])
+            guard admission.refusal == nil, admission.isNew,
+                  let standing = try await ledger.decide(id, .failure(failure), attempt: delivery.attempt, by: .run)
+            else {
+                finish(delivery, envelope: envelope, attempt: delivery.attempt, outcome: .failure(failure), owner: sender.user, refused: true)
+                return
+            }
+            finish(delivery, envelope: envelope, attempt: delivery.attempt,
+                   outcome: PipelineOutcome(state: standing.state, response: standing.response), owner: admission.owner)
+        } catch {
+            // The ledger cannot be written: try again later, as for any storage failure.
+            loop.send(.reject(delivery.tag, requeue: true))
+        }
     }
 
     private func message(for event: StatusEvent) -> OutgoingMessage {

@@ -32,6 +32,7 @@ struct BenchRun {
         topology.cancelExchange = "\(prefix).cancel"
         topology.cancelStream = "\(prefix).cancellations"
         topology.statusRequestQueue = "\(prefix).status.requests"
+        topology.statusRequestExchange = "\(prefix).status.requests"
         for child in Mirror(reflecting: topology).children {
             if let value = child.value as? String, !value.hasPrefix(prefix) {
                 throw .failed("Topology.\(child.label ?? "?") ('\(value)') is not renamed per run by intent-bench; refusing to touch a shared name")

@@ -8,7 +8,7 @@ import IntentStore
 /// `intent-status`: what the status store knows.
 struct StatusCommand {
     static let tool = "intent-status"
-    static let usage = "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
+    static let usage = "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
@@ -16,7 +16,10 @@ struct StatusCommand {
           intent-status <id> [--wait [--timeout S]] [--remote] [--json]
           intent-status list [--state S] [--type T] [--limit N] [--remote] [--json]
           intent-status dead [--limit N] [--remote] [--json]   intents the broker dead-lettered (delivery limit, unreadable)
-          intent-status watch [--type T] [--state S] [--json]  follow status events as they are published, until SIGINT
+          intent-status watch [--type T] [--state S] [--all] [--json]
+                                                      follow the events of your own intents as they are published,
+                                                      until SIGINT; --all: everyone's (operators: the broker refuses
+                                                      it to others)
           intent-status requeue <id>                  put a dead-lettered intent back in the work queue
           intent-status cancel <id> [--timeout S] [--remote] [--json]
                                                       cancel an unfinished intent: a worker decides, atomically
@@ -54,7 +57,7 @@ struct StatusCommand {
         case requeue(id: String)
         case cancel(id: String, timeout: Double)
         case delete(ids: [String]?, group: String?)
-        case watch(type: String?, state: IntentState?)
+        case watch(type: String?, state: IntentState?, everyone: Bool)
     }
 
     var action: Action
@@ -102,12 +105,12 @@ struct StatusCommand {
             for option in ["--timeout", "--limit", "--group"] where arguments.options[option] != nil {
                 throw UsageError("\(option) does not apply to watch")
             }
-            if arguments.has("--wait") || arguments.has("--all") { throw UsageError("watch takes only --type, --state and --json") }
+            if arguments.has("--wait") { throw UsageError("watch takes only --type, --state, --all and --json") }
             let state = try state(arguments)
             if state == .queued {
                 throw UsageError("watch follows the events workers publish; 'queued' is the broker's acceptance, which only the store records")
             }
-            return StatusCommand(action: .watch(type: try arguments.value("--type"), state: state), json: json)
+            return StatusCommand(action: .watch(type: try arguments.value("--type"), state: state, everyone: arguments.has("--all")), json: json)
         }
         if first == "delete" {
             let ids = Array(arguments.positionals.dropFirst())
@@ -195,11 +198,11 @@ struct StatusCommand {
                 } else if statuses.isEmpty {
                     Terminal.write("no dead-lettered intents")
                 } else {
-                    statuses.forEach { Terminal.write(StatusReport.line($0) + "  " + ($0.response?.message ?? "")) }
+                    statuses.forEach { Terminal.write(StatusReport.line($0) + "  " + ($0.response?.message ?? "").escapingControlCharacters) }
                 }
                 return ExitCode.success
-            case .watch(let type, let state):
-                return StatusWatch(type: type, state: state, json: json).run()
+            case .watch(let type, let state, let everyone):
+                return StatusWatch(type: type, state: state, everyone: everyone, json: json).run()
             case .requeue(let id):
                 return requeue(id)
             case .cancel(let id, let timeout):
@@ -238,8 +241,9 @@ struct StatusCommand {
             return alreadyEnded(status)
         }
         // Followed from before the request, so the decision cannot slip past.
-        let feed = StatusWaiter.feed(url: url, timeout: timeout)
+        let feed = StatusWaiter.feed(url: url, owner: status.owner, timeout: timeout)
         defer { feed?.close() }
+        let requestedAt = Date().timeIntervalSince1970
         do {
             let publisher = try IntentPublisher(url: url)
             defer { publisher.close() }
@@ -253,7 +257,9 @@ struct StatusCommand {
         do {
             switch source {
             case .local(let path):
-                decided = try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: url, feed: feed) { $0.state.isTerminal }
+                decided = try StatusReport.read(
+                    id: id, storePath: path, timeout: timeout, brokerURL: url, feed: feed, refusals: (url.user, requestedAt)
+                ) { $0.state.isTerminal }
             case .remote:
                 decided = try source.wait(id: id, timeout: timeout, brokerURL: url) { $0.state.isTerminal }
             }
@@ -264,6 +270,9 @@ struct StatusCommand {
             Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(decided?.state.rawValue ?? "unknown")]).jsonString
                                 : "\(id): cancel requested; no worker decided it within \(JSONValue.formatNumber(timeout)) s (it is canceled when one does, unless its outcome is decided first)")
             return ExitCode.notTerminal
+        }
+        if StatusReport.isRefusal(decided) {
+            return Terminal.fail(Self.tool, "the cancel was refused: \(decided.response?.message ?? "")", code: ExitCode.forbidden)
         }
         guard decided.state == .canceled else { return alreadyEnded(decided) }
         Terminal.write(json ? StatusReport.jsonString(decided) : "\(id): canceled")

@@ -45,19 +45,23 @@ enum StatusSource {
     }
 
     /// Waits until `done` holds (by default: the intent ends or needs input; see `StatusWaiter`).
+    /// The events followed are the intent's owner's, as a first read tells.
     func wait(
         id: String, timeout: Double, brokerURL: BrokerURL?, done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
     ) throws -> IntentStatus? {
+        let owner = (try? status(id: id))??.owner
+        let feed = brokerURL.flatMap { StatusWaiter.feed(url: $0, owner: owner, timeout: timeout) }
+        defer { feed?.close() }
         switch self {
         case .local(let path):
-            return try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: brokerURL, done: done)
+            return try StatusReport.read(id: id, storePath: path, timeout: timeout, brokerURL: brokerURL, feed: feed, done: done)
         case .remote(let url):
             // One connection for every question of the wait.
             let deadline = Date().addingTimeInterval(timeout)
             let requester = try StatusRequester(url: url, timeout: min(5, timeout))
             defer { requester.close() }
             var answered = false
-            return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: url, done: done) {
+            return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: url, feed: feed, done: done) {
                 let answer: [UInt8]
                 do {
                     answer = try requester.ask(StatusQuery.show(id: id).encoded, timeout: deadline.timeIntervalSinceNow)

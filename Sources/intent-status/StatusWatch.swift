@@ -9,6 +9,8 @@ import Synchronization
 struct StatusWatch {
     var type: String?
     var state: IntentState?
+    /// Everyone's events, not only the user's own (operators).
+    var everyone = false
     var json: Bool
 
     /// Set by SIGINT/SIGTERM; the loop looks at it at least every 250 ms.
@@ -22,10 +24,15 @@ struct StatusWatch {
             return Terminal.fail(StatusCommand.tool, error.description, code: ExitCode.usage)
         }
         let topology = Topology()
-        let key = "\(type ?? "*").\(state?.rawValue ?? "*")"
+        let owner = everyone ? "*" : StatusEvent.routingWord(for: url.user)
+        let key = "\(owner).\(type ?? "*").\(state?.rawValue ?? "*")"
         let feed: StatusFeed
         do {
             feed = try StatusFeed(url: url, bindings: [(topology.statusExchange, key)])
+        } catch where error.replyCode == 403 {
+            return Terminal.fail(
+                StatusCommand.tool, "the broker refused to let \(url.user) follow \(everyone ? "everyone's" : "these") events (\(error.detail)); --all is for operators",
+                code: ExitCode.forbidden)
         } catch {
             return Terminal.fail(StatusCommand.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
         }
@@ -67,6 +74,6 @@ struct StatusWatch {
             if !detail.isEmpty { text += "  \(detail)" }
         }
         if let message = event.response?.message, !message.isEmpty, event.state != .success { text += "  \(message)" }
-        return text
+        return text.escapingControlCharacters
     }
 }

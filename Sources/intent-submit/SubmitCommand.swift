@@ -20,6 +20,8 @@ struct SubmitCommand {
         Answering an intent that waits in needsInput (read from INTENT_STATUS_DB):
           --answer ID name=value...   give the asked parameters; the rest stay as they were; resolution runs again
           --confirm ID                confirm what it asks to confirm (a value, or the whole intent)
+          --as-operator               answer (confirm, deny) another owner's intent; the worker accepts it
+                                      only from a broker user it knows as an operator (--operator-user)
           --deny ID                   refuse it: the intent ends failure/denied (unless a confirmation
                                       was handled first: a worker decides, and --wait shows which)
 
@@ -40,7 +42,8 @@ struct SubmitCommand {
 
         Exit codes: 0 submitted (with --wait: success), 1 failure or canceled, 2 no worker serves the type, or the
         intent is not waiting for an answer, 3 not terminal when --wait ended (needsInput, or timed out),
-        4 unknown id (--answer, --confirm, --deny), 64 usage error, 69 broker or status store unreachable.
+        4 unknown id (--answer, --confirm, --deny), 64 usage error, 69 broker or status store unreachable,
+        77 not yours: the id belongs to another submitter (or another type), or the intent to another owner.
         """
 
     enum Mode: Equatable {
@@ -58,11 +61,13 @@ struct SubmitCommand {
     var wait: Bool
     var timeout: Double
     var json: Bool
+    /// Answer another owner's intent: the worker accepts it only from an operator.
+    var asOperator = false
 
     /// Parses and validates; `nil` means `--help` was asked for.
     static func parse(_ words: [String]) throws(UsageError) -> SubmitCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--wait", "--json"],
+            words, flags: ["--help", "--wait", "--json", "--as-operator"],
             options: ["--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny"])
         if arguments.has("--help") { return nil }
         var conversation: [(Mode, String, String)] = []
@@ -119,7 +124,7 @@ struct SubmitCommand {
         if let group, group.isEmpty || group.utf8.count > 255 { throw UsageError("--group must be 1 to 255 bytes") }
         return SubmitCommand(
             mode: mode, type: type, parameters: parameters, id: id, group: group, wait: arguments.has("--wait"),
-            timeout: timeout ?? 30, json: arguments.has("--json"))
+            timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"))
     }
 
     func run() -> Int32 {
@@ -131,7 +136,7 @@ struct SubmitCommand {
         }
         var envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group)
         if mode != .submit {
-            switch conversationStep() {
+            switch conversationStep(me: url.user) {
             case .failure(let code, let reason): return Terminal.fail(Self.tool, reason, code: code)
             case .envelope(let next): envelope = next
             }
@@ -139,6 +144,7 @@ struct SubmitCommand {
         // For --wait, the events are followed from before the submission: a fast
         // handler's outcome cannot be published before anyone listens.
         let feed = wait ? StatusWaiter.feed(url: url, timeout: timeout) : nil
+        let submittedAt = Date().timeIntervalSince1970
         defer { feed?.close() }
         do {
             let publisher = try IntentPublisher(url: url)
@@ -160,8 +166,15 @@ struct SubmitCommand {
         do {
             // An answer waits for its own turn's outcome, not the question it answered.
             let minimumTurn = envelope.turn
-            let status = try StatusReport.read(id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed) { status in
-                status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+            let me = url.user
+            let asOperator = self.asOperator
+            let status = try StatusReport.read(
+                id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed,
+                refusals: (me, submittedAt)
+            ) { status in
+                // Another owner's intent under this id is not this submission's answer: its refusal is.
+                if !asOperator, let owner = status.owner, owner != me, !StatusReport.isRefusal(status) { return false }
+                return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
             }
             if json {
                 Terminal.write(status.map { StatusReport.jsonString($0) }
@@ -170,6 +183,9 @@ struct SubmitCommand {
                 Terminal.write(status.map { StatusReport.human($0, id: id) } ?? "\(id): no status recorded within \(timeout) s")
             }
             guard let status else { return ExitCode.notTerminal }
+            if StatusReport.isRefusal(status) {
+                return Terminal.fail(Self.tool, "refused: \(status.response?.message ?? "")", code: ExitCode.forbidden)
+            }
             return StatusReport.exitCode(for: status)
         } catch {
             return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
@@ -186,7 +202,7 @@ extension SubmitCommand {
 
     /// For --answer, --confirm and --deny: the next turn of a waiting intent,
     /// built from what the status store knows about it.
-    func conversationStep() -> Step {
+    func conversationStep(me: String) -> Step {
         let status: IntentStatus
         do {
             guard let found = try StatusStore(readingFrom: Environment.statusStorePath()).status(id: id) else {
@@ -198,6 +214,9 @@ extension SubmitCommand {
         }
         guard status.state == .needsInput else {
             return .failure(ExitCode.refused, "\(id) is not waiting for an answer: it is \(status.state.rawValue)")
+        }
+        if let owner = status.owner, owner != me, !asOperator {
+            return .failure(ExitCode.forbidden, "\(id) is \(owner)'s intent: only its owner (or an operator, with --as-operator) may answer it")
         }
         let asked = status.resolutions ?? []
         let confirmable = asked.filter { if case .confirmationRequired = $0.result { return true } else { return false } }.map(\.parameter)

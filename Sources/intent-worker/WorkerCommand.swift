@@ -8,7 +8,7 @@ import IntentWorker
 /// `intent-worker`: serves the Hairdressers intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static let tool = "intent-worker"
-    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     static let help = """
         Run IntentQueue workers for the Hairdressers app (SendMessage, OrderSoup), and/or the status recorder.
 
@@ -27,6 +27,11 @@ struct WorkerCommand {
           --heartbeat S         AMQP heartbeat in seconds (default 30)
           --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
           --allow-user U        a broker user whose restricted intents (SendPayment) are handled; repeatable
+          --operator-user U     a broker user who may answer, cancel, requeue and (remotely) read any intent,
+                                not only the ones it submitted; repeatable
+          --trust-user U        a broker user whose status events the recorder records, and whose expiry
+                                requests and republished intents workers believe: the workers' and the
+                                recorder's users (each process trusts its own user anyway); repeatable
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
           --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
                                 which fails them with expired unless an answer came first; default 86400)
@@ -74,6 +79,8 @@ struct WorkerCommand {
     var jsonLogs: Bool
     var logLevel: Logger.Level
     var allowedUsers: Set<String> = []
+    var operators: Set<String> = []
+    var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var questionTTL: Double = 86_400
     var retention: Double? = 7 * 86_400
@@ -84,7 +91,7 @@ struct WorkerCommand {
         let arguments = try Arguments(
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
             options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                      "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval"])
+                      "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval"])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
@@ -120,6 +127,7 @@ struct WorkerCommand {
             heartbeat: try arguments.integer("--heartbeat", in: 0...3_600) ?? 30,
             grace: try arguments.seconds("--grace") ?? 20,
             jsonLogs: format == "json", logLevel: level, allowedUsers: Set(arguments.options["--allow-user"] ?? []),
+            operators: Set(arguments.options["--operator-user"] ?? []), trustedUsers: Set(arguments.options["--trust-user"] ?? []),
             timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400,
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
@@ -154,6 +162,7 @@ struct WorkerCommand {
             metrics.declareIntentQueueFamilies()
             return metrics
         }
+        var servedTypes: Set<String>?
         if mode != .recorderOnly {
             let appPath = Self.appDatabasePath
             var registry = IntentRegistry()
@@ -163,6 +172,7 @@ struct WorkerCommand {
             } catch {
                 return Terminal.fail(Self.tool, "cannot open the Hairdressers database at \(appPath): \(error)", code: ExitCode.unavailable)
             }
+            servedTypes = Set(registry.typeNames)
             var faults = FaultInjection.none
             if let setting = Environment.values["INTENTQUEUE_FAULT"], !setting.isEmpty {
                 switch FaultInjection.parse(setting) {
@@ -174,6 +184,8 @@ struct WorkerCommand {
             var configuration = WorkerConfiguration(
                 brokerURL: url, concurrency: concurrency, prefetch: prefetch, heartbeat: heartbeat, faults: faults)
             configuration.allowedUsers = allowedUsers
+            configuration.operators = operators
+            configuration.trustedUsers = trustedUsers
             configuration.timeLimits = timeLimits
             configuration.metrics = metrics
             configuration.outcomesPath = Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }
@@ -187,6 +199,9 @@ struct WorkerCommand {
         if mode != .worker {
             var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
             configuration.questionTimeToLive = questionTTL
+            configuration.operators = operators
+            configuration.trustedPublishers = trustedUsers
+            configuration.knownTypes = servedTypes
             configuration.retention = retention
             configuration.metrics = metrics
             services.insert(StatusRecorder(configuration: configuration, logger: logger), at: 0)

@@ -359,14 +359,14 @@ import Testing
         #expect(types == Set(expected.exchanges.values), "exchange types in Topology.swift: \(types.sorted())")
         let keys = Set(source.matches(of: try Regex(#""(x-[a-z-]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
-        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader]
+        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader, Topology.ownerHeader]
         let known: Set<String> = ["x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
                                   Topology.retryBucketHeader]
         let unknown = keys.subtracting(known).subtracting(messageHeaders)
         #expect(unknown.isEmpty, "arguments the definitions do not model: \(unknown.sorted())")
-        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 5, "Topology declares another number of exchanges")
-        #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 5, "Topology declares another number of queues")
-        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 7, "Topology makes another number of bindings")
+        #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 7, "Topology declares (or looks for) another number of exchanges")
+        #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 6, "Topology declares another number of queues (one is the recorder's request queue, which lives with it)")
+        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8, "Topology makes another number of bindings (one binds the recorder's request queue)")
     }
 
     @Test func theDefinitionsHoldNoPasswordAndGrantLeastPrivilege() throws {
@@ -392,10 +392,10 @@ import Testing
         let topology = Topology()
         let expected = try Deploy.expectedTopology()
         let durable = Set(expected.exchanges.keys).union(expected.queues.keys)
-        // Names no definition holds: the recorder's request queue, the default exchange (which
-        // permissions call amq.default) and a server-named queue (StatusFeed: watch, --wait).
+        // Names no definition holds: the default exchange (which permissions call amq.default) and
+        // a server-named queue (StatusFeed: watch, --wait).
         let serverNamed = "amq.gen-Xy1_z-9"
-        let everything = durable.union([topology.statusRequestQueue, "amq.default", serverNamed])
+        let everything = durable.union(["amq.default", serverNamed])
         let retryQueues = Set(expected.queues.keys).filter { $0.hasPrefix(topology.retryExchange + ".") }
         func allowed(_ pattern: String) throws -> Set<String> {
             let regex = try NSRegularExpression(pattern: pattern)  // RabbitMQ matches unanchored, as here
@@ -403,18 +403,19 @@ import Testing
         }
         let exchanges: Set<String> = [topology.intentsExchange, topology.statusExchange, topology.deadLetterExchange]
 
-        // intent-submit: exchange.declare of the three exchanges (IntentPublisher's declareExchanges),
-        // basic.publish to intents (submissions, answers, confirmations, denials and cancel requests) and
-        // to intents.cancel (the cancel hint); never to intents.status, whose events only workers and the
-        // recorder publish. --wait declares a server-named queue (configure), binds it to intents.status
-        // (write on it, read on the exchange) and consumes it (read). No default exchange: remote status
-        // is the operator's.
+        let requests = topology.statusRequestExchange  // the recorder's request exchange and queue share the name
+
+        // intent-submit: passive exchange.declare of intents and intents.cancel (no configure on any
+        // shared object), basic.publish to intents (submissions, answers, confirmations, denials and
+        // cancel requests) and to intents.cancel (the cancel hint); never to intents.status, whose
+        // events only workers and the recorder publish. --wait and watch declare a server-named queue
+        // (configure), bind it to intents.status (write on it, read on the exchange; the topic
+        // permission lets the binding name the user's own events only) and consume it (read).
+        // --remote: a request through intents.status.requests (never the default exchange, which
+        // reaches every queue by name); consuming amq.rabbitmq.reply-to needs nothing.
         let producer = try #require(grants["intent-producer"])
-        #expect(try allowed(producer.configure).isSuperset(of: exchanges.union([serverNamed])))
-        #expect(try allowed(producer.configure).isDisjoint(with: [topology.workQueue, topology.ledgerQueue, topology.retryExchange,
-                                                                  topology.cancelExchange, topology.cancelStream,
-                                                                  topology.statusRequestQueue, "amq.default"]))
-        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.cancelExchange, serverNamed])
+        #expect(try allowed(producer.configure) == [serverNamed], "a producer configures its own server-named queues only")
+        #expect(try allowed(producer.write) == [topology.intentsExchange, topology.cancelExchange, requests, serverNamed])
         #expect(try allowed(producer.read) == [topology.statusExchange, serverNamed])
 
         // intent-worker: declares everything; binds work, ledger, dead, retry and cancellation queues
@@ -422,31 +423,45 @@ import Testing
         // exchange needs read on the queue and write on that exchange; consumes work and the
         // cancellation stream; publishes status, retries and its sync marker to intents.cancel.
         let worker = try #require(grants["intent-worker"])
-        #expect(try allowed(worker.configure) == durable)
-        #expect(try allowed(worker.write) == durable)
+        #expect(try allowed(worker.configure) == durable.subtracting([requests]))
+        #expect(try allowed(worker.write) == durable.subtracting([requests]))
         let workerReads = exchanges.union([topology.retryExchange, topology.workQueue, topology.cancelExchange, topology.cancelStream])
             .union(retryQueues)
         #expect(try allowed(worker.read) == workerReads, "the worker needs no read on the ledger")
 
-        // The recorder: declares the exchanges, the ledger and the status request queue, binds the
-        // ledger to status and dead letters, consumes the ledger and the requests, answers on the
-        // default exchange (direct reply-to), announces the outcome it decides itself (a dead letter)
-        // on intents.status, and asks workers to expire old questions through intents.
+        // The recorder: declares the exchanges, the ledger and the status request exchange and queue,
+        // binds the ledger to status and dead letters and its request queue to its exchange, consumes
+        // the ledger and the requests, answers on the default exchange (direct reply-to), announces the
+        // outcome it decides itself (a dead letter) on intents.status, and asks workers to expire old
+        // questions through intents.
         let recorder = try #require(grants["intent-recorder"])
-        #expect(try allowed(recorder.configure) == exchanges.union([topology.ledgerQueue, topology.statusRequestQueue]))
-        #expect(try allowed(recorder.write) == [topology.intentsExchange, topology.ledgerQueue, topology.statusExchange, "amq.default"])
-        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange,
-                                               topology.ledgerQueue, topology.statusRequestQueue])
+        #expect(try allowed(recorder.configure) == exchanges.union([topology.ledgerQueue, requests]))
+        #expect(try allowed(recorder.write) == [topology.intentsExchange, topology.ledgerQueue, topology.statusExchange, requests, "amq.default"])
+        #expect(try allowed(recorder.read) == [topology.statusExchange, topology.deadLetterExchange, topology.ledgerQueue, requests])
 
         // intent-status requeue: basic.get from the dead-letter queue, basic.publish to intents.
-        // intent-status cancel: IntentPublisher declares the three exchanges, then publishes the hint to
-        // intents.cancel and the request to intents.
-        // --remote: publishes requests to the default exchange (consuming amq.rabbitmq.reply-to needs nothing);
-        // watch and --wait: a server-named queue bound to intents.status.
+        // intent-status cancel: passive declares, then the hint to intents.cancel and the request to intents.
+        // --remote: a request through intents.status.requests; watch --all and --wait: a server-named
+        // queue bound to intents.status, any owner's events (the operator's topic permission).
         let operatorGrant = try #require(grants["intent-operator"])
-        #expect(try allowed(operatorGrant.configure) == exchanges.union([serverNamed]))
-        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange, topology.cancelExchange, "amq.default", serverNamed])
+        #expect(try allowed(operatorGrant.configure) == [serverNamed])
+        #expect(try allowed(operatorGrant.write) == [topology.intentsExchange, topology.cancelExchange, requests, serverNamed])
         #expect(try allowed(operatorGrant.read) == [topology.deadLetterQueue, topology.statusExchange, serverNamed])
+
+        // Topic permissions on intents.status: a producer publishes nothing there and binds only to
+        // its own events (the key's first word is the owner); an operator reads every owner's.
+        let topics = definitions["topic_permissions"] as? [[String: Any]] ?? []
+        func topic(_ user: String) -> (write: String, read: String)? {
+            topics.first { $0["user"] as? String == user && $0["exchange"] as? String == topology.statusExchange }
+                .map { ($0["write"] as? String ?? "", $0["read"] as? String ?? "") }
+        }
+        #expect(topic("intent-producer")?.write == "^$" && topic("intent-producer")?.read == "^{username}\\.")
+        #expect(topic("intent-operator")?.write == "^$" && topic("intent-operator")?.read == ".*")
+        // Server-named queues (watch, --wait) are bounded: a slow reader drops its oldest events.
+        let policies = definitions["policies"] as? [[String: Any]] ?? []
+        let clientQueues = try #require(policies.first { $0["pattern"] as? String == "^amq\\.gen-" })
+        let policy = try #require(clientQueues["definition"] as? [String: Any])
+        #expect(policy["max-length"] as? Int != nil && policy["overflow"] as? String == "drop-head")
     }
 
     @Test(.enabled(if: Deploy.hasOpenSSL, "needs openssl"))

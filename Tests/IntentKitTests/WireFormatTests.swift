@@ -235,7 +235,11 @@ import Testing
         #expect(object["at"] == 2)
         #expect(object["attempt"] == 2)
         #expect(object["progress"]?["fraction"] == 0.25)
-        #expect(event.routingKey == "OrderSoup.inProgress")
+        #expect(event.routingKey == "-.OrderSoup.inProgress", "no owner: '-' leads the key")
+        var owned = event
+        owned.owner = "alice.smith"
+        #expect(owned.routingKey == "alice_smith.OrderSoup.inProgress", "an owner is one word of the key")
+        #expect(try JSONValue.parse(owned.encoded())["owner"] == "alice.smith")
     }
 
     @Test func aStatusEventWrittenByHandDecodes() throws {

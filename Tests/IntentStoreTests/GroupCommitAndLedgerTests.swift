@@ -144,13 +144,13 @@ import Testing
         #expect(try await ledger.decide("a", .canceled("late"), attempt: 1, by: .cancel) == success, "a cancel after the effects loses")
         #expect(try await ledger.decide("a", .failure(IntentFailure(code: FailureCode.timedOut, message: "")), attempt: 2, by: .run) == success)
         #expect(try await ledger.outcome(of: "a") == success)
-        #expect(try await ledger.ask("a", turn: 3) == success, "a decided intent asks nothing")
+        #expect(try await ledger.ask("a", turn: 3, confirmations: [], granted: []) == success, "a decided intent asks nothing")
     }
 
     @Test func aDenialOrExpiryOfAnOlderQuestionIsMoot() async throws {
         let ledger = try DatabaseOutcomeLedger(queue: queue())
-        #expect(try await ledger.ask("q", turn: 0) == nil)
-        #expect(try await ledger.ask("q", turn: 1) == nil)
+        #expect(try await ledger.ask("q", turn: 0, confirmations: [], granted: []) == nil)
+        #expect(try await ledger.ask("q", turn: 1, confirmations: [], granted: []) == nil)
         let expired = DecidedOutcome.failure(IntentFailure(code: FailureCode.expired, message: "too late"))
         #expect(try await ledger.decide("q", expired, attempt: 1, by: .answer(question: 0)) == nil, "the intent asked again since")
         #expect(try await ledger.outcome(of: "q") == nil)

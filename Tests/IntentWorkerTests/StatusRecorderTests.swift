@@ -17,24 +17,30 @@ import Testing
             logger: .disabled())
     }
 
-    func delivery(_ body: [UInt8], exchange: String, messageID: String? = nil, headers: [String: HeaderValue] = [:]) -> Delivery {
+    func delivery(
+        _ body: [UInt8], exchange: String, messageID: String? = nil, userID: String? = nil, headers: [String: HeaderValue] = [:]
+    ) -> Delivery {
         Delivery(
             tag: DeliveryTag(generation: 1, value: 1), exchange: exchange, routingKey: "SendMessage", body: body,
-            messageID: messageID, type: "SendMessage", headers: headers)
+            messageID: messageID, type: "SendMessage", userID: userID, headers: headers)
     }
 
-    func update(_ body: [UInt8], exchange: String, messageID: String? = nil, headers: [String: HeaderValue] = [:]) -> StatusStore.Update? {
-        recorder.update(from: delivery(body, exchange: exchange, messageID: messageID, headers: headers), intentsExchange: topology.intentsExchange)
+    func update(
+        _ body: [UInt8], exchange: String, messageID: String? = nil, userID: String? = nil, headers: [String: HeaderValue] = [:]
+    ) -> StatusStore.Update? {
+        recorder.update(
+            from: delivery(body, exchange: exchange, messageID: messageID, userID: userID, headers: headers),
+            intentsExchange: topology.intentsExchange)
     }
 
     @Test func aSubmissionIsQueuedAndACancelRequestIsOnlyRecordedAsRequested() {
         let submission = IntentEnvelope(id: "a", type: "SendMessage", parameters: [:], submittedAt: 1)
-        guard case .queued(let queued)? = update(submission.encoded(), exchange: topology.intentsExchange) else {
+        guard case .queued(let queued, _)? = update(submission.encoded(), exchange: topology.intentsExchange) else {
             Issue.record("a submission is queued")
             return
         }
         #expect(queued.id == "a")
-        guard case .cancelRequested(let id)? = update(IntentEnvelope.request(.cancel, id: "a", type: "SendMessage").encoded(), exchange: topology.intentsExchange) else {
+        guard case .cancelRequested(let id, _)? = update(IntentEnvelope.request(.cancel, id: "a", type: "SendMessage").encoded(), exchange: topology.intentsExchange) else {
             Issue.record("a cancel request is recorded as requested, not as canceled")
             return
         }
@@ -57,15 +63,42 @@ import Testing
         #expect(update(request, exchange: topology.deadLetterExchange, headers: headers) == nil, "a lost request is not the intent's failure")
     }
 
-    @Test func onlyEventsThroughTheStatusExchangeCount() {
+    @Test func onlyEventsOfTrustedUsersThroughTheStatusExchangeCount() {
         let event = StatusEvent(id: "e", type: "SendMessage", state: .success, attempt: 1, response: .success("ok")).encoded()
-        guard case .event(let decoded)? = update(event, exchange: topology.statusExchange) else {
-            Issue.record("a worker's event is recorded")
+        // The recorder's URL logs in as guest: its own user is trusted.
+        guard case .event(let decoded)? = update(event, exchange: topology.statusExchange, userID: "guest") else {
+            Issue.record("a trusted worker's event is recorded")
             return
         }
         #expect(decoded.state == .success)
-        #expect(update(event, exchange: "", messageID: "e") == nil, "put straight into the ledger: not a status")
-        #expect(update(Array("garbage".utf8), exchange: topology.statusExchange) == nil)
+        #expect(update(event, exchange: topology.statusExchange, userID: "mallory") == nil, "a producer's forged success is skipped")
+        #expect(update(event, exchange: topology.statusExchange) == nil, "an event without a verified user is skipped")
+        #expect(update(event, exchange: "", messageID: "e", userID: "guest") == nil, "put straight into the ledger: not a status")
+        #expect(update(Array("garbage".utf8), exchange: topology.statusExchange, userID: "guest") == nil)
+        let refusal = StatusEvent(
+            id: "e", type: "SendMessage", state: .failure, attempt: 1, response: IntentResponse(code: FailureCode.idInUse), owner: "bob",
+            refused: true).encoded()
+        guard case .refusal(let refused)? = update(refusal, exchange: topology.statusExchange, userID: "guest") else {
+            Issue.record("a refusal is kept apart from the intent")
+            return
+        }
+        #expect(refused.owner == "bob")
+    }
+
+    @Test func anAnswerOrCancelNamesItsSenderAndOnlyTrustedRepublishersMayNameAnOwner() {
+        let answer = IntentEnvelope(id: "a", type: "SendMessage", parameters: [:], submittedAt: 1, turn: 1).encoded()
+        guard case .queued(_, let by)? = update(answer, exchange: topology.intentsExchange, userID: "mallory",
+                                                headers: [Topology.ownerHeader: .string("alice")]) else {
+            Issue.record("an answer is queued")
+            return
+        }
+        #expect(by == StatusStore.Submitter(user: "mallory"), "a producer cannot claim to answer as someone else")
+        guard case .queued(_, let retried)? = update(answer, exchange: topology.intentsExchange, userID: "guest",
+                                                     headers: [Topology.ownerHeader: .string("alice")]) else {
+            Issue.record("a retry is queued")
+            return
+        }
+        #expect(retried == StatusStore.Submitter(user: "alice"), "a worker's republish names the owner")
     }
 }
 

@@ -162,7 +162,7 @@ enum Deploy {
         expected.exchanges = [
             topology.intentsExchange: "topic", topology.statusExchange: "topic",
             topology.deadLetterExchange: "fanout", topology.retryExchange: "headers",
-            topology.cancelExchange: "fanout",
+            topology.cancelExchange: "fanout", topology.statusRequestExchange: "direct",
         ]
         let quorum: [String: Argument] = ["x-queue-type": .string("quorum")]
         expected.queues[topology.ledgerQueue] = quorum
