@@ -11,11 +11,15 @@ public struct SendPayment: Intent, Hashable {
     public var hairdresser: String?
     public var amount: Double?
     public var currency: String?
+    /// Stands in for the bank: its first `busyAttempts` answers (default 0)
+    /// are "busy", a transient failure retried with backoff.
+    public var busyAttempts: Int?
 
-    public init(hairdresser: String? = nil, amount: Double? = nil, currency: String? = nil) {
+    public init(hairdresser: String? = nil, amount: Double? = nil, currency: String? = nil, busyAttempts: Int? = nil) {
         self.hairdresser = hairdresser
         self.amount = amount
         self.currency = currency
+        self.busyAttempts = busyAttempts
     }
 }
 
@@ -30,6 +34,9 @@ public struct SendPaymentHandler: IntentHandler {
     public var ledger: (any OutcomeLedger)? { database.ledger }
 
     public var isRestricted: Bool { true }
+
+    /// A busy bank is tried again after about a second.
+    public var retryPolicy: RetryPolicy { RetryPolicy(maxRetries: 3, initialDelay: 1, maxDelay: 2) }
 
     public func resolve(_ intent: SendPayment, context: IntentContext) async throws -> [ParameterResolution] {
         var resolutions = [try await database.resolveHairdresser(intent.hairdresser)]
@@ -50,6 +57,9 @@ public struct SendPaymentHandler: IntentHandler {
               let currency = context.resolvedValue("currency")?.stringValue
         else {
             return .failure(code: FailureCode.invalidIntent, message: "the payment is incomplete")
+        }
+        if context.attempt <= intent.busyAttempts ?? 0 {
+            throw TransientFailure("the bank is busy (attempt \(context.attempt))")
         }
         return try await database.queue.write { db in
             try OnceOnly.perform(in: db, context: context) { db in

@@ -168,12 +168,15 @@ struct SubmitCommand {
             let minimumTurn = envelope.turn
             let me = url.user
             let asOperator = self.asOperator
+            let type = envelope.type
             let status = try StatusReport.read(
                 id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed,
                 refusals: (me, submittedAt)
             ) { status in
                 // Another owner's intent under this id is not this submission's answer: its refusal is.
                 if !asOperator, let owner = status.owner, owner != me, !StatusReport.isRefusal(status) { return false }
+                // Nor is an intent of another type under this id: the worker refuses this one.
+                if status.type != type, !StatusReport.isRefusal(status) { return false }
                 return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
             }
             if json {

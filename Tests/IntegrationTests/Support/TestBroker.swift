@@ -51,7 +51,7 @@ actor TestBroker {
     /// rabbitmqctl against the node, at most three at a time: each is an Erlang VM
     /// of its own, and thirty starting at once on two cores time out, or pick the
     /// same CLI node name and fail with `nodistribution` (which is retried).
-    private func control(_ arguments: [String]) async throws {
+    func control(_ arguments: [String]) async throws {
         while running >= 3 {
             await withCheckedContinuation { waiting.append($0) }
         }
