@@ -144,18 +144,38 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         case .null?, nil: parameters = [:]
         default: throw EnvelopeError(id: id, reason: "'parameters' is not a JSON object")
         }
+        // Optional fields are optional, not loose: one of the wrong type is refused, not dropped.
         var submittedAt = 0.0
-        if case .number(let seconds)? = fields["submittedAt"] { submittedAt = seconds }
-        var turn = 0
-        if case .number(let number)? = fields["turn"] {
-            guard number >= 0, number < 1_000_000, number.rounded() == number else {
-                throw EnvelopeError(id: id, reason: "'turn' must be a whole number from 0")
-            }
-            turn = Int(number)
+        switch fields["submittedAt"] {
+        case nil, .null?: break
+        case .number(let seconds)? where seconds.isFinite: submittedAt = seconds
+        default: throw EnvelopeError(id: id, reason: "'submittedAt' must be a number of seconds since 1970")
         }
-        let answers = fields["answers"]?.objectValue
-        let confirmed = fields["confirmed"]?.arrayValue?.compactMap(\.stringValue)
-        let group = fields["group"]?.stringValue
+        var turn = 0
+        switch fields["turn"] {
+        case nil, .null?: break
+        case .number(let number)? where number >= 0 && number < 1_000_000 && number.rounded() == number: turn = Int(number)
+        default: throw EnvelopeError(id: id, reason: "'turn' must be a whole number from 0")
+        }
+        var answers: [String: JSONValue]?
+        switch fields["answers"] {
+        case nil, .null?: break
+        case .object(let object)?: answers = object
+        default: throw EnvelopeError(id: id, reason: "'answers' must be an object")
+        }
+        var confirmed: [String]?
+        switch fields["confirmed"] {
+        case nil, .null?: break
+        case .array(let names)? where names.allSatisfy({ $0.stringValue != nil }) && names.count <= 1_000:
+            confirmed = names.compactMap(\.stringValue)
+        default: throw EnvelopeError(id: id, reason: "'confirmed' must be an array of parameter names")
+        }
+        var group: String?
+        switch fields["group"] {
+        case nil, .null?: break
+        case .string(let name)? where !name.isEmpty && name.utf8.count <= 255: group = name
+        default: throw EnvelopeError(id: id, reason: "'group' must be a string of 1 to 255 bytes")
+        }
         var request: IntentRequest?
         switch fields["request"] {
         case nil, .null?:

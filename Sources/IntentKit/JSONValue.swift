@@ -303,6 +303,8 @@ public struct JSONValueError: Error, Sendable, Hashable, CustomStringConvertible
         case controlCharacterInString
         case depthLimitExceeded
         case trailingData
+        /// An object names a key twice: parsers disagree on which value wins, so neither does.
+        case duplicateKey
     }
 
     public var kind: Kind
@@ -467,12 +469,16 @@ private struct _JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw unexpected("a string key")
             }
+            let keyOffset = index
             let key = try parseString()
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw unexpected("':'") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue(depth: depth)
+            let value = try parseValue(depth: depth)
+            guard members.updateValue(value, forKey: key) == nil else {
+                throw JSONValueError(kind: .duplicateKey, message: "the key \"\(key.escapingControlCharacters)\" appears twice in one object", offset: keyOffset)
+            }
             skipWhitespace()
             guard index < bytes.count else { throw unexpected("',' or '}'") }
             switch bytes[index] {

@@ -100,13 +100,20 @@ struct ReliabilityTests {
         #expect(try await settledDepth("intents.dead", expected: 0, sandbox: sandbox) == 0)
     }
 
-    @Test func badInputEndsAsReadableFailuresAndTheSameWorkerGoesOn() async throws {
+    /// Every kind of hostile input at once, among innocent intents: each ends
+    /// as its documented failure (or, with no usable id, is listed by
+    /// `intent-status dead`), the same worker goes on, no innocent intent is
+    /// redelivered, and nothing raw reaches the metrics file.
+    @Test func aHostileBatchEndsAsDocumentedFailuresAndTheSameWorkerGoesOn() async throws {
         let sandbox = try await Sandbox("bad-input")
         defer { Task { await sandbox.tearDown() } }
-        let worker = try await sandbox.startWorker()
+        let metricsPath = sandbox.directory.appendingPathComponent("hostile.prom").path
+        let worker = try await sandbox.startWorker(["--with-recorder", "--metrics-file", metricsPath, "--metrics-interval", "0.2"])
         let pid = worker.pid
 
         func envelope(_ fields: String) -> [UInt8] { Array(fields.utf8) }
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        let manyRecipients = String(repeating: "a,", count: 400_000) + "a"
         let cases: [(id: String, body: [UInt8], reason: String)] = [
             ("bad-json", envelope("{\"version\":1,"), "not valid JSON"),
             ("bad-utf8", [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D], "not valid JSON"),
@@ -115,17 +122,49 @@ struct ReliabilityTests {
             ("bad-parameters", envelope(#"{"version":1,"id":"bad-parameters","type":"SendMessage","parameters":[1]}"#), "'parameters'"),
             ("bad-field", envelope(#"{"version":1,"id":"bad-field","type":"SendMessage","parameters":{"recipients":{"a":1},"content":"x"}}"#), "recipients"),
             ("too-big", envelope(#"{"version":1,"id":"too-big","type":"SendMessage","parameters":{"content":""# + String(repeating: "x", count: 1_100_000) + "\"}}"), "over the limit"),
+            ("duplicate-keys", envelope(#"{"version":1,"id":"duplicate-keys","type":"SendMessage","type":"OrderSoup","parameters":{}}"#), "appears twice"),
+            ("deeply-nested", envelope(#"{"version":1,"id":"deeply-nested","type":"SendMessage","parameters":{"content":"#) + envelope(deep) + envelope("}}"), "nested more than"),
+            ("string-submitted-at", envelope(#"{"version":1,"id":"string-submitted-at","type":"SendMessage","submittedAt":"yesterday","parameters":{}}"#), "'submittedAt'"),
+            ("long-type", envelope(#"{"version":1,"id":"long-type","type":""# + String(repeating: "T", count: 300) + #"","parameters":{}}"#), "over the limit of 100"),
+            ("crlf-type", envelope(#"{"version":1,"id":"crlf-type","type":"Send\r\nMessage","parameters":{}}"#), "not made of ASCII letters"),
+            ("huge-list", envelope(#"{"version":1,"id":"huge-list","type":"SendMessage","parameters":{"recipients":""# + manyRecipients + #"","content":"x"}}"#), "over the limit of 1000"),
         ]
+        // Innocent intents before, between and after the hostile ones.
+        var innocents: [String] = []
+        func innocent() async throws {
+            let id = "innocent-\(innocents.count)"
+            innocents.append(id)
+            try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage",
+                                 body: IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "hi"], submittedAt: 0).encoded(),
+                                 messageID: id, userID: "guest")
+        }
+        try await innocent()
         for item in cases {
             try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: item.body, messageID: item.id)
+            try await innocent()
         }
-        // No id anywhere: nothing to record it against, so it goes to the dead-letter queue.
-        try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: [])
+        // No usable id anywhere — none at all, one of 300 bytes, one with a newline and an escape
+        // sequence: nothing to record them against, so they go to the dead-letter queue.
+        let nameless: [(body: [UInt8], messageID: String?)] = [
+            ([], nil),
+            (envelope(#"{"version":1,"id":""# + String(repeating: "i", count: 300) + #"","type":"SendMessage","parameters":{}}"#), nil),
+            (envelope(#"{"version":1,"id":"line\nbreak\u001b[2J","type":"SendMessage","parameters":{}}"#), "line\nbreak\u{1B}[2J"),
+        ]
+        for item in nameless {
+            try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: item.body, messageID: item.messageID)
+        }
+        // A retry counter of 2^63 - 1 is clamped, not added into an overflow.
+        try await publishRaw(
+            url: sandbox.brokerURL, routingKey: "SendMessage",
+            body: IntentEnvelope(id: "huge-retries", type: "SendMessage", parameters: ["recipients": ["Bob Jones"], "content": "x"], submittedAt: 0).encoded(),
+            messageID: "huge-retries", headers: [Topology.retriesHeader: .integer(.max)], userID: "guest")
+        try await innocent()
 
         for item in cases {
             let result = try await sandbox.status([item.id, "--wait", "--timeout", "20", "--json"])
             #expect(result.exitCode == 1, "\(item.id): \(result)")
-            #expect(result.stdout.contains("invalidIntent"), "\(item.id): \(result.stdout)")
+            let code = item.id == "huge-list" ? FailureCode.outcomeTooLarge : FailureCode.invalidIntent
+            #expect(result.stdout.contains(code), "\(item.id): \(result.stdout.prefix(400))")
             #expect(result.stdout.contains(item.reason), "\(item.id) should mention \(item.reason): \(result.stdout.prefix(400))")
         }
         // Deeply nested and very many headers are skipped, not walked: the intent is handled.
@@ -159,9 +198,38 @@ struct ReliabilityTests {
             .queryFirst("SELECT content FROM message WHERE intent_id = 'hostile'") { $0.text(0) }
         #expect(stored == hostile)
 
+        #expect(try await sandbox.status(["huge-retries", "--wait", "--timeout", "20"]).exitCode == 0)
+        for id in innocents {
+            let status = try #require(try await waitForEnd(sandbox, id))
+            #expect(status.state == .success && status.attempts == 1, "\(id) was redelivered or failed: \(status.state) \(status.attempts)")
+        }
+        #expect(try sandbox.messageCount(intentID: "huge-list") == 0, "a list of 400,001 names wrote nothing")
+        // The nameless ones are listed under ids made from their bodies.
+        let expected = Set(nameless.map { DeadLetters.syntheticID(for: $0.body) })
+        try await eventually(timeout: 20, "the nameless dead letters to be listed") {
+            Set(try sandbox.statusStore().deadLettered(limit: 100).map(\.id)).isSuperset(of: expected)
+        }
+        let dead = try await sandbox.status(["dead"])
+        #expect(expected.allSatisfy { dead.stdout.contains($0) }, "\(dead.stdout)")
+        #expect(!dead.stdout.contains("\u{1B}") && !dead.stdout.contains("line\nbreak"), "no raw control characters on the terminal")
+
         #expect(worker.isRunning)
         #expect(worker.pid == pid)
-        #expect(try await settledDepth("intents.dead", expected: 1, sandbox: sandbox) == 1)
+        #expect(try await settledDepth("intents.dead", expected: nameless.count, sandbox: sandbox) == nameless.count)
+        try await eventually(timeout: 10, "the metrics file") { FileManager.default.fileExists(atPath: metricsPath) }
+        let metrics = try String(contentsOfFile: metricsPath, encoding: .utf8)
+        #expect(!metrics.contains("\r") && !metrics.contains("Send\r\nMessage"), "a type from a body never reaches the file raw")
+        var types = Set<String>()
+        for line in metrics.split(separator: "\n") {
+            guard let start = line.firstRange(of: "type=\"") else { continue }
+            types.insert(String(line[start.upperBound...].prefix { $0 != "\"" }))
+        }
+        #expect(types.isSubset(of: ["BookAppointment", "OrderSoup", "SendMessage", "SendPayment", "other"]), "\(types)")
+    }
+
+    func waitForEnd(_ sandbox: Sandbox, _ id: String) async throws -> IntentStatus? {
+        try await eventually(timeout: 30, "\(id) to end") { try sandbox.statusStore().status(id: id)?.state.isTerminal ?? false }
+        return try sandbox.statusStore().status(id: id)
     }
 
     @Test func sigtermDuringLoadLosesNothingAndExitsZero() async throws {

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+@testable import IntentKit
+
+/// Every input has a size and a shape: ids, types, optional fields, JSON
+/// objects, metrics labels and what reaches a terminal.
+@Suite struct BoundsTests {
+    func decode(_ text: String) throws(EnvelopeError) -> IntentEnvelope {
+        try IntentEnvelope.decode(Array(text.utf8))
+    }
+
+    @Test func idsAndTypesAreValidatedAtDecode() {
+        #expect(IntentEnvelope.problem(withID: String(repeating: "x", count: 255)) == nil)
+        #expect(IntentEnvelope.problem(withID: String(repeating: "x", count: 256)) != nil)
+        #expect(IntentEnvelope.problem(withID: String(repeating: "é", count: 128)) != nil, "bytes are counted, not characters")
+        #expect(IntentEnvelope.problem(withID: "a\nb") != nil && IntentEnvelope.problem(withID: "a\u{1B}[2J") != nil)
+        #expect(IntentEnvelope.problem(withID: "order-17 🙂") == nil)
+        #expect(IntentEnvelope.problem(withType: "SendMessage_2-b") == nil)
+        for bad in ["Send.Message", "Send*", "#", "Send\r\nMessage", "Sénd", "", String(repeating: "T", count: 101)] {
+            #expect(IntentEnvelope.problem(withType: bad) != nil, "\(bad.escapingControlCharacters)")
+        }
+        do {
+            _ = try decode(#"{"version":1,"id":"\#(String(repeating: "i", count: 300))","type":"SendMessage"}"#)
+            Issue.record("a 300-byte id was accepted")
+        } catch {
+            #expect(error.id == nil, "an unusable id is not reported as the id")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"version":1,"id":"a","type":"T","submittedAt":"yesterday"}"#, "'submittedAt'"),
+        (#"{"version":1,"id":"a","type":"T","turn":"2"}"#, "'turn'"),
+        (#"{"version":1,"id":"a","type":"T","answers":[1]}"#, "'answers'"),
+        (#"{"version":1,"id":"a","type":"T","confirmed":["x",1]}"#, "'confirmed'"),
+        (#"{"version":1,"id":"a","type":"T","group":7}"#, "'group'"),
+        (#"{"version":1,"id":"a","type":"T","request":"delete"}"#, "unknown request"),
+        (#"{"version":1,"id":"a","type":"T","request":"deny"}"#, "turn after the question"),
+    ])
+    func mistypedOptionalFieldsAreRefusedNotDropped(body: String, reason: String) {
+        do {
+            _ = try decode(body)
+            Issue.record("accepted: \(body)")
+        } catch {
+            #expect(error.id == "a" && error.reason.contains(reason), "\(error.reason)")
+        }
+    }
+
+    @Test func anObjectWithADuplicateKeyIsRefused() {
+        #expect(throws: JSONValueError.self) { try JSONValue.parse(Array(#"{"type":"A","type":"B"}"#.utf8)) }
+        #expect(throws: JSONValueError.self) { try JSONValue.parse(Array(#"{"a":{"b":1,"b":2}}"#.utf8)) }
+        #expect((try? JSONValue.parse(Array(#"[{"a":1},{"a":2}]"#.utf8))) != nil, "the same key in two objects is fine")
+    }
+
+    @Test func terminalTextShowsControlCharactersInsteadOfObeyingThem() {
+        #expect("plain".escapingControlCharacters == "plain")
+        #expect("a\nb\rc\td".escapingControlCharacters == "a\\nb\\rc\\td")
+        #expect("\u{1B}[2J\u{7F}\u{9B}".escapingControlCharacters == "\\u{1B}[2J\\u{7F}\\u{9B}")
+        #expect("safe\u{202E}txt.exe".escapingControlCharacters == "safe\\u{202E}txt.exe", "no right-to-left override")
+        #expect("🙂 é".escapingControlCharacters == "🙂 é")
+    }
+
+    @Test func metricsLabelsAreEscapedScalarByScalarAndTheirNumberIsBounded() {
+        let metrics = Metrics()
+        metrics.declare("m_total", .counter, help: "a\r\nb")
+        metrics.increment("m_total", ["type": "Send\r\nMessage\"\\"])
+        let text = metrics.render()
+        #expect(!text.contains("\r"), "\(text.debugDescription)")
+        #expect(text.contains(#"type="Send\#u{FFFD}\nMessage\"\\""#), "\(text)")
+        #expect(text.split(separator: "\n").allSatisfy { $0.hasPrefix("#") || $0.hasPrefix("m_total") }, "one line per sample")
+        for index in 0..<(Metrics.maximumSeriesPerFamily + 100) {
+            metrics.increment("m_total", ["type": "t\(index)"])
+        }
+        let samples = metrics.render().split(separator: "\n").filter { $0.hasPrefix("m_total{") }
+        #expect(samples.count == Metrics.maximumSeriesPerFamily + 1, "past the bound, one 'other' series")
+        #expect(metrics.value("m_total", ["type": "other"]) == 101)
+    }
+}
