@@ -216,6 +216,11 @@ struct ReliabilityTests {
         #expect(worker.isRunning)
         #expect(worker.pid == pid)
         #expect(try await settledDepth("intents.dead", expected: nameless.count, sandbox: sandbox) == nameless.count)
+        // The databases are their owner's alone, whatever the umask the test runner has.
+        for path in [sandbox.statusStorePath, sandbox.appDatabasePath] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(path) is mode \(String(mode, radix: 8))")
+        }
         try await eventually(timeout: 10, "the metrics file") { FileManager.default.fileExists(atPath: metricsPath) }
         let metrics = try String(contentsOfFile: metricsPath, encoding: .utf8)
         #expect(!metrics.contains("\r") && !metrics.contains("Send\r\nMessage"), "a type from a body never reaches the file raw")
