@@ -159,7 +159,7 @@ struct OperationsTests {
         let listening = Atomic<Bool>(false)
         let listener = Thread {
             do {
-                let feed = try StatusFeed(url: url, bindings: [("intents.status", "BookAppointment.success")])
+                let feed = try StatusFeed(url: url, bindings: [("intents.status", "*.BookAppointment.success")])
                 defer { feed.close() }
                 listening.store(true, ordering: .sequentiallyConsistent)
                 let deadline = Date().addingTimeInterval(30)
