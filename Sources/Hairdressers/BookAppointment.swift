@@ -43,8 +43,9 @@ public struct BookAppointmentHandler: IntentHandler {
         var resolutions = [try await database.resolveHairdresser(intent.hairdresser)]
         let time = intent.time?.trimmingWhitespace() ?? ""
         resolutions.append(ParameterResolution("time", time.isEmpty ? .needsValue : .success(.string(time))))
-        if let seconds = intent.callSeconds, !(0...3_600).contains(seconds) {
-            resolutions.append(ParameterResolution("callSeconds", .unsupported(reason: "a call lasts from 0 to 3600 seconds")))
+        if let seconds = intent.callSeconds, !(0...60).contains(seconds) {
+            // The call cannot be hung up (see `hold`): a minute at most, so no submitter can hold a worker's slots for long.
+            resolutions.append(ParameterResolution("callSeconds", .unsupported(reason: "a call lasts from 0 to 60 seconds")))
         }
         return resolutions
     }

@@ -532,7 +532,8 @@ public final class AMQPConnection {
                 }
             }
         }
-        let deliveryCount = headers["x-delivery-count"]?.integerValue.map { Int($0) }
+        // A header anyone could set: clamped before anything adds to it.
+        let deliveryCount = headers["x-delivery-count"]?.integerValue.map { Int(min(max($0, 0), 1_000_000)) }
         return Delivery(
             tag: DeliveryTag(generation: generation, value: tag),
             exchange: exchange.string,

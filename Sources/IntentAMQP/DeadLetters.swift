@@ -6,6 +6,9 @@ public enum DeadLetters {
     /// The header marking a requeued submission, so the recorder reopens its
     /// `deadLettered` failure instead of ignoring it as final.
     public static let requeuedHeader = "x-intent-requeued"
+    /// The header naming a requeued message's original publisher (its `user_id`):
+    /// workers believe it only from an operator's requeue.
+    public static let publisherHeader = "x-intent-published-by"
 
     /// The id a dead letter without a readable one is listed under:
     /// `dead-` and 16 hex digits of a hash (64-bit FNV-1a) of its body, so
@@ -42,14 +45,15 @@ public enum DeadLetters {
         var scanned = 0
         while scanned < limit, let message = try connection.get(topology.deadLetterQueue) {
             scanned += 1
-            guard listedID(of: message) == id else { continue }
+            guard listedID(of: message) == id || syntheticID(for: message.body) == id else { continue }
             let envelope = try? IntentEnvelope.decode(message.body)
             let candidate = envelope?.type ?? message.type ?? message.routingKey
             let type = IntentEnvelope.problem(withType: candidate) == nil ? candidate : message.routingKey
-            // Republished by the operator, the message would lose its publisher: it travels in a header.
-            // (For an intent a worker already admitted, its recorded owner stands whatever this says.)
+            // Republished by the operator, the message would lose its publisher: it travels in a
+            // header, with the owner a worker's retry named. Workers believe them from an operator only.
             var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
-            if let publisher = message.userID { headers[Topology.ownerHeader] = .string(publisher) }
+            if let publisher = message.userID { headers[publisherHeader] = .string(publisher) }
+            if let owner = message.headers[Topology.ownerHeader]?.stringValue { headers[Topology.ownerHeader] = .string(owner) }
             let sequence = try connection.publish(OutgoingMessage(
                 exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
                 userID: connection.url.user, persistent: true, mandatory: true, headers: headers))

@@ -128,7 +128,7 @@ public struct Delivery: Sendable {
 
     /// 1 for the first delivery of the message.
     public var attempt: Int {
-        if let deliveryCount { return deliveryCount + 1 }
+        if let deliveryCount { return min(max(deliveryCount, 0), 1_000_000) + 1 }
         return redelivered ? 2 : 1
     }
 }

@@ -131,7 +131,11 @@ public protocol OutcomeLedger: Sendable {
     func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome?
 
     /// Marks the intent as being handled (only for a ledger without the
-    /// effects); returns the decided outcome instead when there is one.
+    /// effects); returns the decided outcome instead when there is one, and
+    /// throws `ClaimHeld` while another delivery of the intent holds a recent
+    /// claim (two runs of a handler whose effects cannot be taken back must
+    /// not overlap). A cancel that came while it was claimed is decided when
+    /// the run ends without an outcome (a question, a retry).
     func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome?
 
     /// Removes a claim: the intent waits for a retry and may still be canceled.
@@ -162,10 +166,7 @@ extension Admission {
             return Admission(refusal: IntentFailure(
                 code: FailureCode.unknownIntent, message: "no intent '\(intentID)' was submitted: there is nothing to \(request?.rawValue ?? "answer")"))
         }
-        if recorded.type != type {
-            return Admission(owner: sender.user, refusal: IntentFailure(
-                code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
-        }
+        // The owner first: to anyone else, a refusal says nothing of the intent (not even its type).
         if let owner = recorded.owner, owner != sender.user, !sender.isOperator, !(request == .expire && sender.isTrusted) {
             if submission {
                 return Admission(owner: sender.user, refusal: IntentFailure(
@@ -174,6 +175,10 @@ extension Admission {
             return Admission(owner: sender.user, refusal: IntentFailure(
                 code: FailureCode.notOwner,
                 message: "'\(intentID)' is not \(sender.user.map { "\($0)'s" } ?? "an anonymous submitter's") intent: only its owner or an operator may \(request?.rawValue ?? "answer") it"))
+        }
+        if recorded.type != type {
+            return Admission(owner: sender.user, refusal: IntentFailure(
+                code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
         }
         if request == .expire, !sender.isTrusted {
             return Admission(owner: recorded.owner, refusal: IntentFailure(
@@ -184,6 +189,18 @@ extension Admission {
         if turn > 0, question == turn - 1 { confirmed.formUnion(Set(confirming).intersection(asked)) }
         return Admission(decided: decided, owner: recorded.owner, confirmed: confirmed)
     }
+}
+
+/// Another delivery of the intent is being handled: this one waits and comes back.
+public struct ClaimHeld: RetryableError, Sendable, CustomStringConvertible {
+    public var isRetryable: Bool { true }
+    public var intentID: String
+
+    public init(intentID: String) {
+        self.intentID = intentID
+    }
+
+    public var description: String { "another delivery of '\(intentID)' is being handled" }
 }
 
 /// A ledger in memory, for unit tests of handlers and of the pipeline; it
@@ -197,6 +214,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         var owner: String?
         var asked: Set<String> = []
         var granted: Set<String> = []
+        var cancelRequested = false
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -216,7 +234,12 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
             if let standing = entry.outcome { return standing }
             switch decider {
             case .run: break
-            case .cancel: if entry.claimed { return nil }
+            case .cancel:
+                if entry.claimed {
+                    entry.cancelRequested = true
+                    entries[intentID] = entry
+                    return nil
+                }
             case .answer(let question):
                 if entry.claimed || (entry.question ?? 0) > question { return nil }
             }
@@ -249,6 +272,12 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         entries.withLock { entries in
             var entry = entries[intentID] ?? Entry()
             if let standing = entry.outcome { return standing }
+            if entry.cancelRequested {
+                let canceled = DecidedOutcome.canceled("canceled by request while it was being resolved")
+                entry.outcome = canceled
+                entries[intentID] = entry
+                return canceled
+            }
             if turn >= (entry.question ?? 0) {
                 entry.question = turn
                 entry.asked = Set(confirmations)
@@ -261,9 +290,10 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
-        entries.withLock { entries in
+        try entries.withLock { entries throws(ClaimHeld) in
             var entry = entries[intentID] ?? Entry()
             if let standing = entry.outcome { return standing }
+            if entry.claimed { throw ClaimHeld(intentID: intentID) }
             entry.claimed = true
             entries[intentID] = entry
             return nil
@@ -271,6 +301,11 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     public func release(_ intentID: String) async throws {
-        entries.withLock { $0[intentID]?.claimed = false }
+        entries.withLock { entries in
+            guard var entry = entries[intentID] else { return }
+            entry.claimed = false
+            if entry.cancelRequested, entry.outcome == nil { entry.outcome = .canceled("canceled by request while it was being handled") }
+            entries[intentID] = entry
+        }
     }
 }

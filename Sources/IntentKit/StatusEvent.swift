@@ -68,10 +68,14 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public var routingKey: String { "\(Self.routingWord(for: owner)).\(type).\(state.rawValue)" }
 
     /// An owner as one word of a routing key: `-` when there is none, and
-    /// `.`, `*` and `#` (which a topic key cannot carry in a word) as `_`.
+    /// `.`, `*` and `#` (which a topic key cannot carry in a word) as `_`. A
+    /// name over 100 bytes is cut, so a key never passes AMQP's 255 bytes (with
+    /// a type of at most 100 and a state).
     public static func routingWord(for owner: String?) -> String {
         guard let owner, !owner.isEmpty else { return "-" }
-        return String(owner.map { $0 == "." || $0 == "*" || $0 == "#" ? "_" : $0 })
+        var word = String(owner.map { $0 == "." || $0 == "*" || $0 == "#" ? "_" : $0 })
+        while word.utf8.count > 100 { word.removeLast() }
+        return word
     }
 
     /// The UTF-8 JSON body, written without Foundation's encoder (this is on

@@ -38,7 +38,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
             case .run:
                 break
             case .cancel:
-                if pending?.claimed == true { return nil }
+                if pending?.claimed == true {
+                    // The run may have acted; its end decides (a question or a retry then ends canceled).
+                    try db.run("UPDATE intent_pending SET cancel_requested = 1 WHERE intent_id = ?", [.text(intentID)])
+                    return nil
+                }
             case .answer(let question):
                 if pending?.claimed == true || (pending?.question ?? 0) > question { return nil }
             }
@@ -79,6 +83,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            if try Self.pending(intentID, in: db)?.cancelRequested == true {
+                let canceled = DecidedOutcome.canceled("canceled by request while it was being resolved")
+                try OnceOnly.record(canceled, intentID: intentID, attempt: 0, in: db)
+                return canceled
+            }
             try db.run(
                 """
                 INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at, asked, granted)
@@ -94,10 +103,18 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// How long a claim holds off another delivery of the same intent; an older
+    /// one is taken to belong to a worker that died.
+    public static let claimLifetime = 900.0
+
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
         return try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            let held = try db.queryFirst(
+                "SELECT 1 FROM intent_pending WHERE intent_id = ? AND claimed_attempt IS NOT NULL AND updated_at > ?",
+                [.text(intentID), .real(Date().timeIntervalSince1970 - Self.claimLifetime)]) { _ in true } ?? false
+            if held { throw ClaimHeld(intentID: intentID) }
             try db.run(
                 """
                 INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, NULL, ?2, ?3)
@@ -110,15 +127,23 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func release(_ intentID: String) async throws {
         guard !holdsEffects else { return }
         try await queue.write { db in
+            if try Self.pending(intentID, in: db)?.cancelRequested == true,
+               try OnceOnly.decidedOutcome(in: db, intentID: intentID) == nil {
+                // A cancel came while it ran; the run ended without an outcome: now the cancel holds.
+                try OnceOnly.record(.canceled("canceled by request while it was being handled"), intentID: intentID, attempt: 0, in: db)
+            }
             try db.run("UPDATE intent_pending SET claimed_attempt = NULL WHERE intent_id = ?", [.text(intentID)])
         }
     }
 
-    private static func pending(_ intentID: String, in db: Database) throws -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>)? {
+    private static func pending(_ intentID: String, in db: Database) throws
+        -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)?
+    {
         try db.queryFirst(
-            "SELECT question_turn, claimed_attempt, asked, granted FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
+            "SELECT question_turn, claimed_attempt, asked, granted, cancel_requested FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
         ) { row in
-            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)))
+            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)),
+             cancelRequested: row.optionalInt(4) == 1)
         }
     }
 

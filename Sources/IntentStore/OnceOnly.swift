@@ -39,7 +39,8 @@ public enum OnceOnly {
             claimed_attempt INTEGER,
             updated_at REAL NOT NULL,
             asked TEXT,
-            granted TEXT
+            granted TEXT,
+            cancel_requested INTEGER
         ) WITHOUT ROWID;
         """
 
@@ -66,6 +67,9 @@ public enum OnceOnly {
             let pending = try db.query("PRAGMA table_info(intent_pending)") { $0.string(1) }
             for column in ["asked", "granted"] where !pending.contains(column) {
                 try db.execute("ALTER TABLE intent_pending ADD COLUMN \(column) TEXT")
+            }
+            if !pending.contains("cancel_requested") {
+                try db.execute("ALTER TABLE intent_pending ADD COLUMN cancel_requested INTEGER")
             }
             try db.execute(ownerSchema)
         }

@@ -293,7 +293,7 @@ public final class StatusStore {
                 resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
             ON CONFLICT(id) DO UPDATE SET
-                owner = coalesce(intent_status.owner, excluded.owner),
+                owner = coalesce(excluded.owner, intent_status.owner),
                 state = excluded.state,
                 turn = max(intent_status.turn, excluded.turn),
                 rank = excluded.rank,
@@ -308,14 +308,17 @@ public final class StatusStore {
                 started_at = coalesce(intent_status.started_at, excluded.started_at),
                 updated_at = excluded.updated_at,
                 finished_at = excluded.finished_at
-            WHERE (intent_status.rank < 3
+            WHERE intent_status.type = excluded.type
+              AND (coalesce(excluded.response_code, '') != 'deadLettered'
+                   OR intent_status.owner IS NULL OR intent_status.owner = excluded.owner)
+              AND ((intent_status.rank < 3
                    AND (excluded.rank = 3
                         OR (intent_status.state != 'cancelRequested'
                             AND (excluded.turn > intent_status.turn
                                  OR (excluded.turn = intent_status.turn
                                      AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1)))))))
                OR (intent_status.response_code = 'deadLettered' AND excluded.rank = 3
-                   AND coalesce(excluded.response_code, '') != 'deadLettered')
+                   AND coalesce(excluded.response_code, '') != 'deadLettered'))
             """,
             [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
              .optional(event.response?.code), .optional(event.response?.message),

@@ -1,24 +1,46 @@
 import Foundation
 import Synchronization
 
-/// The ids of canceled intents, as read from the cancellation stream.
+/// The cancel hints read from the cancellation stream: for each id, the
+/// broker-verified users who asked. A hint counts only from the intent's
+/// owner or an operator (the worker checks, knowing the owner), so a
+/// producer cannot cancel another's intent by hinting.
 ///
 /// The worker reads the stream from its start whenever it connects, and writes
-/// a marker of its own into it; until the marker comes back, the set may be
+/// a marker of its own into it; until the marker comes back, the hints may be
 /// missing older cancellations, so `isCanceled` waits for it (a few seconds at
-/// most) rather than answer too early.
+/// most) rather than answer too early. At most `capacity` ids are kept, the
+/// oldest forgotten first: a flood of hints costs bounded memory.
 final class Cancellations: Sendable {
     private struct State {
-        var ids: Set<String> = []
+        var senders: [String: Set<String>] = [:]
+        var order: [String] = []
+        var head = 0
         var caughtUp = false
     }
 
     private let state = Mutex(State())
+    private let capacity: Int
     /// The marker this process writes; a fresh one per process.
     let token = UUID().uuidString
 
-    func add(_ id: String) {
-        _ = state.withLock { $0.ids.insert(id) }
+    init(capacity: Int = 100_000) {
+        self.capacity = capacity
+    }
+
+    /// A hint from `user` (nil: the message carried no verified user) to cancel `id`.
+    func add(_ id: String, from user: String?) {
+        state.withLock { state in
+            if state.senders[id] == nil {
+                state.order.append(id)
+                if state.order.count - state.head > capacity {
+                    state.senders[state.order[state.head]] = nil
+                    state.head += 1
+                    if state.head > capacity { state.order.removeFirst(state.head); state.head = 0 }
+                }
+            }
+            state.senders[id, default: []].insert(user ?? "")
+        }
     }
 
     func markCaughtUp() {
@@ -27,7 +49,9 @@ final class Cancellations: Sendable {
 
     var isCaughtUp: Bool { state.withLock { $0.caughtUp } }
 
-    func isCanceled(_ id: String, wait: Double = 5) async -> Bool {
+    /// Whether a hint to cancel `id` came from someone `counts` accepts (the
+    /// owner, an operator); the empty string stands for a hint without a user.
+    func isCanceled(_ id: String, wait: Double = 5, by counts: (String) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(wait)
         while !isCaughtUp, Date() < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -35,6 +59,7 @@ final class Cancellations: Sendable {
         // Waited once in vain (the stream is slow or unreadable): go on with what is known
         // rather than make every intent wait.
         markCaughtUp()
-        return state.withLock { $0.ids.contains(id) }
+        let senders = state.withLock { $0.senders[id] } ?? []
+        return senders.contains(where: counts)
     }
 }

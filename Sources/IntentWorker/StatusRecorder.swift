@@ -324,15 +324,23 @@ public final class StatusRecorder: Service {
         return configuration.trustedPublishers.contains(user) || configuration.brokerURL.users.contains(user)
     }
 
-    /// The sender of a submission or a request: its verified user, or the owner
-    /// a worker's retry or an operator's requeue names in its header.
+    /// The sender of a submission or a request, as the workers see it: its
+    /// verified user; for a worker's retry, the owner it names; for an
+    /// operator's requeue, the original publisher (or the owner a retry named).
     func submitter(of delivery: Delivery) -> StatusStore.Submitter {
         let named = delivery.headers[Topology.ownerHeader]?.stringValue
         if let user = delivery.userID, configuration.operators.contains(user) {
-            return StatusStore.Submitter(user: named ?? user, isOperator: true)
+            guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return StatusStore.Submitter(user: user, isOperator: true) }
+            let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
+            return StatusStore.Submitter(user: isTrusted(publisher) ? named ?? publisher : publisher)
         }
         if isTrusted(delivery.userID), let named { return StatusStore.Submitter(user: named) }
         return StatusStore.Submitter(user: delivery.userID)
+    }
+
+    /// The owner a dead letter names: its publisher, or the owner a worker's retry named.
+    func owner(ofDeadLetter delivery: Delivery) -> String? {
+        isTrusted(delivery.userID) ? delivery.headers[Topology.ownerHeader]?.stringValue ?? delivery.userID : delivery.userID
     }
 
     func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
@@ -342,25 +350,26 @@ public final class StatusRecorder: Service {
             return nil
         }
         if delivery.exchange == configuration.topology.deadLetterExchange {
-            // The broker gave up on a submission: record it once as a failure.
-            let envelope = try? IntentEnvelope.decode(delivery.body)
+            // The broker gave up on a submission: record it once as a failure. Its body is read
+            // only when it is of a size a worker reads; otherwise it is listed under an id of its own.
+            let envelope = delivery.body.count <= 1 << 20 ? try? IntentEnvelope.decode(delivery.body) : nil
             if let request = envelope?.request {
                 // A request the workers could not take is not the intent's failure.
                 logger.warning("a \(request.rawValue) request was dead-lettered; the intent keeps its state",
                                metadata: ["intent.id": envelope?.id ?? "", "intent.type": envelope?.type ?? ""])
                 return nil
             }
-            let id = envelope?.id ?? delivery.messageID.flatMap { IntentEnvelope.problem(withID: $0) == nil ? $0 : nil }
-                ?? DeadLetters.syntheticID(for: delivery.body)
+            let id = envelope == nil && delivery.body.count > 1 << 20 ? DeadLetters.syntheticID(for: delivery.body) : DeadLetters.listedID(of: delivery)
             let candidate = envelope?.type ?? delivery.type ?? delivery.routingKey
             let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
+            // It names its publisher as the owner: the store applies it to an intent of that owner only.
             return .event(StatusEvent(
                 id: id, type: IntentEnvelope.problem(withType: candidate) == nil ? candidate : "unknown", state: .failure,
-                attempt: (delivery.deliveryCount ?? 0) + 1,
+                attempt: delivery.attempt,
                 response: IntentResponse(
                     code: FailureCode.deadLettered,
                     message: "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"),
-                owner: delivery.userID))
+                owner: owner(ofDeadLetter: delivery)))
         }
         if delivery.exchange == intentsExchange {
             // A submission the broker accepted. One that cannot be read is the
@@ -372,7 +381,9 @@ public final class StatusRecorder: Service {
             case .expire?: return nil  // the recorder's own request; the worker's decision will tell
             case .deny?, nil: break
             }
-            return delivery.headers[DeadLetters.requeuedHeader] != nil ? .requeued(envelope) : .queued(envelope, by: submitter)
+            // Only an operator's requeue reopens a dead letter: the header alone means nothing.
+            let requeue = delivery.headers[DeadLetters.requeuedHeader] != nil && (delivery.userID.map(configuration.operators.contains) ?? false)
+            return requeue ? .requeued(envelope) : .queued(envelope, by: submitter)
         }
         guard delivery.exchange == configuration.topology.statusExchange else {
             // Only workers' events count: a message put straight into the ledger

@@ -98,8 +98,8 @@ public final class WorkerService: Service {
     private static func noteCancellation(_ delivery: Delivery, in cancellations: Cancellations) {
         if let marker = delivery.headers[Topology.syncHeader]?.stringValue {
             if marker == cancellations.token { cancellations.markCaughtUp() }
-        } else if let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue {
-            cancellations.add(id)
+        } else if delivery.body.count <= 4_096, let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue {
+            cancellations.add(id, from: delivery.userID)
         }
     }
 
@@ -171,22 +171,53 @@ public final class WorkerService: Service {
                 try await run(job)
             }
         } catch {
-            waitForStorage(job, error: error)
+            giveUpOrWait(job, error: error)
         }
     }
 
-    /// The sender of a delivery. A worker's retry and an operator's requeue
-    /// are published by them, so they carry the intent's owner in a header,
-    /// which counts only when a trusted user or an operator published it.
+    /// The ledger could not be read or written. A condition that passes (a
+    /// busy or full database) waits in a retry queue; any other (a corrupt or
+    /// read-only file) would fail the same way again, so the delivery goes to
+    /// the dead-letter queue, where an operator sees it, rather than round and round.
+    private func giveUpOrWait(_ job: Job, error: any Error) {
+        if let retryable = error as? any RetryableError, retryable.isRetryable {
+            waitForStorage(job, error: error)
+        } else {
+            job.logger.error("the outcome ledger failed, and will not by waiting: dead-lettered: \(error)")
+            loop.send(.reject(job.delivery.tag, requeue: false))
+        }
+    }
+
+    /// Who may cancel this job's intent with a hint: its owner, or an
+    /// operator (anyone, for an intent submitted without a user).
+    private func mayCancel(_ job: Job) -> @Sendable (String) -> Bool {
+        let owner = job.owner
+        let operators = configuration.operators
+        return { user in owner == nil || user == owner || operators.contains(user) }
+    }
+
+    private func isTrusted(_ user: String?) -> Bool {
+        user.map { configuration.trustedUsers.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
+    }
+
+    /// The sender of a delivery, as the broker verified it. Two kinds of
+    /// message are republished by someone else and say whose they are in
+    /// headers, believed only from those who republish: a worker's retry
+    /// (a trusted user) names the intent's owner; an operator's requeue names
+    /// the message's original publisher (and, when that was a worker's retry,
+    /// the owner it named). A requeued message acts as its original sender,
+    /// not with the operator's authority.
     private func sender(of delivery: Delivery) -> Sender {
         let user = delivery.userID
-        let trusted = user.map { configuration.trustedUsers.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
         let named = delivery.headers[Topology.ownerHeader]?.stringValue
         if let user, configuration.operators.contains(user) {
-            // An operator acts on any intent; a requeued one keeps the owner its ledger recorded.
-            return Sender(user: named ?? user, isOperator: true, isTrusted: trusted)
+            guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return Sender(user: user, isOperator: true) }
+            let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
+            if isTrusted(publisher), let named { return Sender(user: named, isTrusted: true) }
+            return Sender(user: publisher, isTrusted: isTrusted(publisher))
         }
-        if trusted, let named { return Sender(user: named) }
+        let trusted = isTrusted(user)
+        if trusted, let named { return Sender(user: named, isTrusted: true) }
         return Sender(user: user, isTrusted: trusted)
     }
 
@@ -202,7 +233,7 @@ public final class WorkerService: Service {
         let decider: Decider
         switch request {
         case .cancel:
-            cancellations.add(job.id)
+            cancellations.add(job.id, from: job.owner ?? "")
             wanted = .canceled("canceled by request before it was handled")
             decider = .cancel
         case .deny:
@@ -239,7 +270,7 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
-        if await cancellations.isCanceled(job.id),
+        if await cancellations.isCanceled(job.id, by: mayCancel(job)),
            let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel) {
             job.logger.info("canceled before it was handled")
             publish(standing, for: job)
@@ -281,7 +312,8 @@ public final class WorkerService: Service {
             })
         context.userID = owner
         let cancellations = self.cancellations
-        context.isCanceled = { await cancellations.isCanceled(envelope.id) }
+        let counts = mayCancel(job)
+        context.isCanceled = { await cancellations.isCanceled(envelope.id, by: counts) }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
         await IntentPipeline.run(
@@ -358,7 +390,7 @@ public final class WorkerService: Service {
                 publish(standing, for: job)
             }
         } catch {
-            waitForStorage(job, error: error)
+            giveUpOrWait(job, error: error)
         }
     }
 
@@ -495,8 +527,15 @@ public final class WorkerService: Service {
             finish(delivery, envelope: envelope, attempt: delivery.attempt,
                    outcome: PipelineOutcome(state: standing.state, response: standing.response), owner: admission.owner)
         } catch {
-            // The ledger cannot be written: try again later, as for any storage failure.
-            loop.send(.reject(delivery.tag, requeue: true))
+            // The ledger cannot be written: the message waits in a retry queue, as for any storage failure.
+            let waits = Self.count(delivery.headers[Topology.storageRetriesHeader])
+            let wait = configuration.topology.retryQueue(forDelay: min(30, 0.5 * Double(1 << min(waits, 6))))
+            var headers = delivery.headers.filter { $0.key != Topology.retryBucketHeader && $0.key != Topology.storageRetriesHeader }
+            headers[Topology.retryBucketHeader] = .string(wait.bucket)
+            headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
+            loop.send(.publish([OutgoingMessage(
+                exchange: configuration.topology.retryExchange, routingKey: type, body: delivery.body, messageID: id, type: type,
+                persistent: true, mandatory: true, headers: headers)], thenAck: delivery.tag))
         }
     }
 

@@ -157,7 +157,7 @@ struct ReliabilityTests {
         try await publishRaw(
             url: sandbox.brokerURL, routingKey: "SendMessage",
             body: IntentEnvelope(id: "huge-retries", type: "SendMessage", parameters: ["recipients": ["Bob Jones"], "content": "x"], submittedAt: 0).encoded(),
-            messageID: "huge-retries", headers: [Topology.retriesHeader: .integer(.max)], userID: "guest")
+            messageID: "huge-retries", headers: [Topology.retriesHeader: .integer(.max), "x-delivery-count": .integer(.max)], userID: "guest")
         try await innocent()
 
         for item in cases {

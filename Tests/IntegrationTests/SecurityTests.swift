@@ -102,14 +102,30 @@ struct SecurityTests {
         }
         let canceled = try await secure.status(as: secure.bob, ["cancel", "big"])
         #expect(canceled.exitCode == 77 && canceled.stderr.contains("refused"), "\(canceled)")
+        // A cancel hint is bob's too, and counts for nothing: alice's confirmation of this order goes through.
+        #expect(try await secure.submit(as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=11", "--id", "hinted", "--wait"]).exitCode == 3)
+        try await publishRaw(url: secure.url(secure.bob), routingKey: "", body: Array(#"{"id":"hinted"}"#.utf8), exchange: "intents.cancel", userID: secure.bob)
+        let confirmedByAlice = try await secure.submit(as: secure.alice, ["--confirm", "hinted", "--wait"])
+        #expect(confirmedByAlice.exitCode == 0, "bob's hint canceled alice's order: \(confirmedByAlice)")
+        #expect(try rows(secure, "soup_order", "hinted") == 1)
         // Raw, without the tools: the worker refuses them all the same.
         let answer = IntentEnvelope(
             id: "jeff", type: "SendMessage", parameters: ["recipients": ["Jeff Baker"], "content": "hi"], submittedAt: 0, turn: 1,
             answers: ["recipients": ["Jeff Baker"]])
         try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff", userID: secure.bob)
         try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff")  // no user_id at all
+        // One that claims to be an operator's requeue is just bob's answer, to the recorder as to the worker.
+        try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff",
+                             headers: [DeadLetters.requeuedHeader: .integer(1), DeadLetters.publisherHeader: .string(secure.alice)], userID: secure.bob)
+        // A body too large to read that names jeff, with no message id: dead-lettered under an id of its own.
+        let oversized = IntentEnvelope(
+            id: "jeff", type: "SendMessage", parameters: ["content": .string(String(repeating: "x", count: 1_200_000))], submittedAt: 0)
+        try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: oversized.encoded(), userID: secure.bob)
         try await eventually(timeout: 20, "the worker to refuse the raw answers") {
-            secure.workerLog.components(separatedBy: "refused: 'jeff' is not").count - 1 >= 3
+            secure.workerLog.components(separatedBy: "refused: 'jeff' is not").count - 1 >= 4
+        }
+        try await eventually(timeout: 20, "the oversized body to be dead-lettered") {
+            try secure.sandbox.statusStore().status(id: DeadLetters.syntheticID(for: oversized.encoded()))?.response?.code == FailureCode.deadLettered
         }
         #expect(try stored(secure, "jeff")?.state == .needsInput && stored(secure, "jeff")?.turn == 0, "alice's question is untouched")
         #expect(try stored(secure, "big")?.state == .needsInput)
@@ -153,6 +169,9 @@ struct SecurityTests {
         #expect(otherType.exitCode == 77 && otherType.stderr.contains("taken by a SendMessage intent"), "\(otherType)")
         let otherOwner = try await secure.submit(as: secure.bob, ["SendMessage", "recipients=Bob", "content=theirs", "--id", "order-17", "--wait"])
         #expect(otherOwner.exitCode == 77 && otherOwner.stderr.contains("another submitter"), "\(otherOwner)")
+        let otherOwnerAndType = try await secure.submit(as: secure.bob, ["OrderSoup", "soup=tomato", "quantity=1", "--id", "order-17", "--wait"])
+        #expect(otherOwnerAndType.exitCode == 77 && otherOwnerAndType.stderr.contains("another submitter")
+                && !otherOwnerAndType.stderr.contains("SendMessage"), "a refusal tells bob nothing of alice's intent: \(otherOwnerAndType)")
         let status = try #require(try stored(secure, "order-17"))
         #expect(status.state == .success && status.owner == secure.alice && status.response?.message == "Message sent to Alice Smith")
         #expect(try rows(secure, "message", "order-17") == 1 && rows(secure, "soup_order", "order-17") == 0)

@@ -162,9 +162,37 @@ import Testing
         #expect(!ledger.holdsEffects)
         #expect(try await ledger.claim("c", attempt: 1) == nil)
         #expect(try await ledger.decide("c", .canceled("stop"), attempt: 1, by: .cancel) == nil, "the handler may have acted")
+        // Released without an outcome (waiting for a retry): unclaimed, it may be canceled.
+        #expect(try await ledger.claim("d", attempt: 1) == nil)
+        try await ledger.release("d")
+        #expect(try await ledger.decide("d", .canceled("stop"), attempt: 1, by: .cancel) == .canceled("stop"))
+        #expect(try await ledger.claim("d", attempt: 2) == .canceled("stop"))
+    }
+
+    @Test func aCancelThatFindsTheIntentClaimedHoldsOnceTheRunEndsWithoutAnOutcome() async throws {
+        let ledger = try DatabaseOutcomeLedger(path: directory.file("claimed.sqlite"))
+        // The run asks a question: the cancel that came meanwhile ends it instead.
+        #expect(try await ledger.claim("q", attempt: 1) == nil)
+        #expect(try await ledger.decide("q", .canceled("stop"), attempt: 1, by: .cancel) == nil)
+        #expect(try await ledger.ask("q", turn: 0, confirmations: [], granted: [])?.state == .canceled)
+        // The run waits for a retry: once released, the cancel holds.
+        #expect(try await ledger.claim("r", attempt: 1) == nil)
+        #expect(try await ledger.decide("r", .canceled("stop"), attempt: 1, by: .cancel) == nil)
+        try await ledger.release("r")
+        #expect(try await ledger.outcome(of: "r")?.state == .canceled)
+        // The run succeeds: its outcome stands, the cancel lost.
+        #expect(try await ledger.claim("s", attempt: 1) == nil)
+        #expect(try await ledger.decide("s", .canceled("stop"), attempt: 1, by: .cancel) == nil)
+        let done = DecidedOutcome.success(IntentResponse(code: "success"))
+        #expect(try await ledger.decide("s", done, attempt: 1, by: .run) == done)
+    }
+
+    @Test func aSecondDeliveryWaitsWhileTheFirstHoldsTheClaim() async throws {
+        let ledger = try DatabaseOutcomeLedger(path: directory.file("held.sqlite"))
+        #expect(try await ledger.claim("c", attempt: 1) == nil)
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("c", attempt: 2) }
         try await ledger.release("c")
-        #expect(try await ledger.decide("c", .canceled("stop"), attempt: 1, by: .cancel) == .canceled("stop"), "waiting for a retry, it may be canceled")
-        #expect(try await ledger.claim("c", attempt: 2) == .canceled("stop"))
+        #expect(try await ledger.claim("c", attempt: 2) == nil)
     }
 
     @Test func effectsThatFindAnOutcomeDecidedCommitNothing() async throws {

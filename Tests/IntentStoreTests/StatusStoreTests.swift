@@ -399,3 +399,51 @@ import Testing
         #expect(try store.status(id: "before") == nil)
     }
 }
+
+/// Who may change an intent's row: its owner's events, answers and cancels
+/// only, and events of its own type.
+@Suite struct StatusStoreOwnershipTests {
+    let directory: TemporaryDirectory
+    let store: StatusStore
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        store = try StatusStore(path: directory.file("status.sqlite"))
+        try store.record([.queued(IntentEnvelope(id: "a", type: "SendMessage", parameters: [:], submittedAt: 1), by: .init(user: "alice"))])
+        try store.record([.event(StatusEvent(id: "a", type: "SendMessage", state: .needsInput, attempt: 1, owner: "alice"))])
+    }
+
+    @Test func anAnswerOrACancelFromSomeoneElseChangesNothing() throws {
+        let answer = IntentEnvelope(id: "a", type: "SendMessage", parameters: ["content": "mine"], submittedAt: 2, turn: 1, answers: ["content": "mine"])
+        try store.record([.queued(answer, by: .init(user: "bob")), .cancelRequested(id: "a", by: .init(user: "bob"))])
+        let status = try #require(try store.status(id: "a"))
+        #expect(status.state == .needsInput && status.turn == 0 && status.parameters?["content"] == nil)
+        try store.record([.queued(answer, by: .init(user: "ops", isOperator: true))])
+        #expect(try store.status(id: "a")?.state == .queued, "an operator may answer")
+    }
+
+    @Test func aDeadLetterOfAnotherOwnerOrAnEventOfAnotherTypeDoesNotApply() throws {
+        let dead = StatusEvent(id: "a", type: "SendMessage", state: .failure, attempt: 5,
+                               response: IntentResponse(code: FailureCode.deadLettered), owner: "bob")
+        let otherType = StatusEvent(id: "a", type: "OrderSoup", state: .success, attempt: 1, response: .success("soup"), owner: "alice")
+        try store.record([.event(dead), .event(otherType)])
+        #expect(try store.status(id: "a")?.state == .needsInput, "bob's dead letter and a soup under alice's id change nothing")
+        var own = dead
+        own.owner = "alice"
+        try store.record([.event(own)])
+        #expect(try store.status(id: "a")?.response?.code == FailureCode.deadLettered)
+    }
+
+    @Test func aRefusalIsKeptForItsSenderAndTheIntentIsUntouched() throws {
+        let refusal = StatusEvent(id: "a", type: "SendMessage", state: .failure, attempt: 1,
+                                  response: IntentResponse(code: FailureCode.notOwner, message: "not bob's"), owner: "bob", refused: true)
+        try store.record([.refusal(refusal)])
+        #expect(try store.status(id: "a")?.state == .needsInput)
+        #expect(try store.refusal(id: "a", owner: "bob")?.response?.code == FailureCode.notOwner)
+        #expect(try store.refusal(id: "a", owner: "alice") == nil)
+        let bob = StatusQuery.Reader(user: "bob", isOperator: false)
+        #expect(try StatusQuery.show(id: "a").answer(from: store, for: bob) == .status(try store.refusal(id: "a", owner: "bob")))
+        #expect(try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store, for: bob) == .statuses([]))
+        #expect(throws: StatusQuery.Forbidden.self) { try StatusQuery.dead(limit: 10).answer(from: store, for: bob) }
+    }
+}
