@@ -3,16 +3,16 @@ import IntentKit
 import IntentStore
 
 /// The Hairdressers app's own SQLite database: hairdressers, groups, the
-/// messages sent to them, the soup menu and orders, and `intent_effect`, the
-/// once-only record of handled intents.
-public final class HairdressersDatabase: Sendable {
-    public let queue: DatabaseQueue
-    public let path: String
-    /// Where the app's intents' outcomes are decided: `intent_effect`, in the
-    /// same transactions as the app's own rows.
-    public let ledger: DatabaseOutcomeLedger
-
+/// messages sent to them, the soup menu and orders, appointments, payments,
+/// the custom vocabulary, and the ledger where its intents' outcomes are
+/// decided (in the same transactions as its rows).
+public enum HairdressersDatabase {
     public static let environmentVariable = "HAIRDRESSERS_DB"
+
+    /// Opens (creating and seeding on first start) the database at `path`.
+    public static func open(path: String) throws -> AppDatabase {
+        try AppDatabase(path: path, migrations: migrations, label: "hairdressers.database")
+    }
 
     static let migrations = [
         """
@@ -51,7 +51,7 @@ public final class HairdressersDatabase: Sendable {
             total_cents INTEGER NOT NULL,
             intent_id TEXT NOT NULL UNIQUE
         );
-        """ + OnceOnly.schema + seed,
+        """ + seed,
         """
         CREATE TABLE appointment (
             id INTEGER PRIMARY KEY,
@@ -96,25 +96,4 @@ public final class HairdressersDatabase: Sendable {
             ('Tomato Soup', 450, 1), ('Clam Chowder', 650, 1), ('Chicken Noodle Soup', 550, 1), ('Minestrone', 500, 0);
         """
 
-    /// Opens (creating and seeding on first start) the database at `path`.
-    public init(path: String) throws {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.path = path
-        queue = try DatabaseQueue(path: path, label: "hairdressers.database")
-        try queue.sync { db in try db.migrate(Self.migrations) }
-        ledger = try DatabaseOutcomeLedger(queue: queue)
-    }
-}
-
-extension HairdressersDatabase {
-    /// The `hairdresser` parameter of an intent: through the vocabulary, then
-    /// matched against the hairdresser table; missing → `needsValue`.
-    func resolveHairdresser(_ said: String?) async throws -> ParameterResolution {
-        guard let said, !said.trimmingWhitespace().isEmpty else { return ParameterResolution("hairdresser", .needsValue) }
-        let (hairdressers, words) = try await queue.read { db in
-            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
-        }
-        return ParameterResolution("hairdresser", NameMatcher.resolveHairdresser(Vocabulary.read(said, words), in: hairdressers))
-    }
 }

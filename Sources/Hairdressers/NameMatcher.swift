@@ -15,22 +15,6 @@ enum NameMatcher {
         }
     }
 
-    /// A hairdresser's name as a resolution: one match, a choice, or unsupported.
-    static func resolveHairdresser(_ query: String, in names: [String]) -> ResolutionResult {
-        let found = matches(query, in: names)
-        switch found.count {
-        case 0: return .unsupported(reason: "no hairdresser is called '\(query)'")
-        case 1: return .success(.string(found[0]))
-        default: return .disambiguation(found.map(JSONValue.string))
-        }
-    }
 }
 
-extension String {
-    func trimmingWhitespace() -> String {
-        var slice = Substring(self)
-        while slice.first?.isWhitespace == true { slice.removeFirst() }
-        while slice.last?.isWhitespace == true { slice.removeLast() }
-        return String(slice)
-    }
-}
+

@@ -8,74 +8,47 @@ import IntentStore
 public struct SendPayment: Intent, Hashable {
     public static let typeName = "SendPayment"
 
-    public var hairdresser: String?
-    public var amount: Double?
-    public var currency: String?
+    @Parameter("Whom should I pay?") public var hairdresser: Hairdresser
+    @Parameter("How much?", check: { $0 > 0 && $0 <= 10_000 ? nil : "an amount must be above 0 and at most 10000, not \($0)" })
+    public var amount: Double
+    @Parameter public var currency: Currency?
     /// Stands in for the bank: its first `busyAttempts` answers (default 0)
     /// are "busy", a transient failure retried with backoff.
-    public var busyAttempts: Int?
+    @Parameter public var busyAttempts: Int?
 
-    public init(hairdresser: String? = nil, amount: Double? = nil, currency: String? = nil, busyAttempts: Int? = nil) {
-        self.hairdresser = hairdresser
-        self.amount = amount
-        self.currency = currency
-        self.busyAttempts = busyAttempts
-    }
+    public init() {}
 }
 
-public struct SendPaymentHandler: IntentHandler {
-    public static let currencies = ["EUR", "GBP", "USD"]
-    let database: HairdressersDatabase
+public struct SendPaymentHandler: DatabaseIntentHandler {
+    public let database: AppDatabase
 
-    public init(database: HairdressersDatabase) {
+    public init(database: AppDatabase) {
         self.database = database
     }
-
-    public var ledger: (any OutcomeLedger)? { database.ledger }
 
     public var isRestricted: Bool { true }
 
     /// A busy bank is tried again after about a second.
     public var retryPolicy: RetryPolicy { RetryPolicy(maxRetries: 3, initialDelay: 1, maxDelay: 2) }
 
-    public func resolve(_ intent: SendPayment, context: IntentContext) async throws -> [ParameterResolution] {
-        var resolutions = [try await database.resolveHairdresser(intent.hairdresser)]
-        switch intent.amount {
-        case nil: resolutions.append(ParameterResolution("amount", .needsValue))
-        case let amount? where amount > 0 && amount <= 10_000: resolutions.append(ParameterResolution("amount", .success(.number(amount))))
-        case let amount?: resolutions.append(ParameterResolution("amount", .unsupported(reason: "an amount must be above 0 and at most 10000, not \(amount)")))
-        }
-        let currency = (intent.currency ?? "USD").uppercased()
-        resolutions.append(ParameterResolution(
-            "currency", Self.currencies.contains(currency)
-                ? .success(.string(currency)) : .unsupported(reason: "'\(currency)' is not one of \(Self.currencies.joined(separator: ", "))")))
-        return resolutions
-    }
-
-    public func handle(_ intent: SendPayment, context: IntentContext) async throws -> HandleOutcome {
-        guard let hairdresser = context.resolvedValue("hairdresser")?.stringValue, let amount = intent.amount,
-              let currency = context.resolvedValue("currency")?.stringValue
-        else {
-            return .failure(code: FailureCode.invalidIntent, message: "the payment is incomplete")
-        }
+    public func handle(_ intent: SendPayment, context: IntentContext) async throws -> IntentResponse {
+        let hairdresser = intent.hairdresser.name
+        let amount = intent.amount
+        let currency = (intent.currency ?? .USD).rawValue
         if context.attempt <= intent.busyAttempts ?? 0 {
             throw TransientFailure("the bank is busy (attempt \(context.attempt))")
         }
-        return try await database.queue.write { db in
-            try OnceOnly.perform(in: db, context: context) { db in
-                try db.run(
-                    "INSERT INTO payment(created_at, hairdresser, amount, currency, payer, intent_id) VALUES (?, ?, ?, ?, ?, ?)",
-                    [.real(Date().timeIntervalSince1970), .text(hairdresser), .real(amount), .text(currency),
-                     .optional(context.userID), .text(context.intentID)])
-                return .success(IntentResponse(
-                    code: "success", message: "Paid \(String(format: "%.2f", amount)) \(currency) to \(hairdresser)",
-                    payload: ["hairdresser": .string(hairdresser), "amount": .number(amount), "currency": .string(currency)]))
-            }
+        return try await database.once(context) { db in
+            try db.run(
+                "INSERT INTO payment(created_at, hairdresser, amount, currency, payer, intent_id) VALUES (?, ?, ?, ?, ?, ?)",
+                [.real(Date().timeIntervalSince1970), .text(hairdresser), .real(amount), .text(currency),
+                 .optional(context.userID), .text(context.intentID)])
+            return .success(
+                "Paid \(String(format: "%.2f", amount)) \(currency) to \(hairdresser)",
+                payload: ["hairdresser": .string(hairdresser), "amount": .number(amount), "currency": .string(currency)])
         }
     }
-}
 
-extension SendPaymentHandler: IntentRendering {
     public static func render(_ view: IntentView) -> String? {
         "Pay \(view.value("amount")?.displayString ?? "?") \(view.value("currency")?.displayString ?? "USD") to \(view.value("hairdresser")?.displayString ?? "?")"
     }

@@ -44,7 +44,8 @@ public final class IntentPublisher {
     /// worker serves the type.
     public func cancel(id: String, type: String) throws(AMQPError) {
         try publishConfirmed(OutgoingMessage(
-            exchange: topology.cancelExchange, routingKey: "", body: JSONValue.object(["id": .string(id), "type": .string(type)]).serialized(),
+            exchange: topology.cancelExchange, routingKey: "",
+            body: JSONValue.object(["id": .string(id), "type": .string(type), "at": .number(Date().timeIntervalSince1970)]).serialized(),
             messageID: id, type: type, userID: connection.url.user, persistent: true), context: "canceling \(id)")
         try submit(IntentEnvelope.request(.cancel, id: id, type: type))
     }

@@ -28,13 +28,10 @@ public enum StatusReport {
     }
 
     /// A few aligned lines for a person, after the app's own view of the intent when it has one.
-    public static func human(_ status: IntentStatus?, id: String, view: ((IntentView) -> String?)? = nil) -> String {
+    public static func human(_ status: IntentStatus?, id: String) -> String {
         guard let status else { return "\(id.escapingControlCharacters): unknown (the status store has never seen this id)" }
         var lines = ["\(status.type) \(status.id): \(status.state.rawValue)"]
-        let intentView = IntentView(
-            type: status.type, state: status.state, parameters: status.parameters?.objectValue ?? [:],
-            resolutions: status.resolutions ?? [], response: status.response)
-        if let rendered = view?(intentView) {
+        if let rendered = status.view {
             lines += rendered.split(separator: "\n", omittingEmptySubsequences: false).map { "  │ " + $0 }
         }
         func add(_ label: String, _ value: String) {
@@ -49,7 +46,7 @@ public enum StatusReport {
             let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }
             add("progress", [percent, progress.message].compactMap { $0 }.joined(separator: " "))
         }
-        let rendered = view?(intentView) != nil
+        let rendered = status.view != nil
         for resolution in status.resolutions ?? [] {
             // The app's view already shows what resolved; keep what still matters.
             if rendered, case .success = resolution.result { continue }

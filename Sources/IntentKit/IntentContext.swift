@@ -21,6 +21,26 @@ public struct IntentContext: Sendable {
     public var userID: String?
     /// Asked before `confirm` and before `handle`: a canceled intent stops there.
     public var isCanceled: @Sendable () async -> Bool = { false }
+    /// What the handler gave parameter types to look things up with.
+    public var dependencies: [any Sendable] = []
+
+    /// The dependency of this type the handler declared (the first, if several).
+    public func dependency<T>(_ type: T.Type) throws -> T {
+        for dependency in dependencies {
+            if let found = dependency as? T { return found }
+        }
+        throw IntentFailure(
+            code: FailureCode.handlerError,
+            message: "no dependency of type \(T.self) was given to the handler of \(intentType) (its `dependencies`)")
+    }
+
+    /// Asks the user to confirm the whole intent unless they have (App
+    /// Intents' `requestConfirmation`): throws the question, to be asked, or
+    /// returns once the user confirmed it in an answer.
+    public func requestConfirmation(_ dialog: IntentDialog) throws(ParameterRequest) {
+        guard !isConfirmed(IntentPipeline.wholeIntent) else { return }
+        throw ParameterRequest(ParameterResolution(IntentPipeline.wholeIntent, .confirmationRequired(.string(dialog.full)), prompt: dialog))
+    }
 
     /// Whether the user confirmed this parameter (or `intent`, the whole intent).
     public func isConfirmed(_ parameter: String) -> Bool { confirmed.contains(parameter) }

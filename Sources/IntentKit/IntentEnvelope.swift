@@ -11,8 +11,8 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
     public var id: String
     /// The intent's `typeName`.
     public var type: String
-    /// The intent's parameters, as JSON. Strings are accepted where a list or a
-    /// number is expected (`"Alice, Bob"`, `"3"`), so command lines can submit too.
+    /// The intent's parameters, as JSON, each of the type its parameter
+    /// declares (see `lenientParameters`).
     public var parameters: [String: JSONValue]
     /// Seconds since 1970 when the submitter published it.
     public var submittedAt: Double
@@ -28,12 +28,16 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
     /// intent (cancel it, deny its confirmation, expire its question), which a
     /// worker decides where the intent's effects are decided.
     public var request: IntentRequest?
+    /// The parameters were typed on a command line, as strings: a string may
+    /// then stand for a number (`"3"`), a boolean (`"yes"`) or a list
+    /// (`"Alice, Bob"`). Without it, a value of the wrong type is refused.
+    public var lenientParameters: Bool
 
     public init(
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
         answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil,
-        request: IntentRequest? = nil
+        request: IntentRequest? = nil, lenientParameters: Bool = false
     ) {
         self.version = version
         self.id = id
@@ -45,6 +49,7 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         self.confirmed = confirmed
         self.group = group
         self.request = request
+        self.lenientParameters = lenientParameters
     }
 
     /// A request about an intent: `cancel` (any turn), or `deny`/`expire` for
@@ -78,6 +83,7 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         if let confirmed { object["confirmed"] = .array(confirmed.map(JSONValue.string)) }
         if let group { object["group"] = .string(group) }
         if let request { object["request"] = .string(request.rawValue) }
+        if lenientParameters { object["lenientParameters"] = .bool(true) }
         return JSONValue.object(object).serialized()
     }
 
@@ -188,12 +194,18 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         default:
             throw EnvelopeError(id: id, reason: "'request' must be a string")
         }
+        var lenient = false
+        switch fields["lenientParameters"] {
+        case nil, .null?: break
+        case .bool(let flag)?: lenient = flag
+        default: throw EnvelopeError(id: id, reason: "'lenientParameters' must be true or false")
+        }
         if request == .deny || request == .expire, turn < 1 {
             throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
         }
         return IntentEnvelope(
             id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
-            confirmed: confirmed, group: group, request: request)
+            confirmed: confirmed, group: group, request: request, lenientParameters: lenient)
     }
 }
 

@@ -1,23 +1,29 @@
-/// Serves one intent type through SiriKit's three steps.
+/// Serves one intent type through SiriKit's three steps, on the intent as
+/// resolved: each parameter by its type and rules first, then
 ///
-/// `resolve` looks at every parameter and says what it makes of it; when all
-/// are usable, `confirm` checks the intent as a whole (the default accepts it);
-/// `handle` does the work. Each may throw an `IntentFailure` to fail with its
-/// own code, or a `TransientFailure` to be tried again later; any other error
-/// fails with `handlerError`.
+/// - `resolve` looks at the intent as a whole (by default, nothing more) and
+///   may ask: `throw intent.$recipients.needsValue("Who should get it?")`;
+/// - `confirm` checks it before anything is done (by default it is ready) and
+///   may ask the user to confirm: `try context.requestConfirmation("Order 12 soups?")`;
+/// - `handle` does the work: it returns the response, or throws an
+///   `IntentFailure` to fail with its own code.
+///
+/// Any step may throw a `TransientFailure` to be tried again later; a storage
+/// error that passes (a busy or full database) waits for the storage; any
+/// other error fails the intent with `handlerError`.
 public protocol IntentHandler: Sendable {
     associatedtype IntentType: Intent
 
-    func resolve(_ intent: IntentType, context: IntentContext) async throws -> [ParameterResolution]
-    func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome
-    func handle(_ intent: IntentType, context: IntentContext) async throws -> HandleOutcome
+    func resolve(_ intent: IntentType, context: IntentContext) async throws
+    func confirm(_ intent: IntentType, context: IntentContext) async throws
+    func handle(_ intent: IntentType, context: IntentContext) async throws -> IntentResponse
 
     /// How a `TransientFailure` of this type is retried.
     var retryPolicy: RetryPolicy { get }
 
     /// The longest `handle` may run, in seconds; past it the intent fails with
-    /// `timedOut` and the handler's task is canceled (a handler that writes
-    /// should check for cancellation before it commits). nil: no limit.
+    /// `timedOut` and the handler's task is canceled (a handler writing through
+    /// its database's `once` commits nothing afterwards). nil: no limit.
     var timeLimit: Double? { get }
 
     /// A restricted type (SiriKit's `IntentsRestrictedWhileLocked`) is handled
@@ -25,17 +31,24 @@ public protocol IntentHandler: Sendable {
     var isRestricted: Bool { get }
 
     /// Where this type's outcomes are decided. A handler that writes its
-    /// effects with `OnceOnly` returns the ledger of that same database, so
-    /// that cancels, denials, expiries and time limits are decided in the
-    /// transactions that commit the effects. nil: the worker's own ledger,
-    /// which is claimed before `handle` runs.
+    /// effects in its database's `once` (or with `OnceOnly`) decides them in
+    /// that same database. nil: the worker's own ledger, which is claimed
+    /// before `handle` runs.
     var ledger: (any OutcomeLedger)? { get }
+
+    /// What parameter types look up while resolving (`context.dependency(…)`):
+    /// a database, a client of the app's service.
+    var dependencies: [any Sendable] { get }
+
+    /// A few lines showing the intent the way the app would (SiriKit's UI
+    /// extension), published with each status event; nil shows the plain status.
+    static func render(_ view: IntentView) -> String?
 }
 
 extension IntentHandler {
-    public func confirm(_ intent: IntentType, context: IntentContext) async throws -> ConfirmOutcome {
-        .ready
-    }
+    public func resolve(_ intent: IntentType, context: IntentContext) async throws {}
+
+    public func confirm(_ intent: IntentType, context: IntentContext) async throws {}
 
     public var retryPolicy: RetryPolicy { .standard }
 
@@ -44,35 +57,18 @@ extension IntentHandler {
     public var isRestricted: Bool { false }
 
     public var ledger: (any OutcomeLedger)? { nil }
+
+    public var dependencies: [any Sendable] { [] }
+
+    public static func render(_ view: IntentView) -> String? { nil }
 }
 
-/// The answer of `confirm`.
-public enum ConfirmOutcome: Sendable, Hashable {
-    /// Go on to `handle`.
-    case ready
-    /// Ask the user to confirm the whole intent first (App Intents'
-    /// `requestConfirmation`): the intent waits in `needsInput` until
-    /// `intent-submit --confirm` (or `--deny`).
-    case confirmationRequired(prompt: String)
-    /// Stop with this code and reason.
-    case failure(IntentFailure)
+/// Thrown when the intent's outcome was decided before its effects could
+/// commit (a cancel, a time limit): the outcome that stands.
+public struct OutcomeAlreadyDecided: Error, Sendable {
+    public var outcome: DecidedOutcome
 
-    public static func failure(code: String, message: String) -> ConfirmOutcome {
-        .failure(IntentFailure(code: code, message: message))
-    }
-}
-
-/// The answer of `handle`.
-public enum HandleOutcome: Sendable, Hashable {
-    case success(IntentResponse)
-    case failure(IntentFailure)
-
-    public static func failure(code: String, message: String) -> HandleOutcome {
-        .failure(IntentFailure(code: code, message: message))
-    }
-
-    /// The outcome recorded for a response read back from storage.
-    public init(recorded response: IntentResponse, succeeded: Bool) {
-        self = succeeded ? .success(response) : .failure(IntentFailure(code: response.code, message: response.message ?? ""))
+    public init(_ outcome: DecidedOutcome) {
+        self.outcome = outcome
     }
 }

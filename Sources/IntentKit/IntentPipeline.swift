@@ -20,25 +20,16 @@ public struct PipelineOutcome: Sendable, Hashable {
         self.retryReason = retryReason
     }
 
-    static func retry(_ failure: TransientFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
-        PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: failure.reason)
-    }
-
-    /// A retry for an error that reports itself passing (`RetryableError`).
-    static func retry(storage error: any Error, step: String, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
-        var outcome = PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: "\(step): \(error)")
-        outcome.waitsForStorage = true
-        return outcome
-    }
-
     public static func failure(_ failure: IntentFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
         PipelineOutcome(state: .failure, response: failure.response, resolutions: resolutions)
     }
 }
 
-/// Runs resolve → confirm → handle for one intent and turns the answers into
-/// the state machine: any `unsupported` fails the intent; any parameter that
-/// needs the user stops at `needsInput`; otherwise confirm, then handle.
+/// Runs an intent through its handler and turns the answers into the state
+/// machine: each parameter is resolved by its type and rules; any
+/// `unsupported` fails the intent; any that needs the user stops at
+/// `needsInput`; otherwise the handler's `resolve` and `confirm` (either may
+/// ask a question instead), then `handle`.
 public enum IntentPipeline {
     /// Runs an envelope through the registry's handler for its type and
     /// returns its outcome once the handler has returned.
@@ -76,6 +67,13 @@ public enum IntentPipeline {
     static let canceled = PipelineOutcome(
         state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled"))
 
+    /// The most resolutions (parameters, and elements of list parameters) an
+    /// intent may have; past it, it fails with `outcomeTooLarge` before its handler runs.
+    public static let maximumResolutions = 1_000
+
+    /// The name under which a whole-intent confirmation is asked and answered.
+    public static let wholeIntent = "intent"
+
     /// Runs one handler; `report` gets the outcome. Returns the handler's task
     /// when it is still running past its time limit.
     static func run<H: IntentHandler>(
@@ -94,31 +92,65 @@ public enum IntentPipeline {
         var context = context
         context.confirmed = Set(envelope.confirmed ?? [])
         context.turn = envelope.turn
-        let intent: H.IntentType
+        context.dependencies = handler.dependencies
+
+        // What the user said, each parameter as its type declares it.
+        let said: H.IntentType
         do {
-            intent = try JSONValueDecoder().decode(H.IntentType.self, from: .object(envelope.parameters))
+            said = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters, resolved: nil)
         } catch {
             return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
         }
 
-        var resolutions: [ParameterResolution]
+        // Each parameter resolved by its type and rules.
+        var resolutions: [ParameterResolution] = []
+        var values: [String: any Sendable] = [:]
         do {
-            resolutions = try await handler.resolve(intent, context: context)
-        } catch let transient as TransientFailure {
-            return .retry(transient)
-        } catch let error as any RetryableError where error.isRetryable {
-            return .retry(storage: error, step: "resolve")
+            for parameter in ParameterReading.parameters(of: said) {
+                let (found, value) = try await parameter.resolveParameter(context: context)
+                resolutions += found
+                if let value { values[parameter.parameterName] = value }
+                guard resolutions.count <= maximumResolutions else {
+                    // A list of half a million names (a 1 MiB body can hold that) would make a question
+                    // no status event can carry, and a handler that writes as many rows.
+                    return .failure(IntentFailure(
+                        code: FailureCode.outcomeTooLarge,
+                        message: "resolution gave over \(maximumResolutions) values, the most an intent may have"))
+                }
+            }
         } catch {
-            return .failure(failure(from: error, step: "resolve"))
+            return outcome(of: error, step: "resolve", resolutions: resolutions)
+        }
+        if let stop = stopping(resolutions, context: context) { return stop }
+        let intent: H.IntentType
+        do {
+            intent = try ParameterReading.decode(
+                H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters, resolved: values)
+        } catch {
+            return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)), resolutions: resolutions)
+        }
+        context.resolutions = resolutions
+
+        // The intent as a whole, then its confirmation: either may ask instead.
+        do {
+            try await handler.resolve(intent, context: context)
+            if await context.isCanceled() { return canceled }
+            try await handler.confirm(intent, context: context)
+        } catch {
+            return outcome(of: error, step: "confirm", resolutions: resolutions)
         }
 
-        guard resolutions.count <= maximumResolutions else {
-            // A list of half a million names (a 1 MiB body can hold that) would make a question
-            // no status event can carry, and a handler that writes as many rows.
-            return .failure(IntentFailure(
-                code: FailureCode.outcomeTooLarge,
-                message: "resolution gave \(resolutions.count) values, over the limit of \(maximumResolutions) an intent may have"))
+        if await context.isCanceled() { return canceled }
+        do {
+            let response = try await handle(handler, intent, context: context, timeLimit: timeLimit, straggler: &straggler)
+            return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
+        } catch {
+            return outcome(of: error, step: "handle", resolutions: resolutions)
         }
+    }
+
+    /// `failure` when a parameter is unsupported, `needsInput` when one needs the user; nil to go on.
+    private static func stopping(_ resolutions: [ParameterResolution], context: IntentContext) -> PipelineOutcome? {
         let unsupported = resolutions.compactMap { resolution -> String? in
             if case .unsupported(let reason) = resolution.result { return "\(resolution.label): \(reason)" }
             return nil
@@ -129,77 +161,61 @@ public enum IntentPipeline {
                 resolutions: resolutions)
         }
         // A value the user already confirmed stands as resolved.
+        var resolutions = resolutions
         for index in resolutions.indices {
             if case .confirmationRequired(let value) = resolutions[index].result, context.isConfirmed(resolutions[index].parameter) {
                 resolutions[index].result = .success(value)
+                resolutions[index].prompt = nil
             }
         }
         if resolutions.contains(where: { $0.result.needsInput }) {
             return PipelineOutcome(state: .needsInput, resolutions: resolutions)
         }
-
-        context.resolutions = resolutions
-        if await context.isCanceled() { return canceled }
-        do {
-            switch try await handler.confirm(intent, context: context) {
-            case .ready:
-                break
-            case .failure(let failure):
-                return .failure(failure, resolutions: resolutions)
-            case .confirmationRequired(let prompt):
-                if !context.isConfirmed(wholeIntent) {
-                    return PipelineOutcome(
-                        state: .needsInput, resolutions: resolutions + [ParameterResolution(wholeIntent, .confirmationRequired(.string(prompt)))])
-                }
-            }
-        } catch let transient as TransientFailure {
-            return .retry(transient, resolutions: resolutions)
-        } catch let error as any RetryableError where error.isRetryable {
-            return .retry(storage: error, step: "confirm", resolutions: resolutions)
-        } catch {
-            return .failure(failure(from: error, step: "confirm"), resolutions: resolutions)
-        }
-
-        if await context.isCanceled() { return canceled }
-        do {
-            switch try await handle(handler, intent, context: context, timeLimit: timeLimit, straggler: &straggler) {
-            case .success(let response):
-                return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
-            case .failure(let failure):
-                return .failure(failure, resolutions: resolutions)
-            }
-        } catch let transient as TransientFailure {
-            return .retry(transient, resolutions: resolutions)
-        } catch let error as any RetryableError where error.isRetryable {
-            return .retry(storage: error, step: "handle", resolutions: resolutions)
-        } catch {
-            return .failure(failure(from: error, step: "handle"), resolutions: resolutions)
-        }
+        return nil
     }
 
-    /// The most resolutions (parameters, and elements of list parameters) an
-    /// intent may have; past it, it fails with `outcomeTooLarge` before `confirm` and `handle`.
-    public static let maximumResolutions = 1_000
-
-    /// The name under which a whole-intent confirmation is asked and answered.
-    public static let wholeIntent = "intent"
+    /// The outcome of an error a step threw.
+    private static func outcome(of error: any Error, step: String, resolutions: [ParameterResolution]) -> PipelineOutcome {
+        switch error {
+        case let request as ParameterRequest:
+            // A question: that parameter's resolutions give way to it.
+            var asked = resolutions.filter { $0.parameter != request.resolution.parameter }
+            asked.append(request.resolution)
+            return PipelineOutcome(state: .needsInput, resolutions: asked)
+        case let transient as TransientFailure:
+            return PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: transient.reason)
+        case let retryable as any RetryableError where retryable.isRetryable:
+            var outcome = PipelineOutcome(state: .inProgress, resolutions: resolutions, retryReason: "\(step): \(error)")
+            outcome.waitsForStorage = true
+            return outcome
+        case let decided as OutcomeAlreadyDecided:
+            return PipelineOutcome(state: decided.outcome.state, response: decided.outcome.response, resolutions: resolutions)
+        case let failure as IntentFailure:
+            return .failure(failure, resolutions: resolutions)
+        default:
+            return .failure(IntentFailure(code: FailureCode.handlerError, message: "\(step) threw: \(error)"), resolutions: resolutions)
+        }
+    }
 
     /// Runs `handle`, failing with `timedOut` (and canceling it) past the limit.
     /// The outcome is given at the deadline even if the handler ignores the
     /// cancellation; its task is left in `straggler` for the caller to await.
     /// The worker records `timedOut` in the intent's ledger before it publishes
-    /// it, so a handler that writes through `OnceOnly` afterwards finds the
-    /// outcome decided and commits nothing.
+    /// it, so a handler that writes through its database's `once` afterwards
+    /// finds the outcome decided and commits nothing.
     private static func handle<H: IntentHandler>(
         _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?, straggler: inout Task<Void, Never>?
-    ) async throws -> HandleOutcome {
+    ) async throws -> IntentResponse {
         guard let timeLimit, timeLimit > 0 else { return try await handler.handle(intent, context: context) }
         let running = CancelableTask()
-        let outcome = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HandleOutcome, any Error>) in
+        // Also when the deadline throws `timedOut`: the caller awaits the handler still running.
+        defer { straggler = running.task }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<IntentResponse, any Error>) in
             let first = FirstOutcome(continuation)
             let token = Deadlines.shared.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
-                first.resume(with: .success(.failure(code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
+                first.resume(with: .failure(IntentFailure(
+                    code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
                 running.cancel()
             }
             running.set(Task {
@@ -208,13 +224,6 @@ public enum IntentPipeline {
                 first.resume(with: result)
             })
         }
-        straggler = running.task
-        return outcome
-    }
-
-    private static func failure(from error: any Error, step: String) -> IntentFailure {
-        if let failure = error as? IntentFailure { return failure }
-        return IntentFailure(code: FailureCode.handlerError, message: "\(step) threw: \(error)")
     }
 
     private static func describe(_ error: any Error, type: String) -> String {
@@ -243,5 +252,53 @@ extension Result where Failure == any Error {
         } catch {
             self = .failure(error)
         }
+    }
+}
+
+/// A parameter of a decoded intent, whatever its value type.
+protocol ResolvableParameter: Sendable {
+    var parameterName: String { get }
+    func resolveParameter(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: (any Sendable)?)
+}
+
+extension Parameter: ResolvableParameter {
+    var parameterName: String { name }
+
+    func resolveParameter(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: (any Sendable)?) {
+        let (resolutions, value) = try await resolve(context: context)
+        return (resolutions, value.map { $0 as any Sendable })
+    }
+}
+
+/// How the pipeline reads an intent's parameters: what each type declares
+/// (found through `Mirror`, as swift-argument-parser finds its options), and
+/// the two decodes — of what was said, then with the resolved values.
+enum ParameterReading {
+    private static let declared = Mutex<[ObjectIdentifier: ParameterDecoding.Templates]>([:])
+
+    /// Each parameter of the type as declared (prompt and rules), by name; looked up once per type.
+    static func templates<I: Intent>(of type: I.Type) -> ParameterDecoding.Templates {
+        if let known = declared.withLock({ $0[ObjectIdentifier(type)] }) { return known }
+        var parameters: [String: any Sendable] = [:]
+        for child in Mirror(reflecting: I()).children {
+            guard let label = child.label, label.hasPrefix("_"), let parameter = child.value as? any ResolvableParameter else { continue }
+            parameters[String(label.dropFirst())] = parameter
+        }
+        let templates = ParameterDecoding.Templates(parameters: parameters)
+        declared.withLock { $0[ObjectIdentifier(type)] = templates }
+        return templates
+    }
+
+    static func decode<I: Intent>(
+        _ type: I.Type, from parameters: [String: JSONValue], lenient: Bool, resolved: [String: any Sendable]?
+    ) throws -> I {
+        var userInfo: [CodingUserInfoKey: any Sendable] = [ParameterDecoding.templates: templates(of: type)]
+        if let resolved { userInfo[ParameterDecoding.resolved] = ParameterDecoding.Resolved(values: resolved) }
+        return try JSONValueDecoder(lenient: lenient, userInfo: userInfo).decode(I.self, from: .object(parameters))
+    }
+
+    /// The parameters of a decoded intent, in declaration order.
+    static func parameters<I: Intent>(of intent: I) -> [any ResolvableParameter] {
+        Mirror(reflecting: intent).children.compactMap { $0.value as? any ResolvableParameter }
     }
 }

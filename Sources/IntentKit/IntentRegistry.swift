@@ -9,6 +9,7 @@ public struct IntentRegistry: Sendable {
         let timeLimit: Double?
         let isRestricted: Bool
         let ledger: (any OutcomeLedger)?
+        let render: @Sendable (IntentView) -> String?
     }
 
     private var entries: [String: Entry] = [:]
@@ -30,7 +31,7 @@ public struct IntentRegistry: Sendable {
                 await IntentPipeline.run(handler, envelope: envelope, context: context, timeLimit: timeLimit, report: report)
             },
             retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted,
-            ledger: handler.ledger)
+            ledger: handler.ledger, render: { H.render($0) })
     }
 
     /// The type names this registry serves, sorted.
@@ -53,6 +54,11 @@ public struct IntentRegistry: Sendable {
     /// The ledger a served type's handler decides its outcomes in, when it has its own.
     public func ledger(for typeName: String) -> (any OutcomeLedger)? {
         entries[typeName]?.ledger
+    }
+
+    /// The app's view of an intent of a served type, when its handler draws one.
+    public func render(_ view: IntentView) -> String? {
+        entries[view.type]?.render(view)
     }
 
     /// The retry policy of a served type (`.standard` for any other).

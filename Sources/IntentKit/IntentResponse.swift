@@ -29,14 +29,17 @@ public struct IntentResponse: Codable, Sendable, Hashable {
 public struct IntentFailure: Error, Codable, Sendable, Hashable {
     public var code: String
     public var message: String
+    /// Machine-readable details, when the failure has any.
+    public var payload: JSONValue?
 
-    public init(code: String, message: String) {
+    public init(code: String, message: String, payload: JSONValue? = nil) {
         self.code = code
         self.message = message
+        self.payload = payload
     }
 
     /// The response recorded for this failure.
-    public var response: IntentResponse { IntentResponse(code: code, message: message) }
+    public var response: IntentResponse { IntentResponse(code: code, message: message, payload: payload) }
 }
 
 /// The failure codes the framework itself produces. Handlers add their own.

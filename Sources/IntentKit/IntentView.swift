@@ -40,12 +40,6 @@ public struct IntentView: Sendable {
     }
 }
 
-/// A handler type that knows how to show its intents to people.
-public protocol IntentRendering {
-    /// A few lines for people, or nil to show the plain status only.
-    static func render(_ view: IntentView) -> String?
-}
-
 extension String {
     fileprivate func trimmingCharacters(in set: Character) -> String {
         var slice = Substring(self)

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Decodes `Decodable` types straight from a `JSONValue` tree, leniently: a
-/// command line sends every parameter as a string, so
+/// Decodes `Decodable` types straight from a `JSONValue` tree. With `lenient`
+/// — for the command line's values, which all arrive as strings, and only
+/// there —
 ///
 /// - a string where an array is expected is split on commas (parts trimmed,
 ///   empty parts dropped): `"Alice, Bob"` → `["Alice", "Bob"]`;
@@ -16,10 +17,24 @@ import Foundation
 /// a number. Errors are `DecodingError`s whose `debugDescription` names the
 /// parameter, e.g. `expected an integer for 'quantity', found the string "lots"`.
 public struct JSONValueDecoder: Sendable {
-    public init() {}
+    /// The command-line conversions below (off by default: on the wire, a
+    /// value is of the type the field declares, or the field is refused).
+    public var lenient: Bool
+    /// What the decoded types' `init(from:)` find in `decoder.userInfo`.
+    public var userInfo: [CodingUserInfoKey: any Sendable]
+
+    public init(lenient: Bool = false, userInfo: [CodingUserInfoKey: any Sendable] = [:]) {
+        self.lenient = lenient
+        self.userInfo = userInfo
+    }
+
+    /// The settings of the decode under way, seen by the static helpers.
+    @TaskLocal static var current = JSONValueDecoder()
 
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        try _JSONValueUnbox.decodable(value, as: T.self, codingPath: [])
+        try Self.$current.withValue(self) {
+            try _JSONValueUnbox.decodable(value, as: T.self, codingPath: [])
+        }
     }
 }
 
@@ -35,7 +50,7 @@ final class _JSONValueTreeDecoder: Decoder, SingleValueDecodingContainer {
         self.codingPath = codingPath
     }
 
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    var userInfo: [CodingUserInfoKey: Any] { JSONValueDecoder.current.userInfo }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try _JSONValueUnbox.keyedContainer(value, keyedBy: Key.self, codingPath: codingPath)
@@ -350,7 +365,8 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
 
 // MARK: - Conversions
 
-/// The lenient conversions from a `JSONValue` to each primitive, with the errors.
+/// The conversions from a `JSONValue` to each primitive (the lenient ones
+/// only when the decode under way is lenient), with the errors.
 enum _JSONValueUnbox {
     // MARK: Containers
 
@@ -367,7 +383,7 @@ enum _JSONValueUnbox {
         switch value {
         case .array(let elements):
             return _JSONValueUnkeyedContainer(elements: elements, codingPath: codingPath)
-        case .string(let string):
+        case .string(let string) where JSONValueDecoder.current.lenient:
             return _JSONValueUnkeyedContainer(elements: splitList(string), codingPath: codingPath)
         default:
             throw mismatch([JSONValue].self, "an array", value, codingPath)
@@ -437,13 +453,13 @@ enum _JSONValueUnbox {
         switch value {
         case .bool(let bool):
             return bool
-        case .string(let string):
+        case .string(let string) where JSONValueDecoder.current.lenient:
             switch trim(string[...]).lowercased() {
             case "true", "yes", "1": return true
             case "false", "no", "0": return false
             default: break
             }
-        case .number(let number):
+        case .number(let number) where JSONValueDecoder.current.lenient:
             if number == 1 { return true }
             if number == 0 { return false }
         default:
@@ -455,7 +471,7 @@ enum _JSONValueUnbox {
     static func string(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
         switch value {
         case .string(let string): return string
-        case .number, .bool: return value.displayString
+        case .number, .bool where JSONValueDecoder.current.lenient: return value.displayString
         default: throw mismatch(String.self, "a string", value, codingPath())
         }
     }
@@ -464,7 +480,7 @@ enum _JSONValueUnbox {
         switch value {
         case .number(let number):
             return number
-        case .string(let string):
+        case .string(let string) where JSONValueDecoder.current.lenient:
             if let number = Double(trim(string[...])) { return number }
         default:
             break
@@ -491,7 +507,7 @@ enum _JSONValueUnbox {
         case .number(let double):
             if let integer = T(exactly: double) { return integer }
             number = double
-        case .string(let string):
+        case .string(let string) where JSONValueDecoder.current.lenient:
             let text = trim(string[...])
             if let integer = T(text, radix: 10) { return integer }
             // "3.0" and numbers out of range get a precise message below.

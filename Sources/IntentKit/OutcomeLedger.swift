@@ -22,19 +22,7 @@ public struct DecidedOutcome: Sendable, Hashable {
         DecidedOutcome(state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: message))
     }
 
-    /// The outcome of a handler's run.
-    public init(_ outcome: HandleOutcome) {
-        switch outcome {
-        case .success(let response): self = .success(response)
-        case .failure(let failure): self = .failure(failure)
-        }
-    }
 
-    /// What `handle` returns for it: a canceled outcome reads as a failure with the code `canceled`.
-    public var handleOutcome: HandleOutcome {
-        state == .success
-            ? .success(response) : .failure(IntentFailure(code: response.code, message: response.message ?? ""))
-    }
 }
 
 /// Who asks a ledger to decide an intent's outcome.

@@ -41,11 +41,18 @@ public struct ParameterResolution: Sendable, Hashable {
     /// For a list parameter resolved element by element, the element's position.
     public var index: Int?
     public var result: ResolutionResult
+    /// What the user is asked, for a result that needs an answer.
+    public var prompt: IntentDialog?
+    /// For a disambiguation: the title people read for each option, in order
+    /// (the options themselves are the values an answer gives back).
+    public var optionTitles: [String]?
 
-    public init(_ parameter: String, index: Int? = nil, _ result: ResolutionResult) {
+    public init(_ parameter: String, index: Int? = nil, _ result: ResolutionResult, prompt: IntentDialog? = nil, optionTitles: [String]? = nil) {
         self.parameter = parameter
         self.index = index
         self.result = result
+        self.prompt = prompt
+        self.optionTitles = optionTitles
     }
 
     /// `recipients` or `recipients[1]`.
@@ -59,6 +66,12 @@ extension ParameterResolution {
     public var jsonValue: JSONValue {
         var object: [String: JSONValue] = ["parameter": .string(parameter), "outcome": .string(result.outcome)]
         if let index { object["index"] = .number(Double(index)) }
+        if let prompt {
+            var dialog: [String: JSONValue] = ["full": .string(prompt.full)]
+            if let supporting = prompt.supporting { dialog["supporting"] = .string(supporting) }
+            object["prompt"] = .object(dialog)
+        }
+        if let optionTitles { object["optionTitles"] = .array(optionTitles.map(JSONValue.string)) }
         switch result {
         case .success(let value), .confirmationRequired(let value): object["value"] = value
         case .disambiguation(let options): object["options"] = .array(options)
@@ -71,13 +84,15 @@ extension ParameterResolution {
 
 extension ParameterResolution: Codable {
     private enum CodingKeys: String, CodingKey {
-        case parameter, index, outcome, value, options, reason
+        case parameter, index, outcome, value, options, reason, prompt, optionTitles
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         parameter = try container.decode(String.self, forKey: .parameter)
         index = try container.decodeIfPresent(Int.self, forKey: .index)
+        prompt = try container.decodeIfPresent(IntentDialog.self, forKey: .prompt)
+        optionTitles = try container.decodeIfPresent([String].self, forKey: .optionTitles)
         let outcome = try container.decode(String.self, forKey: .outcome)
         switch outcome {
         case "success": result = .success(try container.decode(JSONValue.self, forKey: .value))
@@ -96,6 +111,8 @@ extension ParameterResolution: Codable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(parameter, forKey: .parameter)
         try container.encodeIfPresent(index, forKey: .index)
+        try container.encodeIfPresent(prompt, forKey: .prompt)
+        try container.encodeIfPresent(optionTitles, forKey: .optionTitles)
         try container.encode(result.outcome, forKey: .outcome)
         switch result {
         case .success(let value), .confirmationRequired(let value):

@@ -28,6 +28,9 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     /// (absent when it came without one). It leads the routing key, so a
     /// producer may be let bind to its own events only.
     public var owner: String?
+    /// The intent as its app shows it (the handler's `render`), a few lines
+    /// for people, so that generic tools need not know the app.
+    public var view: String?
     /// True when the event is not the intent's but a refusal of one message
     /// about it (an id taken by another submitter or type, an answer from
     /// someone else): `owner` is then that message's sender, and the intent
@@ -47,7 +50,8 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     public init(
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
-        progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false
+        progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false,
+        view: String? = nil
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -62,6 +66,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         self.turn = turn == 0 ? nil : turn
         self.owner = owner
         self.refused = refused ? true : nil
+        self.view = view
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
@@ -101,6 +106,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         if let worker { object["worker"] = .string(worker) }
         if let owner { object["owner"] = .string(owner) }
         if refused == true { object["refused"] = .bool(true) }
+        if let view { object["view"] = .string(view) }
         return .object(object)
     }
 

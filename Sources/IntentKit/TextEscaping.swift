@@ -1,4 +1,12 @@
 extension String {
+    /// Without white space at either end.
+    public func trimmingWhitespace() -> String {
+        var slice = Substring(self)
+        while slice.first?.isWhitespace == true { slice.removeFirst() }
+        while slice.last?.isWhitespace == true { slice.removeLast() }
+        return String(slice)
+    }
+
     /// The text with what a terminal or a log reader would act on made
     /// visible: control characters (newlines, carriage returns, escape
     /// sequences, DEL and the C1 controls), line and paragraph separators and

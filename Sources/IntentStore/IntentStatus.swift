@@ -33,6 +33,8 @@ public struct IntentStatus: Codable, Sendable, Hashable {
     /// The broker-verified user of its first submission, which alone (with
     /// operators) may answer, cancel or read it remotely; nil when it came without one.
     public var owner: String?
+    /// The intent as its app shows it (see `StatusEvent.view`).
+    public var view: String?
 
     /// One question of the conversation and its answer.
     public struct Turn: Codable, Sendable, Hashable {
@@ -48,7 +50,7 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,
         attempts: Int = 0, worker: String? = nil, submittedAt: Double? = nil, queuedAt: Double? = nil,
         startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil, turn: Int? = nil, group: String? = nil,
-        confirmed: [String]? = nil, history: [Turn]? = nil, owner: String? = nil
+        confirmed: [String]? = nil, history: [Turn]? = nil, owner: String? = nil, view: String? = nil
     ) {
         self.id = id
         self.type = type
@@ -70,5 +72,6 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         self.confirmed = confirmed
         self.history = history
         self.owner = owner
+        self.view = view
     }
 }

@@ -76,26 +76,25 @@ public enum OnceOnly {
     }
 
     /// Runs `effects` unless `context.intentID` already has an outcome, and
-    /// records its outcome with them atomically. Call it inside a transaction
-    /// (`DatabaseQueue.write` opens one). An outcome decided without the handler
-    /// (canceled, denied, expired, timedOut) comes back as a failure with that code.
+    /// records the response with them atomically. Call it inside a transaction
+    /// (`DatabaseQueue.write` opens one; `AppDatabase.once` does both). A
+    /// redelivered intent gets its recorded response back; an outcome decided
+    /// without the handler (canceled, denied, expired, timedOut) is thrown as
+    /// `OutcomeAlreadyDecided`. Effects that throw (an `IntentFailure`, say)
+    /// are rolled back with the transaction, and the worker records the failure.
     public static func perform(
-        in db: Database, context: IntentContext, _ effects: (Database) throws -> HandleOutcome
-    ) throws -> HandleOutcome {
+        in db: Database, context: IntentContext, _ effects: (Database) throws -> IntentResponse
+    ) throws -> IntentResponse {
         if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
             context.logger.info("already decided: returning the recorded outcome", metadata: [
                 "intent.attempt": "\(context.attempt)", "intent.outcome": recorded.response.code,
             ])
-            return recorded.handleOutcome
+            guard recorded.state == .success else { throw OutcomeAlreadyDecided(recorded) }
+            return recorded.response
         }
-        let outcome = try effects(db)
-        try record(DecidedOutcome(outcome), intentID: context.intentID, attempt: context.attempt, in: db)
-        return outcome
-    }
-
-    /// The outcome recorded for an intent, if it was handled.
-    public static func recordedOutcome(in db: Database, intentID: String) throws -> HandleOutcome? {
-        try decidedOutcome(in: db, intentID: intentID)?.handleOutcome
+        let response = try effects(db)
+        try record(.success(response), intentID: context.intentID, attempt: context.attempt, in: db)
+        return response
     }
 
     /// The outcome decided for an intent, with its state, if any.

@@ -82,6 +82,9 @@ public final class StatusStore {
         ) WITHOUT ROWID;
         CREATE INDEX intent_refusal_by_time ON intent_refusal(at);
         """,
+        """
+        ALTER TABLE intent_status ADD COLUMN view TEXT;
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -290,9 +293,10 @@ public final class StatusStore {
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
-                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner, view)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
             ON CONFLICT(id) DO UPDATE SET
+                view = coalesce(excluded.view, intent_status.view),
                 owner = coalesce(excluded.owner, intent_status.owner),
                 state = excluded.state,
                 turn = max(intent_status.turn, excluded.turn),
@@ -326,7 +330,8 @@ public final class StatusStore {
              .optional(event.progress?.fraction), .optional(event.progress?.message),
              .int(event.attempt), .optional(event.worker),
              event.state == .inProgress ? .real(event.at) : .null,
-             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner)])
+             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner),
+             .optional(event.view)])
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
@@ -363,7 +368,7 @@ public final class StatusStore {
     private static let columns = """
         id, type, state, response_code, response_message, response_payload, resolutions, progress_fraction,
         progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at,
-        turn, group_id, confirmed, owner
+        turn, group_id, confirmed, owner, view
         """
 
     /// The status of one intent, or nil when the store has never seen the id.
@@ -553,6 +558,7 @@ public final class StatusStore {
             attempts: row.int(10), worker: row.text(11),
             submittedAt: row.optionalDouble(12), queuedAt: row.optionalDouble(13), startedAt: row.optionalDouble(14),
             updatedAt: row.double(15), finishedAt: row.optionalDouble(16), turn: row.int(17), group: row.text(18),
-            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }, owner: row.text(20))
+            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }, owner: row.text(20),
+            view: row.text(21))
     }
 }

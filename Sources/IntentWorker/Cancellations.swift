@@ -2,9 +2,11 @@ import Foundation
 import Synchronization
 
 /// The cancel hints read from the cancellation stream: for each id, the
-/// broker-verified users who asked. A hint counts only from the intent's
-/// owner or an operator (the worker checks, knowing the owner), so a
-/// producer cannot cancel another's intent by hinting.
+/// broker-verified users who asked, and when. A hint counts only from the
+/// intent's owner or an operator (the worker checks, knowing the owner), so a
+/// producer cannot cancel another's intent by hinting; and only for a
+/// submission made before it, so an id used again after a week-old cancel is
+/// not canceled by it.
 ///
 /// The worker reads the stream from its start whenever it connects, and writes
 /// a marker of its own into it; until the marker comes back, the hints may be
@@ -13,7 +15,7 @@ import Synchronization
 /// oldest forgotten first: a flood of hints costs bounded memory.
 final class Cancellations: Sendable {
     private struct State {
-        var senders: [String: Set<String>] = [:]
+        var senders: [String: [String: Double]] = [:]
         var order: [String] = []
         var head = 0
         var caughtUp = false
@@ -28,8 +30,9 @@ final class Cancellations: Sendable {
         self.capacity = capacity
     }
 
-    /// A hint from `user` (nil: the message carried no verified user) to cancel `id`.
-    func add(_ id: String, from user: String?) {
+    /// A hint from `user` (nil: the message carried no verified user) to cancel
+    /// `id`, sent at `at` (seconds since 1970).
+    func add(_ id: String, from user: String?, at: Double) {
         state.withLock { state in
             if state.senders[id] == nil {
                 state.order.append(id)
@@ -39,7 +42,7 @@ final class Cancellations: Sendable {
                     if state.head > capacity { state.order.removeFirst(state.head); state.head = 0 }
                 }
             }
-            state.senders[id, default: []].insert(user ?? "")
+            state.senders[id, default: [:]][user ?? ""] = max(state.senders[id]?[user ?? ""] ?? 0, at)
         }
     }
 
@@ -49,9 +52,11 @@ final class Cancellations: Sendable {
 
     var isCaughtUp: Bool { state.withLock { $0.caughtUp } }
 
-    /// Whether a hint to cancel `id` came from someone `counts` accepts (the
-    /// owner, an operator); the empty string stands for a hint without a user.
-    func isCanceled(_ id: String, wait: Double = 5, by counts: (String) -> Bool) async -> Bool {
+    /// Whether a hint to cancel `id`, sent after a submission at `submittedAt`
+    /// (give or take a second of clocks apart), came from someone `counts`
+    /// accepts (the owner, an operator); the empty string stands for a hint
+    /// without a user.
+    func isCanceled(_ id: String, submittedAt: Double, wait: Double = 5, by counts: (String) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(wait)
         while !isCaughtUp, Date() < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -59,7 +64,7 @@ final class Cancellations: Sendable {
         // Waited once in vain (the stream is slow or unreadable): go on with what is known
         // rather than make every intent wait.
         markCaughtUp()
-        let senders = state.withLock { $0.senders[id] } ?? []
-        return senders.contains(where: counts)
+        let senders = state.withLock { $0.senders[id] } ?? [:]
+        return senders.contains { user, at in at >= submittedAt - 1 && counts(user) }
     }
 }

@@ -98,8 +98,8 @@ public final class WorkerService: Service {
     private static func noteCancellation(_ delivery: Delivery, in cancellations: Cancellations) {
         if let marker = delivery.headers[Topology.syncHeader]?.stringValue {
             if marker == cancellations.token { cancellations.markCaughtUp() }
-        } else if delivery.body.count <= 4_096, let id = (try? JSONValue.parse(delivery.body))?["id"]?.stringValue {
-            cancellations.add(id, from: delivery.userID)
+        } else if delivery.body.count <= 4_096, let hint = try? JSONValue.parse(delivery.body), let id = hint["id"]?.stringValue {
+            cancellations.add(id, from: delivery.userID, at: hint["at"]?.numberValue ?? 0)
         }
     }
 
@@ -233,7 +233,7 @@ public final class WorkerService: Service {
         let decider: Decider
         switch request {
         case .cancel:
-            cancellations.add(job.id, from: job.owner ?? "")
+            cancellations.add(job.id, from: job.owner ?? "", at: Date().timeIntervalSince1970)
             wanted = .canceled("canceled by request before it was handled")
             decider = .cancel
         case .deny:
@@ -270,7 +270,7 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
-        if await cancellations.isCanceled(job.id, by: mayCancel(job)),
+        if await cancellations.isCanceled(job.id, submittedAt: envelope.submittedAt, by: mayCancel(job)),
            let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel) {
             job.logger.info("canceled before it was handled")
             publish(standing, for: job)
@@ -313,7 +313,8 @@ public final class WorkerService: Service {
         context.userID = owner
         let cancellations = self.cancellations
         let counts = mayCancel(job)
-        context.isCanceled = { await cancellations.isCanceled(envelope.id, by: counts) }
+        let submittedAt = envelope.submittedAt
+        context.isCanceled = { await cancellations.isCanceled(envelope.id, submittedAt: submittedAt, by: counts) }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
         await IntentPipeline.run(
@@ -408,10 +409,14 @@ public final class WorkerService: Service {
     private func finish(
         _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false
     ) {
+        // The app's own view, drawn here where the app is, from a run's resolutions.
+        let view = refused || outcome.resolutions.isEmpty ? nil : registry.render(IntentView(
+            type: envelope.type, state: outcome.state, parameters: envelope.parameters, resolutions: outcome.resolutions,
+            response: outcome.response))
         var event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
-            turn: envelope.turn, owner: owner, refused: refused)
+            turn: envelope.turn, owner: owner, refused: refused, view: view)
         var body = event.encoded()
         if body.count > configuration.maxEventBytes {
             let size = body.count

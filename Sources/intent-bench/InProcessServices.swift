@@ -20,7 +20,7 @@ final class InProcessServices: Sendable {
          logger: Logger) throws {
         workers = try (0..<count).map { index in
             var registry = IntentRegistry()
-            try HairdressersApp.register(into: &registry, database: HairdressersDatabase(path: appPath))
+            try HairdressersApp.register(into: &registry, database: HairdressersDatabase.open(path: appPath))
             let configuration = WorkerConfiguration(
                 brokerURL: url, topology: topology, concurrency: concurrency, workerName: "intent-bench-worker-\(index + 1)")
             return try WorkerService(registry: registry, configuration: configuration, logger: logger)

@@ -1,5 +1,4 @@
 import Foundation
-import Hairdressers
 import IntentAMQP
 import IntentCLI
 import IntentKit
@@ -179,7 +178,7 @@ struct StatusCommand {
                 } else {
                     status = try source.status(id: id)
                 }
-                Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id, view: HairdressersApp.render))
+                Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id))
                 return StatusReport.exitCode(for: status)
             case .list(let state, let type, let limit):
                 let statuses = try source.statuses(.list(state: state, type: type, limit: limit))

@@ -63,6 +63,8 @@ struct SubmitCommand {
     var json: Bool
     /// Answer another owner's intent: the worker accepts it only from an operator.
     var asOperator = false
+    /// Some parameters were typed as name=value: strings the worker reads as the types declared.
+    var lenient = false
 
     /// Parses and validates; `nil` means `--help` was asked for.
     static func parse(_ words: [String]) throws(UsageError) -> SubmitCommand? {
@@ -124,7 +126,7 @@ struct SubmitCommand {
         if let group, group.isEmpty || group.utf8.count > 255 { throw UsageError("--group must be 1 to 255 bytes") }
         return SubmitCommand(
             mode: mode, type: type, parameters: parameters, id: id, group: group, wait: arguments.has("--wait"),
-            timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"))
+            timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
     }
 
     func run() -> Int32 {
@@ -134,7 +136,8 @@ struct SubmitCommand {
         } catch {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         }
-        var envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group)
+        var envelope = IntentEnvelope(
+            id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group, lenientParameters: lenient)
         if mode != .submit {
             switch conversationStep(me: url.user) {
             case .failure(let code, let reason): return Terminal.fail(Self.tool, reason, code: code)
@@ -253,8 +256,10 @@ extension SubmitCommand {
         var merged = status.parameters?.objectValue ?? [:]
         for (name, value) in answers { merged[name] = value }
         let confirmed = Array(Set((status.confirmed ?? []) + confirming)).sorted()
+        // The merged parameters may mix the submission's with strings typed now.
         return IntentEnvelope(
             id: id, type: status.type, parameters: merged, submittedAt: Date().timeIntervalSince1970,
-            turn: (status.turn ?? 0) + 1, answers: answers, confirmed: confirmed.isEmpty ? nil : confirmed, group: status.group)
+            turn: (status.turn ?? 0) + 1, answers: answers, confirmed: confirmed.isEmpty ? nil : confirmed, group: status.group,
+            lenientParameters: true)
     }
 }

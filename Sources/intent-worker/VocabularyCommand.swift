@@ -39,7 +39,7 @@ struct VocabularyCommand {
 
     func run(databasePath: String) -> Int32 {
         do {
-            let database = try HairdressersDatabase(path: databasePath)
+            let database = try HairdressersDatabase.open(path: databasePath)
             switch action {
             case .set(let kind, let term, let value):
                 let name = try database.queue.sync { db in try db.transaction { db in try Vocabulary.set(kind, term: term, value: value, in: db) } }

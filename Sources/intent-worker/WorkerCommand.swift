@@ -167,7 +167,7 @@ struct WorkerCommand {
             let appPath = Self.appDatabasePath
             var registry = IntentRegistry()
             do {
-                let database = try HairdressersDatabase(path: appPath)
+                let database = try HairdressersDatabase.open(path: appPath)
                 try HairdressersApp.register(into: &registry, database: database)
             } catch {
                 return Terminal.fail(Self.tool, "cannot open the Hairdressers database at \(appPath): \(error)", code: ExitCode.unavailable)

@@ -21,13 +21,13 @@ import Testing
 
     let directory: TemporaryDirectory
     let databasePath: String
-    let database: HairdressersDatabase
+    let database: AppDatabase
     let registry: IntentRegistry
 
     init() throws {
         directory = try TemporaryDirectory()
         databasePath = directory.path + "/app/hairdressers.sqlite"
-        database = try HairdressersDatabase(path: databasePath)
+        database = try HairdressersDatabase.open(path: databasePath)
         var registry = IntentRegistry()
         try HairdressersApp.register(into: &registry, database: database)
         self.registry = registry
@@ -36,18 +36,27 @@ import Testing
     // MARK: Helpers
 
     func run(_ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1,
-             confirmed: [String]? = nil) async -> PipelineOutcome {
-        let envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: 1_700_000_000, confirmed: confirmed)
+             confirmed: [String]? = nil, lenient: Bool = false) async -> PipelineOutcome {
+        var envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: 1_700_000_000, confirmed: confirmed)
+        envelope.lenientParameters = lenient
         let context = IntentContext(intentID: id, intentType: type, attempt: attempt, submittedAt: envelope.submittedAt)
         return await IntentPipeline.run(envelope, registry: registry, context: context)
     }
 
-    func sendMessage(_ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1) async -> PipelineOutcome {
-        await run(SendMessage.typeName, parameters, id: id, attempt: attempt)
+    func sendMessage(
+        _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1, lenient: Bool = false
+    ) async -> PipelineOutcome {
+        await run(SendMessage.typeName, parameters, id: id, attempt: attempt, lenient: lenient)
     }
 
-    func orderSoup(_ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1) async -> PipelineOutcome {
-        await run(OrderSoup.typeName, parameters, id: id, attempt: attempt)
+    func orderSoup(
+        _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1, lenient: Bool = false
+    ) async -> PipelineOutcome {
+        await run(OrderSoup.typeName, parameters, id: id, attempt: attempt, lenient: lenient)
+    }
+
+    func question(_ outcome: PipelineOutcome, _ parameter: String, index: Int? = nil) -> ParameterResolution? {
+        outcome.resolutions.first { $0.parameter == parameter && $0.index == index }
     }
 
     struct MessageRow: Equatable {
@@ -97,7 +106,7 @@ import Testing
     }
 
     @Test func commaSeparatedRecipientsFromTheCommandLineWork() async throws {
-        let outcome = await sendMessage(["recipients": "Alice, Bob", "content": "Hi"], id: "m-cli")
+        let outcome = await sendMessage(["recipients": "Alice, Bob", "content": "Hi"], id: "m-cli", lenient: true)
 
         #expect(outcome.state == .success)
         #expect(try messages(for: "m-cli").map(\.hairdresser) == ["Alice Smith", "Bob Jones"])
@@ -109,6 +118,9 @@ import Testing
         #expect(outcome.state == .needsInput)
         #expect(outcome.response == nil)
         #expect(resolution(outcome, "recipients", index: 0) == .disambiguation(["Jeff Baker", "Jeff Chen"]))
+        let asked = try #require(question(outcome, "recipients", index: 0))
+        #expect(asked.prompt?.full == "Which Jeff do you mean: Jeff Baker or Jeff Chen?")
+        #expect(asked.optionTitles == ["Jeff Baker", "Jeff Chen"])
         #expect(try messages(for: "m-jeff").isEmpty)
     }
 
@@ -131,10 +143,11 @@ import Testing
 
     @Test(arguments: [[:], ["recipients": []], ["recipients": "  "]] as [[String: JSONValue]])
     func noRecipientsAndNoGroupNeedsRecipients(_ recipients: [String: JSONValue]) async throws {
-        let outcome = await sendMessage(recipients.merging(["content": "Hi"]) { a, _ in a }, id: "m-none")
+        let outcome = await sendMessage(recipients.merging(["content": "Hi"]) { a, _ in a }, id: "m-none", lenient: true)
 
         #expect(outcome.state == .needsInput)
         #expect(resolution(outcome, "recipients") == .needsValue)
+        #expect(question(outcome, "recipients")?.prompt == "Who should get the message?")
         #expect(resolution(outcome, "groupName") == .notRequired)
         #expect(try messages(for: "m-none").isEmpty)
     }
@@ -164,6 +177,7 @@ import Testing
 
         #expect(outcome.state == .needsInput)
         #expect(resolution(outcome, "groupName") == .needsValue)
+        #expect(question(outcome, "groupName")?.prompt?.full == "Which group? There are coworkers, developers or neighbors.")
         #expect(try messages(for: "m-xyz").isEmpty)
     }
 
@@ -218,8 +232,15 @@ import Testing
         #expect(rows == ["Tomato Soup x2 = 900"])
     }
 
-    @Test func aQuantityGivenAsTextIsAccepted() async throws {
-        let outcome = await orderSoup(["soup": "Clam Chowder", "quantity": "3"], id: "s-text")
+    @Test func aQuantityGivenAsTextIsRefusedOnTheWire() async throws {
+        let outcome = await orderSoup(["soup": "Clam Chowder", "quantity": "3"], id: "s-wire")
+
+        #expect(outcome.response?.code == FailureCode.invalidIntent)
+        #expect(try count("SELECT count(*) FROM soup_order") == 0)
+    }
+
+    @Test func aQuantityGivenAsTextOnTheCommandLineIsAccepted() async throws {
+        let outcome = await orderSoup(["soup": "Clam Chowder", "quantity": "3"], id: "s-text", lenient: true)
 
         #expect(outcome.state == .success)
         #expect(outcome.response?.payload?["totalCents"] == 1950)
@@ -271,6 +292,7 @@ import Testing
         #expect(outcome.state == .needsInput)
         #expect(resolution(outcome, "soup") == .success("Tomato Soup"))
         #expect(resolution(outcome, "quantity") == .needsValue)
+        #expect(question(outcome, "quantity")?.prompt == "How many would you like?")
         #expect(try count("SELECT count(*) FROM soup_order") == 0)
     }
 
@@ -336,8 +358,8 @@ import Testing
         #expect(try count("SELECT count(*) FROM group_member") == 7)
         #expect(try count("SELECT count(*) FROM soup") == 4)
 
-        let reopened = try HairdressersDatabase(path: databasePath)
-        let again = try HairdressersDatabase(path: databasePath)
+        let reopened = try HairdressersDatabase.open(path: databasePath)
+        let again = try HairdressersDatabase.open(path: databasePath)
 
         for db in [reopened, again] {
             let counts = try db.queue.sync { db in
@@ -352,7 +374,7 @@ import Testing
     @Test func reopeningKeepsWhatWasHandled() async throws {
         _ = await orderSoup(["soup": "tomato", "quantity": 2], id: "s-persist")
 
-        let reopened = try HairdressersDatabase(path: databasePath)
+        let reopened = try HairdressersDatabase.open(path: databasePath)
         let orders = try reopened.queue.sync { db in
             try db.queryFirst("SELECT count(*) FROM soup_order WHERE intent_id = 's-persist'") { $0.int(0) }
         }

@@ -163,8 +163,8 @@ struct ConversationTests {
 
         // An answer published anyway (by a client that read the store earlier) finds the cancel decided.
         let answer = IntentEnvelope(
-            id: "waiting", type: "SendMessage", parameters: ["recipients": "Jeff Baker", "content": "3pm?"], submittedAt: 0, turn: 1,
-            answers: ["recipients": "Jeff Baker"])
+            id: "waiting", type: "SendMessage", parameters: ["recipients": ["Jeff Baker"], "content": "3pm?"], submittedAt: 0, turn: 1,
+            answers: ["recipients": ["Jeff Baker"]])
         try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: answer.encoded(), messageID: "waiting", userID: "guest")
         try await eventually(timeout: 20, "the worker to take the late answer") {
             (try? String(contentsOfFile: sandbox.directory.appendingPathComponent("worker-0.log").path, encoding: .utf8))?

@@ -104,7 +104,7 @@ struct SecurityTests {
         #expect(canceled.exitCode == 77 && canceled.stderr.contains("refused"), "\(canceled)")
         // A cancel hint is bob's too, and counts for nothing: alice's confirmation of this order goes through.
         #expect(try await secure.submit(as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=11", "--id", "hinted", "--wait"]).exitCode == 3)
-        try await publishRaw(url: secure.url(secure.bob), routingKey: "", body: Array(#"{"id":"hinted"}"#.utf8), exchange: "intents.cancel", userID: secure.bob)
+        try await publishRaw(url: secure.url(secure.bob), routingKey: "", body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized(), exchange: "intents.cancel", userID: secure.bob)
         let confirmedByAlice = try await secure.submit(as: secure.alice, ["--confirm", "hinted", "--wait"])
         #expect(confirmedByAlice.exitCode == 0, "bob's hint canceled alice's order: \(confirmedByAlice)")
         #expect(try rows(secure, "soup_order", "hinted") == 1)

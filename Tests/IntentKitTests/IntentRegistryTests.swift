@@ -19,10 +19,8 @@ import Testing
     struct Handler<I: Intent>: IntentHandler {
         var name = "first"
 
-        func resolve(_ intent: I, context: IntentContext) async throws -> [ParameterResolution] { [] }
-
-        func handle(_ intent: I, context: IntentContext) async throws -> HandleOutcome {
-            .success(.success(name))
+        func handle(_ intent: I, context: IntentContext) async throws -> IntentResponse {
+            .success(name)
         }
     }
 

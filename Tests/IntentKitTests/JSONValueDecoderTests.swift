@@ -263,11 +263,23 @@ import Testing
     }
 }
 
-// MARK: - Lenient decoding
+// MARK: - Lenient decoding (the command line's), and strict (the wire's)
 
 @Suite struct JSONValueDecoderTests {
     private func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue) throws -> T {
-        try JSONValueDecoder().decode(type, from: value)
+        try JSONValueDecoder(lenient: true).decode(type, from: value)
+    }
+
+    @Test func theStrictDecoderTakesEachValueOnlyAsItsOwnType() {
+        let strict = JSONValueDecoder()
+        #expect(throws: DecodingError.self) { try strict.decode(Int.self, from: "3") }
+        #expect(throws: DecodingError.self) { try strict.decode(Double.self, from: "2.5") }
+        #expect(throws: DecodingError.self) { try strict.decode(Bool.self, from: "true") }
+        #expect(throws: DecodingError.self) { try strict.decode(String.self, from: true) }
+        #expect(throws: DecodingError.self) { try strict.decode([String].self, from: "Alice, Bob") }
+        #expect(throws: DecodingError.self) { try strict.decode(Int.self, from: 2.5) }
+        #expect((try? strict.decode(Int.self, from: 3)) == 3)
+        #expect((try? strict.decode([String].self, from: ["Alice", "Bob"])) == ["Alice", "Bob"])
     }
 
     private func decodingError<T: Decodable>(_ type: T.Type, _ value: JSONValue) -> DecodingError? {

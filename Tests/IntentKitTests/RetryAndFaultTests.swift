@@ -17,10 +17,12 @@ import Testing
     }
 
     @Test func aTransientFailureAsksForARetryAndOthersFail() async throws {
-        struct Flaky: Intent { static let typeName = "Flaky"; var transient: Bool }
+        struct Flaky: Intent {
+            static let typeName = "Flaky"
+            @Parameter var transient: Bool
+        }
         struct FlakyHandler: IntentHandler {
-            func resolve(_ intent: Flaky, context: IntentContext) async throws -> [ParameterResolution] { [] }
-            func handle(_ intent: Flaky, context: IntentContext) async throws -> HandleOutcome {
+            func handle(_ intent: Flaky, context: IntentContext) async throws -> IntentResponse {
                 if intent.transient { throw TransientFailure("the line is busy") }
                 throw IntentFailure(code: "broken", message: "no")
             }

@@ -219,38 +219,37 @@ import Testing
         try database.execute("CREATE TABLE effect(intent_id TEXT NOT NULL, what TEXT NOT NULL)")
     }
 
-    func perform(_ intentID: String, attempt: Int = 1, runs: Runs, outcome: HandleOutcome) throws -> HandleOutcome {
+    func perform(_ intentID: String, attempt: Int = 1, runs: Runs, response: IntentResponse) throws -> IntentResponse {
         let context = IntentContext(intentID: intentID, intentType: "Test", attempt: attempt)
         return try database.transaction { db in
             try OnceOnly.perform(in: db, context: context) { db in
                 runs.increment()
                 try db.run("INSERT INTO effect(intent_id, what) VALUES (?, ?)", [.text(intentID), .text("attempt \(attempt)")])
-                return outcome
+                return response
             }
         }
     }
 
-    static let outcomes: [HandleOutcome] = [
-        .success(IntentResponse(code: "success", message: "Your order is confirmed!", payload: [
+    static let responses: [IntentResponse] = [
+        IntentResponse(code: "success", message: "Your order is confirmed!", payload: [
             "soup": "Tomato Soup", "quantity": 2, "totalCents": 900, "extras": ["bread", nil, true], "note": ["a": 0.5],
-        ])),
-        .success(IntentResponse(code: "success")),
-        .failure(code: "noRecipients", message: "the group 'x' has no members"),
+        ]),
+        IntentResponse(code: "success"),
     ]
 
-    @Test(arguments: DatabaseTests.outcomes)
-    func performRunsEffectsOnceAndReturnsTheRecordedOutcomeAfterwards(_ outcome: HandleOutcome) throws {
+    @Test(arguments: DatabaseTests.responses)
+    func performRunsEffectsOnceAndReturnsTheRecordedResponseAfterwards(_ response: IntentResponse) throws {
         try prepareOnceOnly()
         let runs = Runs()
 
-        let first = try perform("intent-1", attempt: 1, runs: runs, outcome: outcome)
-        let second = try perform("intent-1", attempt: 2, runs: runs, outcome: .failure(code: "different", message: "must not be used"))
+        let first = try perform("intent-1", attempt: 1, runs: runs, response: response)
+        let second = try perform("intent-1", attempt: 2, runs: runs, response: IntentResponse(code: "different", message: "must not be used"))
 
-        #expect(first == outcome)
-        #expect(second == outcome)
+        #expect(first == response)
+        #expect(second == response)
         #expect(runs.value == 1)
         #expect(try database.query("SELECT what FROM effect WHERE intent_id = 'intent-1'") { $0.string(0) } == ["attempt 1"])
-        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "intent-1") == outcome)
+        #expect(try OnceOnly.decidedOutcome(in: database, intentID: "intent-1") == .success(response))
         #expect(try database.queryFirst("SELECT attempt FROM intent_effect WHERE intent_id = 'intent-1'") { $0.int(0) } == 1)
     }
 
@@ -258,10 +257,10 @@ import Testing
         try prepareOnceOnly()
         let runs = Runs()
 
-        _ = try perform("a", runs: runs, outcome: .success(.success("a")))
-        let b = try perform("b", runs: runs, outcome: .success(.success("b")))
+        _ = try perform("a", runs: runs, response: .success("a"))
+        let b = try perform("b", runs: runs, response: .success("b"))
 
-        #expect(b == .success(.success("b")))
+        #expect(b == .success("b"))
         #expect(runs.value == 2)
         #expect(try count("effect") == 2)
         #expect(try count("intent_effect") == 2)
@@ -271,25 +270,37 @@ import Testing
         try prepareOnceOnly()
         let context = IntentContext(intentID: "thrower", intentType: "Test")
 
-        #expect(throws: Abort(reason: "disk on fire")) {
-            try database.transaction { db in
-                try OnceOnly.perform(in: db, context: context) { db in
-                    try db.run("INSERT INTO effect(intent_id, what) VALUES ('thrower', 'partial')")
-                    throw Abort(reason: "disk on fire")
+        for thrown: any Error in [Abort(reason: "disk on fire"), IntentFailure(code: "noRecipients", message: "the group 'x' has no members")] {
+            #expect(throws: (any Error).self) {
+                try database.transaction { db in
+                    try OnceOnly.perform(in: db, context: context) { db in
+                        try db.run("INSERT INTO effect(intent_id, what) VALUES ('thrower', 'partial')")
+                        throw thrown
+                    }
                 }
             }
         }
-        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "thrower") == nil)
+        #expect(try OnceOnly.decidedOutcome(in: database, intentID: "thrower") == nil, "a failure is the worker's to record")
         #expect(try count("effect") == 0)
 
         let runs = Runs()
-        let retried = try perform("thrower", attempt: 2, runs: runs, outcome: .success(.success("ok")))
-        #expect(retried == .success(.success("ok")))
+        let retried = try perform("thrower", attempt: 2, runs: runs, response: .success("ok"))
+        #expect(retried == .success("ok"))
         #expect(runs.value == 1)
+    }
+
+    @Test func anOutcomeDecidedWithoutTheHandlerIsThrownAndNothingRuns() throws {
+        try prepareOnceOnly()
+        try database.transaction { db in
+            try OnceOnly.record(.canceled("stop"), intentID: "stopped", attempt: 1, in: db)
+        }
+        let runs = Runs()
+        #expect(throws: OutcomeAlreadyDecided.self) { _ = try perform("stopped", runs: runs, response: .success("late")) }
+        #expect(runs.value == 0)
     }
 
     @Test func anUnhandledIntentHasNoRecordedOutcome() throws {
         try prepareOnceOnly()
-        #expect(try OnceOnly.recordedOutcome(in: database, intentID: "nobody") == nil)
+        #expect(try OnceOnly.decidedOutcome(in: database, intentID: "nobody") == nil)
     }
 }

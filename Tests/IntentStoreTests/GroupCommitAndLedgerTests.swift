@@ -105,17 +105,16 @@ import Testing
     struct FailingHandler: IntentHandler {
         struct Intent: IntentKit.Intent {
             static let typeName = "Failing"
-            var step: String
+            @Parameter var step: String
         }
 
         let code: Int32
 
-        func resolve(_ intent: Intent, context: IntentContext) async throws -> [ParameterResolution] {
+        func resolve(_ intent: Intent, context: IntentContext) async throws {
             if intent.step == "resolve" { throw DatabaseError(code: code, message: "disk I/O error", context: "reading") }
-            return [ParameterResolution("step", .success(.string(intent.step)))]
         }
 
-        func handle(_ intent: Intent, context: IntentContext) async throws -> HandleOutcome {
+        func handle(_ intent: Intent, context: IntentContext) async throws -> IntentResponse {
             throw DatabaseError(code: code, message: "database or disk is full", context: "committing")
         }
     }
@@ -200,13 +199,14 @@ import Testing
         let ledger = try DatabaseOutcomeLedger(queue: queue)
         #expect(try await ledger.decide("t", .failure(IntentFailure(code: FailureCode.timedOut, message: "limit")), attempt: 1, by: .run) != nil)
         let context = IntentContext(intentID: "t", intentType: "Item")
-        let outcome = try await queue.write { db in
-            try OnceOnly.perform(in: db, context: context) { db in
-                try db.run("INSERT INTO item(name) VALUES ('late')")
-                return .success(.success("written"))
+        await #expect(throws: OutcomeAlreadyDecided.self) {
+            _ = try await queue.write { db in
+                try OnceOnly.perform(in: db, context: context) { db in
+                    try db.run("INSERT INTO item(name) VALUES ('late')")
+                    return .success("written")
+                }
             }
         }
-        #expect(outcome == .failure(IntentFailure(code: FailureCode.timedOut, message: "limit")))
         #expect(try rows(queue) == 0)
     }
 

@@ -12,11 +12,11 @@ struct WorkerServiceTests {
     /// "Note this down", written once to the test's database.
     struct Note: Intent {
         static let typeName = "Note"
-        var text: String?
+        @Parameter("What should I note?") var text: String
         /// The handler takes this long, whatever its task is told.
-        var seconds: Double?
+        @Parameter var seconds: Double?
         /// The handler's database fails this way: "full" (disk full) or nothing.
-        var storage: String?
+        @Parameter var storage: String?
     }
 
     struct NoteHandler: IntentHandler {
@@ -25,22 +25,18 @@ struct WorkerServiceTests {
 
         var timeLimit: Double? { 0.2 }
 
-        func resolve(_ intent: Note, context: IntentContext) async throws -> [ParameterResolution] {
-            [ParameterResolution("text", intent.text.map { .success(.string($0)) } ?? .needsValue)]
-        }
-
-        func handle(_ intent: Note, context: IntentContext) async throws -> HandleOutcome {
+        func handle(_ intent: Note, context: IntentContext) async throws -> IntentResponse {
             if let seconds = intent.seconds {
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                     DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done.resume() }
                 }
             }
             if intent.storage == "full" { throw DatabaseError(code: 13, message: "database or disk is full", context: "writing") }
-            let text = intent.text ?? ""
+            let text = intent.text
             return try await database.write { db in
                 try OnceOnly.perform(in: db, context: context) { db in
                     try db.run("INSERT INTO note(text, intent_id) VALUES (?, ?)", [.text(text), .text(context.intentID)])
-                    return .success(.success("noted"))
+                    return .success("noted")
                 }
             }
         }
@@ -147,7 +143,7 @@ struct WorkerServiceTests {
     @Test func aCancelHintSkipsAQueuedIntentWithoutRunningIt() async throws {
         let harness = try Harness()
         harness.transport.send(.publish([OutgoingMessage(
-            exchange: "intents.cancel", routingKey: "", body: JSONValue.object(["id": "hinted"]).serialized())], thenAck: nil))
+            exchange: "intents.cancel", routingKey: "", body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized())], thenAck: nil))
         #expect(await harness.acked(harness.deliver(Self.note("hinted"))))
         #expect(try harness.events("hinted").map(\.state) == [.canceled])
         #expect(try harness.notes("hinted") == 0)

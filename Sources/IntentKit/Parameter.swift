@@ -1,0 +1,439 @@
+import Synchronization
+
+/// What resolving one parameter came to, typed (SiriKit's resolution results).
+public enum ParameterResult<Value: Sendable>: Sendable {
+    /// The parameter has this value.
+    case success(Value)
+    /// The user must say it, asked in these words.
+    case needsValue(IntentDialog? = nil)
+    /// Several values fit; the user must choose one of these.
+    case disambiguation([ParameterOption<Value>], IntentDialog? = nil)
+    /// This value fits, but the user must confirm it.
+    case confirmationRequired(Value, IntentDialog? = nil)
+    /// The parameter does not matter here.
+    case notRequired
+    /// The value cannot be used; the intent fails with `unsupportedParameter`.
+    case unsupported(String)
+}
+
+/// One choice offered to the user: the value an answer gives back, and what people read.
+public struct ParameterOption<Value: Sendable>: Sendable {
+    public var value: Value
+    public var title: String
+
+    public init(_ value: Value, title: String) {
+        self.value = value
+        self.title = title
+    }
+}
+
+/// The type of a parameter: what arrives on the wire for it (`Spoken`: what
+/// the user said), how that becomes a value, and how the value is shown.
+///
+/// Plain values (`String`, `Int`, `Double`, `Bool`, string enums) resolve to
+/// themselves. A type the app must look up — a hairdresser named by the user —
+/// implements `resolve(_:context:)` and finds what it needs in
+/// `context.dependency(…)`.
+public protocol ParameterValue: Sendable {
+    /// What a submission carries for it.
+    associatedtype Spoken: Codable & Sendable
+    /// Turns what the user said into a value.
+    static func resolve(_ spoken: Spoken, context: IntentContext) async throws -> ParameterResult<Self>
+    /// What a submission would carry for this value (for a typed client).
+    var spoken: Spoken { get }
+    /// The value as the status shows and stores it.
+    var displayValue: JSONValue { get }
+
+    /// Resolves a whole parameter: one resolution, or one per element of a
+    /// list. Provided; lists and optionals have their own.
+    static func _resolveParameter(
+        _ spoken: Spoken?, name: String, prompt: IntentDialog?, context: IntentContext
+    ) async throws -> (resolutions: [ParameterResolution], value: Self?)
+}
+
+extension ParameterValue {
+    public static func _resolveParameter(
+        _ spoken: Spoken?, name: String, prompt: IntentDialog?, context: IntentContext
+    ) async throws -> (resolutions: [ParameterResolution], value: Self?) {
+        guard let spoken else {
+            return ([ParameterResolution(name, .needsValue, prompt: prompt)], nil)
+        }
+        let (resolution, value) = ParameterRequest.resolution(of: try await resolve(spoken, context: context), name: name, index: nil, prompt: prompt)
+        return ([resolution], value)
+    }
+}
+
+extension ParameterValue where Spoken == Self {
+    public static func resolve(_ spoken: Self, context: IntentContext) async throws -> ParameterResult<Self> { .success(spoken) }
+    public var spoken: Self { self }
+}
+
+extension String: ParameterValue {
+    public var displayValue: JSONValue { .string(self) }
+}
+
+extension Int: ParameterValue {
+    public var displayValue: JSONValue { .number(Double(self)) }
+}
+
+extension Double: ParameterValue {
+    public var displayValue: JSONValue { .number(self) }
+}
+
+extension Bool: ParameterValue {
+    public var displayValue: JSONValue { .bool(self) }
+}
+
+/// A string enum whose cases are what the user may say (any case): anything
+/// else is unsupported, naming the cases.
+extension ParameterValue where Self: RawRepresentable & CaseIterable & Codable, RawValue == String, Spoken == String {
+    public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Self> {
+        let wanted = spoken.lowercased()
+        if let match = allCases.first(where: { $0.rawValue.lowercased() == wanted }) { return .success(match) }
+        return .unsupported("'\(spoken)' is not one of \(allCases.map(\.rawValue).joined(separator: ", "))")
+    }
+
+    public var spoken: String { rawValue }
+    public var displayValue: JSONValue { .string(rawValue) }
+}
+
+/// A list, resolved element by element (`recipients[0]`, `recipients[1]`…);
+/// an empty one needs a value.
+extension Array: ParameterValue where Element: ParameterValue {
+    public typealias Spoken = [Element.Spoken]
+
+    public static func resolve(_ spoken: [Element.Spoken], context: IntentContext) async throws -> ParameterResult<[Element]> {
+        var values: [Element] = []
+        for item in spoken {
+            guard case .success(let value) = try await Element.resolve(item, context: context) else { return .needsValue() }
+            values.append(value)
+        }
+        return .success(values)
+    }
+
+    public var spoken: [Element.Spoken] { map(\.spoken) }
+    public var displayValue: JSONValue { .array(map(\.displayValue)) }
+
+    public static func _resolveParameter(
+        _ spoken: [Element.Spoken]?, name: String, prompt: IntentDialog?, context: IntentContext
+    ) async throws -> (resolutions: [ParameterResolution], value: [Element]?) {
+        guard let spoken, !spoken.isEmpty else {
+            return ([ParameterResolution(name, .needsValue, prompt: prompt)], nil)
+        }
+        guard spoken.count <= IntentPipeline.maximumResolutions else {
+            throw IntentFailure(
+                code: FailureCode.outcomeTooLarge,
+                message: "'\(name)' has \(spoken.count) values, over the limit of \(IntentPipeline.maximumResolutions) an intent may have")
+        }
+        var resolutions: [ParameterResolution] = []
+        var values: [Element] = []
+        for (index, item) in spoken.enumerated() {
+            let (resolution, value) = ParameterRequest.resolution(
+                of: try await Element.resolve(item, context: context), name: name, index: index, prompt: prompt)
+            resolutions.append(resolution)
+            if let value { values.append(value) }
+        }
+        return (resolutions, values.count == spoken.count ? values : nil)
+    }
+}
+
+/// An optional parameter: absent (or `null`) is `notRequired`.
+extension Optional: ParameterValue where Wrapped: ParameterValue {
+    public typealias Spoken = Wrapped.Spoken?
+
+    public static func resolve(_ spoken: Wrapped.Spoken?, context: IntentContext) async throws -> ParameterResult<Wrapped?> {
+        guard let spoken else { return .success(nil) }
+        switch try await Wrapped.resolve(spoken, context: context) {
+        case .success(let value): return .success(value)
+        case .needsValue(let dialog): return .needsValue(dialog)
+        case .disambiguation(let options, let dialog): return .disambiguation(options.map { ParameterOption(Optional($0.value), title: $0.title) }, dialog)
+        case .confirmationRequired(let value, let dialog): return .confirmationRequired(value, dialog)
+        case .notRequired: return .notRequired
+        case .unsupported(let reason): return .unsupported(reason)
+        }
+    }
+
+    public var spoken: Wrapped.Spoken? { self?.spoken }
+    public var displayValue: JSONValue { self?.displayValue ?? .null }
+
+    public static func _resolveParameter(
+        _ spoken: Wrapped.Spoken??, name: String, prompt: IntentDialog?, context: IntentContext
+    ) async throws -> (resolutions: [ParameterResolution], value: Wrapped??) {
+        guard let present = spoken ?? nil else { return ([ParameterResolution(name, .notRequired)], .some(nil)) }
+        let (resolutions, value) = try await Wrapped._resolveParameter(present, name: name, prompt: prompt, context: context)
+        return (resolutions, value.map { .some($0) })
+    }
+}
+
+/// A parameter of an intent, declared with its type and rules (App Intents'
+/// `@Parameter`): required unless its type is optional, asked in `prompt`'s
+/// words when missing, checked against a range or chosen among the values a
+/// query gives. After resolution, `handle` reads the resolved value.
+///
+/// ```swift
+/// struct OrderSoup: Intent {
+///     static let typeName = "OrderSoup"
+///     @Parameter("Which soup would you like?", choices: { try await $0.dependency(Menu.self).soups() }) var soup: String
+///     @Parameter("How many?", in: 1...20) var quantity: Int
+/// }
+/// ```
+@propertyWrapper
+public struct Parameter<Value: ParameterValue>: Sendable {
+    /// What the user is asked when the value is missing or unclear.
+    public let prompt: IntentDialog?
+    let check: (@Sendable (Value) -> String?)?
+    let choices: (@Sendable (IntentContext) async throws -> [String])?
+    /// The parameter's name on the wire (its property's name), known once decoded.
+    public internal(set) var name = ""
+    var spokenValue: Value.Spoken?
+    var resolved: Value?
+
+    public init(_ prompt: IntentDialog? = nil) {
+        self.prompt = prompt
+        check = nil
+        choices = nil
+    }
+
+    /// With a rule of the app's: `check` returns why a resolved value cannot
+    /// be used (the parameter is then unsupported), or nil.
+    public init(_ prompt: IntentDialog? = nil, check: @escaping @Sendable (Value) -> String?) {
+        self.init(prompt: prompt, check: check, choices: nil)
+    }
+
+    init(prompt: IntentDialog?, check: (@Sendable (Value) -> String?)?, choices: (@Sendable (IntentContext) async throws -> [String])?) {
+        self.prompt = prompt
+        self.check = check
+        self.choices = choices
+    }
+
+    /// The resolved value. Read it in `resolve`, `confirm` and `handle`, which
+    /// see only resolved intents; set it to build an intent to submit.
+    public var wrappedValue: Value {
+        get {
+            guard let resolved else {
+                preconditionFailure("parameter '\(name)' was read before it was resolved (or set)")
+            }
+            return resolved
+        }
+        set { resolved = newValue }
+    }
+
+    /// The parameter itself: for asking about it (`intent.$quantity.needsValue(…)`).
+    public var projectedValue: Parameter<Value> { self }
+
+    /// Resolves it: among its choices, or by its type; then against its range.
+    func resolve(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: Value?) {
+        if let choices {
+            // Only a `String` parameter is declared with choices.
+            guard let said = spokenValue.map({ $0 as Any }) as? String, !said.trimmingWhitespace().isEmpty else {
+                return ([ParameterResolution(name, .needsValue, prompt: prompt)], nil)
+            }
+            let (resolution, value) = ParameterRequest.resolution(
+                of: Choices.match(said, among: try await choices(context)), name: name, index: nil, prompt: prompt)
+            return ([resolution], value.map { $0 as Any } as? Value)
+        }
+        var (resolutions, value) = try await Value._resolveParameter(spokenValue, name: name, prompt: prompt, context: context)
+        if let check, let found = value, let problem = check(found) {
+            resolutions = [ParameterResolution(name, .unsupported(reason: problem), prompt: prompt)]
+            value = nil
+        }
+        return (resolutions, value)
+    }
+}
+
+extension Parameter where Value: Comparable {
+    /// Required and within `range`.
+    public init(_ prompt: IntentDialog? = nil, in range: ClosedRange<Value>) {
+        self.init(prompt: prompt, check: { value in
+            range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
+        }, choices: nil)
+    }
+}
+
+extension Parameter {
+    /// Optional, and within `range` when given.
+    public init<Wrapped: Comparable & ParameterValue>(_ prompt: IntentDialog? = nil, in range: ClosedRange<Wrapped>) where Value == Wrapped? {
+        self.init(prompt: prompt, check: { value in
+            guard let value else { return nil }
+            return range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
+        }, choices: nil)
+    }
+}
+
+extension Parameter where Value == String {
+    /// One of the values `choices` gives (a query of the app's): an exact match
+    /// (any case) or the only one containing what was said resolves; several
+    /// ask the user to choose; none is unsupported.
+    public init(_ prompt: IntentDialog? = nil, choices: @escaping @Sendable (IntentContext) async throws -> [String]) {
+        self.init(prompt: prompt, check: nil, choices: choices)
+    }
+}
+
+/// Matching what the user said against a list of names.
+public enum Choices {
+    /// An exact match (any case, spaces trimmed) or the only name containing
+    /// what was said; several such names to choose from; else unsupported.
+    public static func match(_ said: String, among names: [String]) -> ParameterResult<String> {
+        let wanted = said.trimmingWhitespace().lowercased()
+        if let exact = names.first(where: { $0.lowercased() == wanted }) { return .success(exact) }
+        let containing = wanted.isEmpty ? [] : names.filter { $0.lowercased().contains(wanted) }
+        switch containing.count {
+        case 0: return .unsupported("'\(said)' is not one of \(names.joined(separator: ", "))")
+        case 1: return .success(containing[0])
+        default:
+            let titles = containing.joined(separator: ", ")
+            return .disambiguation(containing.map { ParameterOption($0, title: $0) }, IntentDialog(full: "Which one do you mean: \(titles)?"))
+        }
+    }
+}
+
+/// Two parameters are equal when they hold the same: what was said, and the resolved value.
+extension Parameter: Equatable where Value: Equatable, Value.Spoken: Equatable {
+    public static func == (a: Parameter, b: Parameter) -> Bool {
+        a.name == b.name && a.spokenValue == b.spokenValue && a.resolved == b.resolved
+    }
+}
+
+extension Parameter: Hashable where Value: Hashable, Value.Spoken: Hashable {
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(spokenValue)
+        hasher.combine(resolved)
+    }
+}
+
+extension Parameter: Codable {
+    public init(from decoder: any Decoder) throws {
+        let key = decoder.codingPath.last?.stringValue ?? ""
+        if let template = (decoder.userInfo[ParameterDecoding.templates] as? ParameterDecoding.Templates)?.parameters[key] as? Parameter<Value> {
+            self = template
+        } else {
+            self.init()
+        }
+        name = key
+        if let resolved = (decoder.userInfo[ParameterDecoding.resolved] as? ParameterDecoding.Resolved)?.values[key] {
+            self.resolved = resolved as? Value
+        }
+        let container = try decoder.singleValueContainer()
+        spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let spoken = resolved?.spoken ?? spokenValue {
+            try container.encode(spoken)
+        } else {
+            try container.encodeNil()
+        }
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// A parameter whose key is missing decodes as one with nothing said (the
+    /// synthesized `init(from:)` would otherwise refuse it as a missing key).
+    public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
+        if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
+        return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key], userInfo: JSONValueDecoder.current.userInfo))
+    }
+}
+
+extension KeyedEncodingContainer {
+    /// A parameter with nothing said is left out of the submission.
+    public mutating func encode<Value>(_ parameter: Parameter<Value>, forKey key: Key) throws {
+        guard parameter.resolved != nil || parameter.spokenValue != nil else { return }
+        try encodeIfPresent(parameter, forKey: key)
+    }
+}
+
+/// What the pipeline hands `Parameter.init(from:)` through `userInfo`.
+enum ParameterDecoding {
+    static let templates = CodingUserInfoKey(rawValue: "intentqueue.parameter.templates")!
+    static let resolved = CodingUserInfoKey(rawValue: "intentqueue.parameter.resolved")!
+
+    /// Each parameter as the intent type declares it (its prompt and rules), by name.
+    struct Templates: Sendable {
+        var parameters: [String: any Sendable]
+    }
+
+    /// The resolved values, by parameter name.
+    struct Resolved: Sendable {
+        var values: [String: any Sendable]
+    }
+}
+
+/// The decoder a missing key's parameter is made from: it holds nothing.
+struct _MissingParameterDecoder: Decoder, SingleValueDecodingContainer {
+    var codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any]
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "absent"))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw DecodingError.valueNotFound([Any].self, .init(codingPath: codingPath, debugDescription: "absent"))
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+    func decodeNil() -> Bool { true }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "absent"))
+    }
+}
+
+/// A question about one parameter (or the whole intent), thrown from a
+/// handler's `resolve`, `confirm` or `handle`: the intent stops at
+/// `needsInput` with it, and its effects wait for the answer.
+public struct ParameterRequest: Error, Sendable {
+    public var resolution: ParameterResolution
+
+    public init(_ resolution: ParameterResolution) {
+        self.resolution = resolution
+    }
+
+    /// A typed result as the resolution the status carries, with the value when it resolved.
+    static func resolution<Value>(
+        of result: ParameterResult<Value>, name: String, index: Int?, prompt: IntentDialog?
+    ) -> (ParameterResolution, Value?) where Value: ParameterValue {
+        switch result {
+        case .success(let value):
+            return (ParameterResolution(name, index: index, .success(value.displayValue)), value)
+        case .needsValue(let dialog):
+            return (ParameterResolution(name, index: index, .needsValue, prompt: dialog ?? prompt), nil)
+        case .disambiguation(let options, let dialog):
+            return (ParameterResolution(
+                name, index: index, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt,
+                optionTitles: options.map(\.title)), nil)
+        case .confirmationRequired(let value, let dialog):
+            return (ParameterResolution(name, index: index, .confirmationRequired(value.displayValue), prompt: dialog ?? prompt), value)
+        case .notRequired:
+            return (ParameterResolution(name, index: index, .notRequired), nil)
+        case .unsupported(let reason):
+            return (ParameterResolution(name, index: index, .unsupported(reason: reason), prompt: prompt), nil)
+        }
+    }
+}
+
+extension Parameter {
+    /// Asks the user for this parameter's value (App Intents' `requestValue`).
+    public func needsValue(_ dialog: IntentDialog? = nil) -> ParameterRequest {
+        ParameterRequest(ParameterResolution(name, .needsValue, prompt: dialog ?? prompt))
+    }
+
+    /// Asks the user to choose among `options` (App Intents' `requestDisambiguation(among:dialog:)`).
+    public func disambiguation(among options: [ParameterOption<Value>], _ dialog: IntentDialog? = nil) -> ParameterRequest {
+        ParameterRequest(ParameterResolution(
+            name, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt, optionTitles: options.map(\.title)))
+    }
+
+    /// Whether the user confirmed this parameter's value, in an answer to a question that asked.
+    public func isConfirmed(in context: IntentContext) -> Bool { context.isConfirmed(name) }
+
+    /// Asks the user to confirm this value unless they did (App Intents'
+    /// `requestConfirmation`); returns once they have.
+    public func requestConfirmation(_ dialog: IntentDialog, in context: IntentContext) throws(ParameterRequest) {
+        guard !context.isConfirmed(name), let resolved else { return }
+        throw ParameterRequest(ParameterResolution(name, .confirmationRequired(resolved.displayValue), prompt: dialog))
+    }
+}
