@@ -1,51 +1,58 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// ARCHITECTURE §6. Three libraries for users — IntentQueue (write and run a
+// worker), IntentClient (submit, follow and answer intents), IntentTesting
+// (test handlers without a broker) — and the four tools. The modules under
+// them each know one thing; the example app and the benchmark are not products.
 let package = Package(
     name: "IntentQueue",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "IntentKit", targets: ["IntentKit"]),
-        .library(name: "IntentAMQP", targets: ["IntentAMQP"]),
-        .library(name: "IntentStore", targets: ["IntentStore"]),
-        .library(name: "IntentWorker", targets: ["IntentWorker"]),
-        .library(name: "IntentCLI", targets: ["IntentCLI"]),
-        .library(name: "Hairdressers", targets: ["Hairdressers"]),
+        .library(name: "IntentQueue", targets: ["IntentQueue"]),
+        .library(name: "IntentClient", targets: ["IntentClient"]),
+        .library(name: "IntentTesting", targets: ["IntentTesting"]),
         .executable(name: "intent-worker", targets: ["intent-worker"]),
         .executable(name: "intent-submit", targets: ["intent-submit"]),
         .executable(name: "intent-status", targets: ["intent-status"]),
         .executable(name: "intent-bench", targets: ["intent-bench"]),
     ],
     targets: [
-        .systemLibrary(
-            name: "CRabbitMQ",
-            pkgConfig: "librabbitmq",
-            providers: [.apt(["librabbitmq-dev"])]
-        ),
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]
-        ),
+        .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // The model, without I/O: intents, parameters, handlers, the pipeline, the wire format.
         .target(name: "IntentKit"),
+        // The broker: the only importer of CRabbitMQ.
         .target(name: "IntentAMQP", dependencies: ["CRabbitMQ", "IntentKit"]),
+        // SQLite: the only importer of CSQLite; app databases, ledgers, the status store.
         .target(name: "IntentStore", dependencies: ["CSQLite", "IntentKit"]),
+        // The runtime: the worker, the status recorder, metrics, services and signals.
         .target(name: "IntentWorker", dependencies: ["IntentKit", "IntentAMQP", "IntentStore"]),
-        .target(name: "IntentCLI", dependencies: ["IntentKit", "IntentAMQP", "IntentStore"]),
+        // What a client does: submit, read, wait, answer, cancel, delete, watch.
+        .target(name: "IntentClient", dependencies: ["IntentKit", "IntentAMQP", "IntentStore"]),
+        // The tools' command line: arguments, terminal output, exit codes, the shared main.
+        .target(name: "IntentCLI", dependencies: ["IntentKit", "IntentAMQP", "IntentStore", "IntentClient"]),
+        // What a worker's author imports, with `Worker.serve`.
+        .target(name: "IntentQueue", dependencies: ["IntentKit", "IntentAMQP", "IntentStore", "IntentWorker", "IntentCLI"]),
+        // The worker on an in-memory transport, for handler tests.
+        .target(name: "IntentTesting", dependencies: ["IntentQueue"]),
+
+        // The example app, served by intent-worker.
         .target(name: "Hairdressers", dependencies: ["IntentKit", "IntentStore"]),
-        .executableTarget(name: "intent-worker", dependencies: ["IntentWorker", "IntentCLI", "Hairdressers"]),
-        .executableTarget(name: "intent-submit", dependencies: ["IntentCLI", "IntentAMQP", "IntentStore"]),
-        .executableTarget(name: "intent-status", dependencies: ["IntentCLI", "IntentStore", "IntentAMQP", "Hairdressers"]),
-        .executableTarget(
-            name: "intent-bench",
-            dependencies: ["IntentCLI", "IntentAMQP", "IntentStore", "IntentKit", "IntentWorker", "Hairdressers"]),
+        .executableTarget(name: "intent-worker", dependencies: ["IntentQueue", "IntentCLI", "Hairdressers"]),
+        .executableTarget(name: "intent-submit", dependencies: ["IntentClient", "IntentCLI"]),
+        .executableTarget(name: "intent-status", dependencies: ["IntentClient", "IntentCLI"]),
+        .executableTarget(name: "intent-bench", dependencies: ["IntentQueue", "IntentCLI", "Hairdressers"]),
+
         .testTarget(name: "IntentKitTests", dependencies: ["IntentKit"]),
         .testTarget(name: "IntentStoreTests", dependencies: ["IntentStore"]),
         .testTarget(name: "IntentAMQPTests", dependencies: ["IntentAMQP"]),
         .testTarget(name: "IntentCLITests", dependencies: ["IntentCLI"]),
-        .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore"]),
+        .testTarget(name: "IntentClientTests", dependencies: ["IntentClient", "IntentStore"]),
+        .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore", "IntentTesting"]),
         .testTarget(name: "HairdressersTests", dependencies: ["Hairdressers", "IntentStore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient"]),
     ],
     swiftLanguageModes: [.v6]
 )

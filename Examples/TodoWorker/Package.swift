@@ -5,18 +5,9 @@ import PackageDescription
 let package = Package(
     name: "TodoWorker",
     platforms: [.macOS(.v15)],
-    dependencies: [
-        .package(name: "IntentQueue", path: "../.."),
-    ],
+    dependencies: [.package(name: "IntentQueue", path: "../..")],
     targets: [
-        .executableTarget(
-            name: "TodoWorker",
-            dependencies: [
-                .product(name: "IntentKit", package: "IntentQueue"),
-                .product(name: "IntentAMQP", package: "IntentQueue"),
-                .product(name: "IntentStore", package: "IntentQueue"),
-                .product(name: "IntentWorker", package: "IntentQueue"),
-            ]),
+        .executableTarget(name: "TodoWorker", dependencies: [.product(name: "IntentQueue", package: "IntentQueue")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,11 +11,7 @@ public struct Hairdresser: ParameterValue, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Hairdresser> {
-        let database = try context.dependency(AppDatabase.self)
-        let (names, words) = try await database.read { db in
-            (try db.query("SELECT name FROM hairdresser ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.hairdresser, in: db))
-        }
-        let said = Vocabulary.read(spoken, words)
+        let (names, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM hairdresser ORDER BY name", kind: .hairdresser, context: context)
         let found = NameMatcher.matches(said, in: names)
         switch found.count {
         case 0: return .unsupported("no hairdresser is called '\(spoken)'")
@@ -46,11 +42,8 @@ public struct HairdresserGroup: ParameterValue, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<HairdresserGroup> {
-        let database = try context.dependency(AppDatabase.self)
-        let (groups, words) = try await database.read { db in
-            (try db.query("SELECT name FROM \"group\" ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.group, in: db))
-        }
-        let wanted = Vocabulary.read(spoken, words).lowercased().trimmingWhitespace()
+        let (groups, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM \"group\" ORDER BY name", kind: .group, context: context)
+        let wanted = said.lowercased().trimmingWhitespace()
         let matches = wanted.isEmpty ? [] : groups.filter { $0.lowercased().contains(wanted) }
         switch matches.count {
         case 0: return .needsValue(IntentDialog(full: "Which group? There are \(Hairdresser.spoken(groups)).", supporting: "Which group?"))
@@ -76,11 +69,8 @@ public struct Soup: ParameterValue, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Soup> {
-        let database = try context.dependency(AppDatabase.self)
-        let (menu, words) = try await database.read { db in
-            (try db.query("SELECT name FROM soup ORDER BY name") { $0.string(0) }, try Vocabulary.terms(.soup, in: db))
-        }
-        let wanted = Vocabulary.read(spoken, words).lowercased().trimmingWhitespace()
+        let (menu, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM soup ORDER BY name", kind: .soup, context: context)
+        let wanted = said.lowercased().trimmingWhitespace()
         guard !wanted.isEmpty else { return .needsValue() }
         let exact = menu.filter { $0.lowercased() == wanted }
         let matches = exact.isEmpty ? menu.filter { $0.lowercased().contains(wanted) } : exact
@@ -101,4 +91,15 @@ public struct Soup: ParameterValue, Hashable, Codable {
 /// The currencies a payment may be in.
 public enum Currency: String, ParameterValue, CaseIterable, Codable, Sendable {
     case EUR, GBP, USD
+}
+
+extension Vocabulary {
+    /// The names `sql` lists in the app's database, and what the user said
+    /// read through the vocabulary of `kind` ("chowder" → "Clam Chowder").
+    static func lookUp(_ spoken: String, among sql: String, kind: Kind, context: IntentContext) async throws -> (names: [String], said: String) {
+        let (names, words) = try await context.dependency(AppDatabase.self).read { db in
+            (try db.query(sql) { $0.string(0) }, try terms(kind, in: db))
+        }
+        return (names, read(spoken, words))
+    }
 }

@@ -1,3 +1,5 @@
+import IntentClient
+
 /// Exit codes shared by `intent-submit --wait` and `intent-status`.
 public enum ExitCode {
     /// The intent ended `success` (or the command did what it was asked).
@@ -20,4 +22,17 @@ public enum ExitCode {
     public static let cannotCreate: Int32 = 73
     /// Not this user's to do (EX_NOPERM): another owner's intent, or a grant the broker refused.
     public static let forbidden: Int32 = 77
+}
+
+extension ExitCode {
+    /// The exit code for a client call that failed this way.
+    public static func of(_ error: IntentClientError) -> Int32 {
+        switch error.kind {
+        case .unknownIntent: unknown
+        case .notWaiting, .noWorker: refused
+        case .notYours, .forbidden: forbidden
+        case .invalid, .configuration: usage
+        case .timeout, .unavailable: unavailable
+        }
+    }
 }

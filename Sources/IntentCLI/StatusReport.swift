@@ -1,9 +1,10 @@
 import Foundation
 import IntentAMQP
+import IntentClient
 import IntentKit
 import IntentStore
 
-/// Reading statuses for people and programs: rendering, exit codes, waiting.
+/// Statuses for people and programs: rendering and exit codes.
 public enum StatusReport {
     /// 0 success; 1 failure or canceled; 3 anything not terminal; 4 unknown.
     public static func exitCode(for status: IntentStatus?) -> Int32 {
@@ -23,8 +24,12 @@ public enum StatusReport {
         return jsonString(status)
     }
 
-    public static func jsonString<T: Encodable>(_ value: T) -> String {
-        String(decoding: IntentStatus.jsonEncoded(value), as: UTF8.self)
+    public static func jsonString(_ status: IntentStatus) -> String {
+        status.jsonValue.jsonString
+    }
+
+    public static func jsonString(_ statuses: [IntentStatus]) -> String {
+        JSONValue.array(statuses.map(\.jsonValue)).jsonString
     }
 
     /// A few aligned lines for a person, after the app's own view of the intent when it has one.
@@ -51,6 +56,15 @@ public enum StatusReport {
             // The app's view already shows what resolved; keep what still matters.
             if rendered, case .success = resolution.result { continue }
             if rendered, case .notRequired = resolution.result { continue }
+            // A question reads in its own words, with its options by title.
+            if resolution.result.needsInput, let prompt = resolution.prompt {
+                add(resolution.label, prompt.full)
+                if case .disambiguation(let options) = resolution.result {
+                    let titles = resolution.optionTitles ?? options.map(\.displayString)
+                    add("", "options: " + titles.joined(separator: " | "))
+                }
+                continue
+            }
             add(resolution.label, describe(resolution.result))
         }
         for turn in status.history ?? [] {
@@ -86,34 +100,5 @@ public enum StatusReport {
         case .notRequired: "not required"
         case .unsupported(let reason): "unsupported: \(reason)"
         }
-    }
-
-    /// Reads one status from the local store; with `timeout`, waits until `done`
-    /// holds for it or the time is up (see `StatusWaiter`). While waiting, a
-    /// store or id not seen yet is "not yet". With `refusals`, a worker's
-    /// refusal of that user's message (sent at or after `since`) answers
-    /// instead: the message was not taken, and the intent is as it was.
-    public static func read(
-        id: String, storePath: String, timeout: Double?, brokerURL: BrokerURL? = nil, feed: StatusFeed? = nil,
-        refusals: (user: String, since: Double)? = nil, done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
-    ) throws -> IntentStatus? {
-        guard let timeout else {
-            return try StatusStore(readingFrom: storePath).status(id: id)
-        }
-        var store: StatusStore?
-        return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, feed: feed, done: done) {
-            if store == nil, FileManager.default.fileExists(atPath: storePath) {
-                store = try StatusStore(readingFrom: storePath)
-            }
-            if let refusals, let refusal = try store?.refusal(id: id, owner: refusals.user), refusal.updatedAt >= refusals.since {
-                return refusal
-            }
-            return try store?.status(id: id)
-        }
-    }
-
-    /// Whether a status is a worker's refusal of one message (not the intent's state).
-    public static func isRefusal(_ status: IntentStatus) -> Bool {
-        [FailureCode.idInUse, FailureCode.notOwner, FailureCode.unknownIntent].contains(status.response?.code ?? "")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A submitted intent as it travels on the wire: the JSON body of a message
 /// published to the `intents` exchange with the intent's type as routing key.
-public struct IntentEnvelope: Codable, Sendable, Hashable {
+public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// The envelope format this build writes and reads.
     public static let currentVersion = 1
 
@@ -60,10 +60,26 @@ public struct IntentEnvelope: Codable, Sendable, Hashable {
         IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: submittedAt, turn: turn, request: request)
     }
 
+    /// The next turn of a conversation, answering the question the intent
+    /// asked at `turn`: its parameters with `answers` over them, and the
+    /// confirmed names with `confirming` added. Its parameters may mix the
+    /// submission's with answers typed on a command line (`lenient`).
+    public static func answering(
+        id: String, type: String, parameters: [String: JSONValue], turn: Int, answers: [String: JSONValue],
+        confirmed: [String], confirming: [String] = [], group: String? = nil, lenient: Bool = false,
+        submittedAt: Double = Date().timeIntervalSince1970
+    ) -> IntentEnvelope {
+        var merged = parameters
+        for (name, value) in answers { merged[name] = value }
+        let allConfirmed = Array(Set(confirmed + confirming)).sorted()
+        return IntentEnvelope(
+            id: id, type: type, parameters: merged, submittedAt: submittedAt, turn: turn + 1, answers: answers,
+            confirmed: allConfirmed.isEmpty ? nil : allConfirmed, group: group, lenientParameters: lenient)
+    }
+
     /// An envelope for a typed intent, with a fresh id unless one is given.
     public init<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), submittedAt: Date = Date()) throws {
-        let data = try JSONEncoder().encode(intent)
-        guard case .object(let parameters) = try JSONValue.parse(data) else {
+        guard case .object(let parameters) = try JSONValueEncoder().encode(intent) else {
             throw IntentFailure(code: FailureCode.invalidIntent, message: "\(I.typeName) does not encode as a JSON object")
         }
         self.init(id: id, type: I.typeName, parameters: parameters, submittedAt: submittedAt.timeIntervalSince1970)

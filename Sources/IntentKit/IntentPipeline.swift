@@ -33,12 +33,15 @@ public struct PipelineOutcome: Sendable, Hashable {
 public enum IntentPipeline {
     /// Runs an envelope through the registry's handler for its type and
     /// returns its outcome once the handler has returned.
-    /// - Parameter timeLimit: overrides the handler's own `timeLimit` when set.
+    /// - Parameters:
+    ///   - timeLimit: overrides the handler's own `timeLimit` when set.
+    ///   - deadlines: what enforces the time limit (a worker's timer thread; by default a task per limit).
     public static func run(
-        _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil
+        _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil,
+        deadlines: any DeadlineScheduler = IntentPipeline.taskDeadlines
     ) async -> PipelineOutcome {
         let reported = Mutex<PipelineOutcome?>(nil)
-        await run(envelope, registry: registry, context: context, timeLimit: timeLimit) { outcome in
+        await run(envelope, registry: registry, context: context, timeLimit: timeLimit, deadlines: deadlines) { outcome in
             reported.withLock { $0 = outcome }
         }
         return reported.withLock { $0 } ?? .failure(IntentFailure(code: FailureCode.handlerError, message: "the pipeline reported no outcome"))
@@ -52,7 +55,7 @@ public enum IntentPipeline {
     /// counting its concurrency) must not count it as done.
     public static func run(
         _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil,
-        report: @Sendable (PipelineOutcome) async -> Void
+        deadlines: any DeadlineScheduler = IntentPipeline.taskDeadlines, report: @Sendable (PipelineOutcome) async -> Void
     ) async {
         guard let entry = registry.entry(for: envelope.type) else {
             await report(.failure(IntentFailure(
@@ -60,9 +63,12 @@ public enum IntentPipeline {
                 message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))")))
             return
         }
-        let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, report)
+        let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, deadlines, report)
         await straggler?.value
     }
+
+    /// The default `DeadlineScheduler`: a sleeping task per time limit.
+    public static let taskDeadlines = TaskDeadlines()
 
     static let canceled = PipelineOutcome(
         state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: "canceled before it was handled"))
@@ -77,17 +83,19 @@ public enum IntentPipeline {
     /// Runs one handler; `report` gets the outcome. Returns the handler's task
     /// when it is still running past its time limit.
     static func run<H: IntentHandler>(
-        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?,
+        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, deadlines: any DeadlineScheduler,
         report: @Sendable (PipelineOutcome) async -> Void
     ) async -> Task<Void, Never>? {
         var straggler: Task<Void, Never>?
-        let outcome = await run(handler, envelope: envelope, context: context, timeLimit: timeLimit, straggler: &straggler)
+        let outcome = await run(
+            handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, straggler: &straggler)
         await report(outcome)
         return straggler
     }
 
     private static func run<H: IntentHandler>(
-        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, straggler: inout Task<Void, Never>?
+        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, deadlines: any DeadlineScheduler,
+        straggler: inout Task<Void, Never>?
     ) async -> PipelineOutcome {
         var context = context
         context.confirmed = Set(envelope.confirmed ?? [])
@@ -142,7 +150,8 @@ public enum IntentPipeline {
 
         if await context.isCanceled() { return canceled }
         do {
-            let response = try await handle(handler, intent, context: context, timeLimit: timeLimit, straggler: &straggler)
+            let response = try await handle(
+                handler, intent, context: context, timeLimit: timeLimit, deadlines: deadlines, straggler: &straggler)
             return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
         } catch {
             return outcome(of: error, step: "handle", resolutions: resolutions)
@@ -204,7 +213,8 @@ public enum IntentPipeline {
     /// it, so a handler that writes through its database's `once` afterwards
     /// finds the outcome decided and commits nothing.
     private static func handle<H: IntentHandler>(
-        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?, straggler: inout Task<Void, Never>?
+        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double?, deadlines: any DeadlineScheduler,
+        straggler: inout Task<Void, Never>?
     ) async throws -> IntentResponse {
         guard let timeLimit, timeLimit > 0 else { return try await handler.handle(intent, context: context) }
         let running = CancelableTask()
@@ -212,7 +222,7 @@ public enum IntentPipeline {
         defer { straggler = running.task }
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<IntentResponse, any Error>) in
             let first = FirstOutcome(continuation)
-            let token = Deadlines.shared.schedule(after: timeLimit) {
+            let token = deadlines.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
                 first.resume(with: .failure(IntentFailure(
                     code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
@@ -220,7 +230,7 @@ public enum IntentPipeline {
             }
             running.set(Task {
                 let result = await Result(catching: { try await handler.handle(intent, context: context) })
-                Deadlines.shared.clear(token)
+                deadlines.clear(token)
                 first.resume(with: result)
             })
         }

@@ -4,7 +4,9 @@
 /// handler's own `IntentType`, so no handler ever sees another type's payload.
 public struct IntentRegistry: Sendable {
     struct Entry: Sendable {
-        let run: @Sendable (IntentEnvelope, IntentContext, Double?, @Sendable (PipelineOutcome) async -> Void) async -> Task<Void, Never>?
+        let run: @Sendable (
+            IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+        ) async -> Task<Void, Never>?
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
         let isRestricted: Bool
@@ -27,8 +29,9 @@ public struct IntentRegistry: Sendable {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
         entries[name] = Entry(
-            run: { envelope, context, timeLimit, report in
-                await IntentPipeline.run(handler, envelope: envelope, context: context, timeLimit: timeLimit, report: report)
+            run: { envelope, context, timeLimit, deadlines, report in
+                await IntentPipeline.run(
+                    handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, report: report)
             },
             retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted,
             ledger: handler.ledger, render: { H.render($0) })

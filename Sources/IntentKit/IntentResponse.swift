@@ -1,7 +1,7 @@
 /// What an intent ended with: a response code, a message for people and an
 /// optional machine-readable payload. Failures use the same shape, with the
 /// failure code in `code`.
-public struct IntentResponse: Codable, Sendable, Hashable {
+public struct IntentResponse: Decodable, Sendable, Hashable {
     public var code: String
     public var message: String?
     public var payload: JSONValue?
@@ -12,10 +12,10 @@ public struct IntentResponse: Codable, Sendable, Hashable {
         self.payload = payload
     }
 
+    /// `{"code", "message", "payload"}`, `payload` null when there is none.
     public var jsonValue: JSONValue {
-        var object: [String: JSONValue] = ["code": .string(code)]
+        var object: [String: JSONValue] = ["code": .string(code), "payload": payload ?? .null]
         if let message { object["message"] = .string(message) }
-        if let payload { object["payload"] = payload }
         return .object(object)
     }
 

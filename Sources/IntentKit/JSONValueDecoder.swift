@@ -193,22 +193,17 @@ struct _JSONValueKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol 
 
     // One dictionary lookup instead of the default `contains` + `decodeNil` + `decode`.
 
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+    /// Unboxes the key's value when present; its path is made only when an error needs it.
+    @inline(__always)
+    private func ifPresent<T>(_ key: Key, _ unbox: (JSONValue, () -> [any CodingKey]) throws -> T) throws -> T? {
         guard let value = present(key) else { return nil }
-        return try _JSONValueUnbox.bool(value, codingPath + [key])
+        return try unbox(value) { codingPath + [key] }
     }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        guard let value = present(key) else { return nil }
-        return try _JSONValueUnbox.string(value, codingPath + [key])
-    }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        guard let value = present(key) else { return nil }
-        return try _JSONValueUnbox.double(value, codingPath + [key])
-    }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
-        guard let value = present(key) else { return nil }
-        return try _JSONValueUnbox.float(value, codingPath + [key])
-    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try ifPresent(key) { try _JSONValueUnbox.bool($0, $1()) } }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try ifPresent(key) { try _JSONValueUnbox.string($0, $1()) } }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try ifPresent(key) { try _JSONValueUnbox.double($0, $1()) } }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try ifPresent(key) { try _JSONValueUnbox.float($0, $1()) } }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try integerIfPresent(key) }
@@ -292,26 +287,10 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool {
-        let result = try _JSONValueUnbox.bool(current(type), elementPath)
-        currentIndex += 1
-        return result
-    }
-    mutating func decode(_ type: String.Type) throws -> String {
-        let result = try _JSONValueUnbox.string(current(type), elementPath)
-        currentIndex += 1
-        return result
-    }
-    mutating func decode(_ type: Double.Type) throws -> Double {
-        let result = try _JSONValueUnbox.double(current(type), elementPath)
-        currentIndex += 1
-        return result
-    }
-    mutating func decode(_ type: Float.Type) throws -> Float {
-        let result = try _JSONValueUnbox.float(current(type), elementPath)
-        currentIndex += 1
-        return result
-    }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type) { try _JSONValueUnbox.bool($0, $1()) } }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type) { try _JSONValueUnbox.string($0, $1()) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try next(type) { try _JSONValueUnbox.double($0, $1()) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try next(type) { try _JSONValueUnbox.float($0, $1()) } }
     mutating func decode(_ type: Int.Type) throws -> Int { try integer() }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer() }
@@ -326,14 +305,19 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try integer() }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        let result = try _JSONValueUnbox.decodable(current(type), as: T.self, codingPath: elementPath)
-        currentIndex += 1
-        return result
+        try next(type) { try _JSONValueUnbox.decodable($0, as: T.self, codingPath: $1()) }
     }
 
     @inline(__always)
     private mutating func integer<T: FixedWidthInteger>() throws -> T {
-        let result = try _JSONValueUnbox.integer(current(T.self), as: T.self, elementPath)
+        try next(T.self) { try _JSONValueUnbox.integer($0, as: T.self, $1()) }
+    }
+
+    /// Unboxes the current element and moves past it; its path is made only when an error needs it.
+    @inline(__always)
+    private mutating func next<T>(_ type: T.Type, _ unbox: (JSONValue, () -> [any CodingKey]) throws -> T) throws -> T {
+        let path = { [codingPath, currentIndex] in codingPath + [_JSONValueCodingKey(index: currentIndex)] }
+        let result = try unbox(current(type), path)
         currentIndex += 1
         return result
     }
@@ -343,17 +327,11 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        let container = try _JSONValueUnbox.keyedContainer(
-            current(KeyedDecodingContainer<NestedKey>.self), keyedBy: NestedKey.self, codingPath: elementPath)
-        currentIndex += 1
-        return container
+        try next(KeyedDecodingContainer<NestedKey>.self) { try _JSONValueUnbox.keyedContainer($0, keyedBy: NestedKey.self, codingPath: $1()) }
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let container = try _JSONValueUnbox.unkeyedContainer(
-            current((any UnkeyedDecodingContainer).self), codingPath: elementPath)
-        currentIndex += 1
-        return container
+        try next((any UnkeyedDecodingContainer).self) { try _JSONValueUnbox.unkeyedContainer($0, codingPath: $1()) }
     }
 
     mutating func superDecoder() throws -> any Decoder {

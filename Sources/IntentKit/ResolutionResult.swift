@@ -66,11 +66,7 @@ extension ParameterResolution {
     public var jsonValue: JSONValue {
         var object: [String: JSONValue] = ["parameter": .string(parameter), "outcome": .string(result.outcome)]
         if let index { object["index"] = .number(Double(index)) }
-        if let prompt {
-            var dialog: [String: JSONValue] = ["full": .string(prompt.full)]
-            if let supporting = prompt.supporting { dialog["supporting"] = .string(supporting) }
-            object["prompt"] = .object(dialog)
-        }
+        if let prompt { object["prompt"] = prompt.jsonValue }
         if let optionTitles { object["optionTitles"] = .array(optionTitles.map(JSONValue.string)) }
         switch result {
         case .success(let value), .confirmationRequired(let value): object["value"] = value
@@ -82,7 +78,7 @@ extension ParameterResolution {
     }
 }
 
-extension ParameterResolution: Codable {
+extension ParameterResolution: Decodable {
     private enum CodingKeys: String, CodingKey {
         case parameter, index, outcome, value, options, reason, prompt, optionTitles
     }
@@ -104,25 +100,6 @@ extension ParameterResolution: Codable {
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .outcome, in: container, debugDescription: "unknown resolution outcome '\(outcome)'")
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(parameter, forKey: .parameter)
-        try container.encodeIfPresent(index, forKey: .index)
-        try container.encodeIfPresent(prompt, forKey: .prompt)
-        try container.encodeIfPresent(optionTitles, forKey: .optionTitles)
-        try container.encode(result.outcome, forKey: .outcome)
-        switch result {
-        case .success(let value), .confirmationRequired(let value):
-            try container.encode(value, forKey: .value)
-        case .disambiguation(let options):
-            try container.encode(options, forKey: .options)
-        case .unsupported(let reason):
-            try container.encode(reason, forKey: .reason)
-        case .needsValue, .notRequired:
-            break
         }
     }
 }

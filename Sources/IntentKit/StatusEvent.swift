@@ -2,7 +2,7 @@ import Foundation
 
 /// A change of an intent's state, published by workers to the `intents.status`
 /// exchange with routing key `<type>.<state>` and recorded by the status recorder.
-public struct StatusEvent: Codable, Sendable, Hashable {
+public struct StatusEvent: Decodable, Sendable, Hashable {
     public static let currentVersion = 1
 
     public var version: Int
@@ -37,13 +37,21 @@ public struct StatusEvent: Codable, Sendable, Hashable {
     /// itself is untouched.
     public var refused: Bool?
 
-    public struct Progress: Codable, Sendable, Hashable {
+    public struct Progress: Decodable, Sendable, Hashable {
         public var fraction: Double?
         public var message: String?
 
         public init(fraction: Double?, message: String?) {
             self.fraction = fraction
             self.message = message
+        }
+
+        /// `{"fraction", "message"}`, each only when known.
+        public var jsonValue: JSONValue {
+            var fields: [String: JSONValue] = [:]
+            if let fraction { fields["fraction"] = .number(fraction) }
+            if let message { fields["message"] = .string(message) }
+            return .object(fields)
         }
     }
 
@@ -83,8 +91,8 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         return word
     }
 
-    /// The UTF-8 JSON body, written without Foundation's encoder (this is on
-    /// every intent's path); the same shape `Codable` reads back.
+    /// The UTF-8 JSON body, written by hand (this is on every intent's path);
+    /// the shape `Decodable` reads back.
     public func encoded() -> [UInt8] {
         jsonValue.serialized()
     }
@@ -97,12 +105,7 @@ public struct StatusEvent: Codable, Sendable, Hashable {
         if let turn { object["turn"] = .number(Double(turn)) }
         if let response { object["response"] = response.jsonValue }
         if let resolutions { object["resolutions"] = .array(resolutions.map(\.jsonValue)) }
-        if let progress {
-            var fields: [String: JSONValue] = [:]
-            if let fraction = progress.fraction { fields["fraction"] = .number(fraction) }
-            if let message = progress.message { fields["message"] = .string(message) }
-            object["progress"] = .object(fields)
-        }
+        if let progress { object["progress"] = progress.jsonValue }
         if let worker { object["worker"] = .string(worker) }
         if let owner { object["owner"] = .string(owner) }
         if refused == true { object["refused"] = .bool(true) }

@@ -1,7 +1,7 @@
 import IntentKit
 
 /// What the status store knows about one intent.
-public struct IntentStatus: Codable, Sendable, Hashable {
+public struct IntentStatus: Decodable, Sendable, Hashable {
     public var id: String
     public var type: String
     public var state: IntentState
@@ -37,12 +37,27 @@ public struct IntentStatus: Codable, Sendable, Hashable {
     public var view: String?
 
     /// One question of the conversation and its answer.
-    public struct Turn: Codable, Sendable, Hashable {
+    public struct Turn: Decodable, Sendable, Hashable {
         public var turn: Int
         public var question: [ParameterResolution]
         public var askedAt: Double?
         public var answer: JSONValue?
         public var answeredAt: Double?
+
+        public init(turn: Int, question: [ParameterResolution], askedAt: Double?, answer: JSONValue?, answeredAt: Double?) {
+            self.turn = turn
+            self.question = question
+            self.askedAt = askedAt
+            self.answer = answer
+            self.answeredAt = answeredAt
+        }
+
+        public var jsonValue: JSONValue {
+            .object([
+                "turn": .number(Double(turn)), "question": .array(question.map(\.jsonValue)), "askedAt": askedAt.map(JSONValue.number) ?? .null,
+                "answer": answer ?? .null, "answeredAt": answeredAt.map(JSONValue.number) ?? .null,
+            ])
+        }
     }
 
     public init(
@@ -73,5 +88,34 @@ public struct IntentStatus: Codable, Sendable, Hashable {
         self.history = history
         self.owner = owner
         self.view = view
+    }
+}
+
+extension IntentStatus {
+    /// The JSON `intent-status --json` prints and a remote read carries:
+    /// every key, `null` when there is nothing to say.
+    public var jsonValue: JSONValue {
+        func number(_ value: Double?) -> JSONValue { value.map(JSONValue.number) ?? .null }
+        func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        return .object([
+            "id": .string(id), "type": .string(type), "state": .string(state.rawValue), "terminal": .bool(terminal),
+            "response": response?.jsonValue ?? .null, "resolutions": resolutions.map { .array($0.map(\.jsonValue)) } ?? .null,
+            "progress": progress?.jsonValue ?? .null, "parameters": parameters ?? .null, "attempts": .number(Double(attempts)),
+            "worker": string(worker), "submittedAt": number(submittedAt), "queuedAt": number(queuedAt),
+            "startedAt": number(startedAt), "updatedAt": .number(updatedAt), "finishedAt": number(finishedAt),
+            "turn": turn.map { .number(Double($0)) } ?? .null, "group": string(group),
+            "confirmed": confirmed.map { .array($0.map(JSONValue.string)) } ?? .null,
+            "history": history.map { .array($0.map(\.jsonValue)) } ?? .null, "owner": string(owner), "view": string(view),
+        ])
+    }
+
+    /// The UTF-8 JSON of one status (keys sorted).
+    public static func jsonEncoded(_ status: IntentStatus) -> [UInt8] {
+        status.jsonValue.serialized()
+    }
+
+    /// The UTF-8 JSON of a list of statuses.
+    public static func jsonEncoded(_ statuses: [IntentStatus]) -> [UInt8] {
+        JSONValue.array(statuses.map(\.jsonValue)).serialized()
     }
 }

@@ -11,6 +11,7 @@ public enum SQLValue: Sendable, Hashable {
     public static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
     public static func optional(_ number: Double?) -> SQLValue { number.map(SQLValue.real) ?? .null }
     public static func int(_ number: Int) -> SQLValue { .integer(Int64(number)) }
+    public static func optional(_ number: Int?) -> SQLValue { number.map(SQLValue.int) ?? .null }
 }
 
 /// A prepared statement owned by one `Database`.

@@ -4,19 +4,30 @@ import IntentKit
 /// A question about the status store that a client without the database file
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
-/// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`
-/// or `{"query":"dead","limit":…}`. Answer: `{"status":{…}|null}`,
-/// `{"statuses":[…]}`, or `{"error":"…"}`. Statuses are `IntentStatus` in
-/// the JSON `intent-status --json` prints, so a remote read decodes to the same value.
+/// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`,
+/// `{"query":"dead","limit":…}`, or `{"query":"delete","ids":[…]|"group":"…"|"all":true}`.
+/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"deleted":n}`, or
+/// `{"error":"…"}`. Statuses are `IntentStatus` in the JSON `intent-status
+/// --json` prints, so a remote read decodes to the same value.
+///
+/// `delete` is the one question that writes: the recorder, the store's only
+/// writer, removes the interactions (an operator's anywhere, anyone else's
+/// only their own).
 public enum StatusQuery: Sendable, Hashable {
     case show(id: String)
     case list(state: IntentState?, type: String?, limit: Int)
     case dead(limit: Int)
+    /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all.
+    case delete(ids: [String]?, group: String?)
 
     public enum Answer: Sendable, Hashable {
         case status(IntentStatus?)
         case statuses([IntentStatus])
+        case deleted(Int)
     }
+
+    /// The most ids one delete may name.
+    public static let maximumDeletedIDs = 10_000
 
     /// The largest `limit` a request may ask for: an answer travels as one
     /// message, which the broker caps (16 MiB in deploy/rabbitmq.conf).
@@ -36,6 +47,11 @@ public enum StatusQuery: Sendable, Hashable {
             if let type { object["type"] = .string(type) }
         case .dead(let limit):
             object = ["query": "dead", "limit": .number(Double(limit))]
+        case .delete(let ids, let group):
+            object = ["query": "delete"]
+            if let ids { object["ids"] = .array(ids.map(JSONValue.string)) }
+            if let group { object["group"] = .string(group) }
+            if ids == nil, group == nil { object["all"] = true }
         }
         return JSONValue.object(object).serialized()
     }
@@ -72,8 +88,24 @@ public enum StatusQuery: Sendable, Hashable {
             return .list(state: state, type: try string("type"), limit: try limit())
         case "dead":
             return .dead(limit: try limit())
+        case "delete":
+            let group = try string("group")
+            var ids: [String]?
+            if let value = object["ids"], value != .null {
+                guard let list = value.arrayValue, list.count <= maximumDeletedIDs,
+                      let names = Optional(list.compactMap(\.stringValue)), names.count == list.count, !names.isEmpty
+                else {
+                    throw Invalid(description: "ids must be a list of 1 to \(maximumDeletedIDs) strings")
+                }
+                ids = names
+            }
+            let all = object["all"]?.boolValue == true
+            guard [ids != nil, group != nil, all].filter({ $0 }).count == 1 else {
+                throw Invalid(description: "delete takes ids, a group, or all (one of them)")
+            }
+            return .delete(ids: ids, group: group)
         case let other:
-            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead")
+            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, delete")
         }
     }
 
@@ -94,15 +126,21 @@ public enum StatusQuery: Sendable, Hashable {
         public func mayRead(_ owner: String?) -> Bool { isOperator || owner == nil || owner == user }
     }
 
+    /// The reader may not ask this; a remote answer says so with `"forbidden": true`.
     public struct Forbidden: Error, CustomStringConvertible {
         public var description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     /// Reads the answer from the store, as `reader` may see it: an intent of
     /// another owner reads as unknown (or as this reader's own refused
     /// message about it), a list holds the reader's own intents, and dead
     /// letters are for operators.
-    public func answer(from store: StatusStore, for reader: Reader = .local) throws -> Answer {
+    /// A delete needs the `writer` (the recorder's store); without one it is refused.
+    public func answer(from store: StatusReader, writer: StatusStore? = nil, for reader: Reader = .local) throws -> Answer {
         switch self {
         case .show(let id):
             guard let status = try store.status(id: id) else { return .status(try store.refusal(id: id, owner: reader.user)) }
@@ -113,6 +151,13 @@ public enum StatusQuery: Sendable, Hashable {
         case .dead(let limit):
             guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
             return .statuses(try store.deadLettered(limit: limit))
+        case .delete(let ids, let group):
+            if ids == nil, group == nil, !reader.isOperator {
+                throw Forbidden(description: "deleting every interaction is for operators only")
+            }
+            guard let writer else { throw Forbidden(description: "only the recorder deletes from the status store: ask it over the broker") }
+            // Anyone else's delete reaches only their own intents.
+            return .deleted(try writer.delete(ids: ids, group: group, owner: reader.isOperator ? nil : reader.user ?? ""))
         }
     }
 
@@ -124,6 +169,10 @@ public enum StatusQuery: Sendable, Hashable {
             return sized(Array(#"{"status":"#.utf8) + IntentStatus.jsonEncoded(status) + Array("}".utf8))
         case .success(.statuses(let statuses)):
             return sized(Array(#"{"statuses":"#.utf8) + IntentStatus.jsonEncoded(statuses) + Array("}".utf8))
+        case .success(.deleted(let count)):
+            return JSONValue.object(["deleted": .number(Double(count))]).serialized()
+        case .failure(let error as Forbidden):
+            return JSONValue.object(["error": .string(error.description), "forbidden": true]).serialized()
         case .failure(let error):
             return JSONValue.object(["error": .string("\(error)")]).serialized()
         }
@@ -136,33 +185,27 @@ public enum StatusQuery: Sendable, Hashable {
     }
 
     /// What the recorder answered, or why it could not.
-    public static func decodeReply(_ bytes: [UInt8]) throws(Invalid) -> Answer {
+    /// Throws `Forbidden` when the recorder refused the reader, `Invalid` otherwise.
+    public static func decodeReply(_ bytes: [UInt8]) throws -> Answer {
         struct Reply: Decodable {
             var status: IntentStatus?
             var statuses: [IntentStatus]?
+            var deleted: Int?
             var error: String?
+            var forbidden: Bool?
         }
         let reply: Reply
         do {
-            let decoder = JSONDecoder()
-            // The counterpart of `jsonEncoded`'s strategy.
-            decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-            reply = try decoder.decode(Reply.self, from: Data(bytes))
+            reply = try JSONValueDecoder().decode(Reply.self, from: try JSONValue.parse(bytes))
         } catch {
             throw Invalid(description: "the recorder's answer could not be read: \(error)")
         }
-        if let error = reply.error { throw Invalid(description: "the recorder could not answer: \(error)") }
+        if let error = reply.error {
+            if reply.forbidden == true { throw Forbidden(description: error) }
+            throw Invalid(description: "the recorder could not answer: \(error)")
+        }
         if let statuses = reply.statuses { return .statuses(statuses) }
+        if let deleted = reply.deleted { return .deleted(deleted) }
         return .status(reply.status)
-    }
-}
-
-extension IntentStatus {
-    /// The JSON of `--json`: sorted keys, slashes unescaped, one encoder for local and remote reads.
-    public static func jsonEncoded<T: Encodable>(_ value: T) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-        return (try? encoder.encode(value)).map { Array($0) } ?? Array("{}".utf8)
     }
 }

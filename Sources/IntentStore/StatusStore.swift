@@ -1,12 +1,21 @@
 import Foundation
 import IntentKit
 
-/// The SQLite status store. The recorder is its only writer; readers open it
-/// read-only and, thanks to WAL, never block the writer.
+/// The SQLite status store, opened for writing: the recorder is its only
+/// writer (a delete is a request it carries out). Readers open the file
+/// read-only with `StatusReader` and, thanks to WAL, never block the writer.
 ///
 /// Not `Sendable`: like its `Database`, a store belongs to one thread.
 public final class StatusStore {
     public let database: Database
+    /// Reads through the writer's own connection (what the recorder answers remote queries from).
+    public let reader: StatusReader
+
+    /// The ranks the state rules below compare (`IntentState.rank`).
+    static let queuedRank = IntentState.queued.rank
+    static let runningRank = IntentState.inProgress.rank
+    static let cancelRequestedRank = IntentState.cancelRequested.rank
+    static let terminalRank = IntentState.success.rank
 
     static let migrations = [
         """
@@ -92,14 +101,7 @@ public final class StatusStore {
         try Self.createParentDirectory(of: path)
         database = try Database(path: path)
         try database.migrate(Self.migrations)
-    }
-
-    /// Opens an existing store for reading.
-    public init(readingFrom path: String) throws {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw DatabaseError(code: 14, message: "no status store at \(path) (is a recorder writing to it? set INTENT_STATUS_DB)", context: "opening the status store")
-        }
-        database = try Database(path: path, mode: .readOnly)
+        reader = StatusReader(database: database)
     }
 
     static func createParentDirectory(of path: String) throws {
@@ -196,7 +198,7 @@ public final class StatusStore {
                 case .requeued(let envelope):
                     try db.run(
                         """
-                        UPDATE intent_status SET state = 'queued', rank = 0, response_code = NULL, response_message = NULL,
+                        UPDATE intent_status SET state = 'queued', rank = \(Self.queuedRank), response_code = NULL, response_message = NULL,
                             response_payload = NULL, finished_at = NULL, updated_at = ?2
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
@@ -204,9 +206,9 @@ public final class StatusStore {
                 case .cancelRequested(let id, let submitter):
                     try db.run(
                         """
-                        UPDATE intent_status SET state = 'cancelRequested', rank = 2, progress_fraction = NULL,
+                        UPDATE intent_status SET state = 'cancelRequested', rank = \(Self.cancelRequestedRank), progress_fraction = NULL,
                             progress_message = NULL, updated_at = ?2
-                        WHERE id = ?1 AND rank < 3 AND \(Self.ownedBy(3))
+                        WHERE id = ?1 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3))
                         """, [.text(id), .real(now)] + Self.ownership(submitter))
                 }
                 guard reportingTransitions else { continue }
@@ -258,7 +260,7 @@ public final class StatusStore {
             // with the merged parameters; a worker decides what comes of it.
             try db.run(
                 """
-                UPDATE intent_status SET state = 'queued', rank = 0, turn = ?2, parameters = coalesce(?3, parameters),
+                UPDATE intent_status SET state = 'queued', rank = \(Self.queuedRank), turn = ?2, parameters = coalesce(?3, parameters),
                     confirmed = coalesce(?4, confirmed),
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
@@ -275,7 +277,7 @@ public final class StatusStore {
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner)
-            VALUES (?1, ?2, 'queued', 0, ?3, ?4, ?5, ?5, ?6, ?7, ?8)
+            VALUES (?1, ?2, 'queued', \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8)
             ON CONFLICT(id) DO UPDATE SET
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
@@ -315,13 +317,14 @@ public final class StatusStore {
             WHERE intent_status.type = excluded.type
               AND (coalesce(excluded.response_code, '') != 'deadLettered'
                    OR intent_status.owner IS NULL OR intent_status.owner = excluded.owner)
-              AND ((intent_status.rank < 3
-                   AND (excluded.rank = 3
+              AND ((intent_status.rank < \(Self.terminalRank)
+                   AND (excluded.rank = \(Self.terminalRank)
                         OR (intent_status.state != 'cancelRequested'
                             AND (excluded.turn > intent_status.turn
                                  OR (excluded.turn = intent_status.turn
-                                     AND (excluded.rank > intent_status.rank OR (excluded.rank = 1 AND intent_status.rank = 1)))))))
-               OR (intent_status.response_code = 'deadLettered' AND excluded.rank = 3
+                                     AND (excluded.rank > intent_status.rank
+                                          OR (excluded.rank = \(Self.runningRank) AND intent_status.rank = \(Self.runningRank))))))))
+               OR (intent_status.response_code = 'deadLettered' AND excluded.rank = \(Self.terminalRank)
                    AND coalesce(excluded.response_code, '') != 'deadLettered'))
             """,
             [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
@@ -353,41 +356,10 @@ public final class StatusStore {
             """
             INSERT INTO status_conflict(id, stored_state, stored_code, event_state, event_code, attempt, at)
             SELECT id, state, response_code, ?2, ?3, ?4, ?5 FROM intent_status
-            WHERE id = ?1 AND rank = 3 AND (state != ?2 OR coalesce(response_code, '') != coalesce(?3, ''))
+            WHERE id = ?1 AND rank = \(Self.terminalRank) AND (state != ?2 OR coalesce(response_code, '') != coalesce(?3, ''))
               AND coalesce(?3, '') != 'deadLettered'
             """,
             [.text(event.id), .text(event.state.rawValue), .optional(event.response?.code), .int(event.attempt), .real(now)])
-    }
-
-    /// Terminal events that disagreed with the stored outcome (see `status_conflict`).
-    public func conflictCount() throws -> Int {
-        guard try hasSchema() else { return 0 }
-        return try database.queryFirst("SELECT count(*) FROM status_conflict") { $0.int(0) } ?? 0
-    }
-
-    private static let columns = """
-        id, type, state, response_code, response_message, response_payload, resolutions, progress_fraction,
-        progress_message, parameters, attempts, worker, submitted_at, queued_at, started_at, updated_at, finished_at,
-        turn, group_id, confirmed, owner, view
-        """
-
-    /// The status of one intent, or nil when the store has never seen the id.
-    public func status(id: String) throws -> IntentStatus? {
-        guard try hasSchema() else { return nil }
-        guard var status = try database.queryFirst("SELECT \(Self.columns) FROM intent_status WHERE id = ?", [.text(id)], Self.decodeRow) else {
-            return nil
-        }
-        let turns = try database.query(
-            "SELECT turn, question, asked_at, answer, answered_at FROM intent_turn WHERE id = ? ORDER BY turn", [.text(id)]
-        ) { row in
-            IntentStatus.Turn(
-                turn: row.int(0),
-                question: (try? JSONDecoder().decode([ParameterResolution].self, from: Data(row.string(1).utf8))) ?? [],
-                askedAt: row.optionalDouble(2), answer: row.text(3).flatMap { try? JSONValue.parse(Data($0.utf8)) },
-                answeredAt: row.optionalDouble(4))
-        }
-        status.history = turns.isEmpty ? nil : turns
-        return status
     }
 
     /// A question that went unanswered too long: the recorder asks a worker
@@ -407,7 +379,6 @@ public final class StatusStore {
     public func questionsToExpire(
         olderThan seconds: Double, resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970
     ) throws -> [UnansweredQuestion] {
-        guard try hasSchema() else { return [] }
         return try database.transaction { db in
             let questions = try db.query(
                 """
@@ -429,7 +400,6 @@ public final class StatusStore {
     /// (seconds since 1970), oldest first, with their history; returns how many.
     /// Small batches keep each transaction, and the recorder's pause, short.
     public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
-        guard try hasSchema() else { return 0 }
         let ids = try database.query(
             "SELECT id FROM intent_status WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?",
             [.real(cutoff), .int(limit)]) { $0.string(0) }
@@ -441,124 +411,28 @@ public final class StatusStore {
         return try delete(ids: ids)
     }
 
-    /// Removes stored interactions (status and history); returns how many intents went.
-    public func delete(ids: [String]? = nil, group: String? = nil) throws -> Int {
-        guard try hasSchema() else { return 0 }
+    /// Removes stored interactions (status and history): these ids, or a
+    /// group's, or (both nil) all; with `owner`, only that owner's. Returns
+    /// how many intents went.
+    public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil) throws -> Int {
+        // ?2 is the owner, or NULL for anyone's.
+        let owned = "(?2 IS NULL OR owner = ?2)"
         return try database.transaction { db in
             var removed = 0
             if let ids {
                 for id in ids {
-                    try db.run("DELETE FROM intent_turn WHERE id = ?", [.text(id)])
-                    try db.run("DELETE FROM intent_status WHERE id = ?", [.text(id)])
+                    try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE id = ?1 AND \(owned))", [.text(id), .optional(owner)])
+                    try db.run("DELETE FROM intent_status WHERE id = ?1 AND \(owned)", [.text(id), .optional(owner)])
                     removed += db.changes
                 }
-            } else if let group {
-                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE group_id = ?)", [.text(group)])
-                try db.run("DELETE FROM intent_status WHERE group_id = ?", [.text(group)])
-                removed = db.changes
             } else {
-                try db.run("DELETE FROM intent_turn")
-                try db.run("DELETE FROM intent_status")
+                // ?1 is the group, or NULL for every intent.
+                let chosen = "(?1 IS NULL OR group_id = ?1) AND \(owned)"
+                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE \(chosen))", [.optional(group), .optional(owner)])
+                try db.run("DELETE FROM intent_status WHERE \(chosen)", [.optional(group), .optional(owner)])
                 removed = db.changes
             }
             return removed
         }
-    }
-
-    /// The most recently updated intents, optionally of one state and/or type
-    /// and (for a reader who may see only their own) of one owner.
-    public func list(state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
-        guard try hasSchema() else { return [] }
-        var conditions: [String] = []
-        var bindings: [SQLValue] = []
-        if let owner {
-            conditions.append("owner = ?")
-            bindings.append(.text(owner))
-        }
-        if let state {
-            conditions.append("state = ?")
-            bindings.append(.text(state.rawValue))
-        }
-        if let type {
-            conditions.append("type = ?")
-            bindings.append(.text(type))
-        }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        bindings.append(.int(limit))
-        return try database.query(
-            "SELECT \(Self.columns) FROM intent_status \(filter) ORDER BY updated_at DESC LIMIT ?", bindings, Self.decodeRow)
-    }
-
-    /// A worker's refusal of `owner`'s message about the intent `id` (see
-    /// `Update.refusal`), as a status: the `failure` that sender sees.
-    public func refusal(id: String, owner: String?) throws -> IntentStatus? {
-        guard try hasSchema() else { return nil }
-        return try database.queryFirst(
-            "SELECT type, code, message, attempt, at FROM intent_refusal WHERE id = ? AND owner = ?", [.text(id), .text(owner ?? "")]
-        ) { row in
-            IntentStatus(
-                id: id, type: row.string(0), state: .failure, response: IntentResponse(code: row.string(1), message: row.text(2)),
-                attempts: row.int(3), updatedAt: row.double(4), finishedAt: row.double(4), owner: owner)
-        }
-    }
-
-    /// Intents the broker dead-lettered, newest first.
-    public func deadLettered(limit: Int = 50) throws -> [IntentStatus] {
-        guard try hasSchema() else { return [] }
-        return try database.query(
-            "SELECT \(Self.columns) FROM intent_status WHERE state = 'failure' AND response_code = 'deadLettered' ORDER BY updated_at DESC LIMIT ?",
-            [.int(limit)], Self.decodeRow)
-    }
-
-    /// How many intents are in each state.
-    public func counts() throws -> [IntentState: Int] {
-        guard try hasSchema() else { return [:] }
-        let rows = try database.query("SELECT state, count(*) FROM intent_status GROUP BY state") { row in
-            (row.string(0), row.int(1))
-        }
-        var counts: [IntentState: Int] = [:]
-        for (state, count) in rows {
-            if let state = IntentState(rawValue: state) { counts[state] = count }
-        }
-        return counts
-    }
-
-    private var schemaChecked = false
-
-    private func hasSchema() throws -> Bool {
-        if schemaChecked { return true }
-        let found = try database.queryFirst(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'") { _ in true } ?? false
-        if found {
-            let version = try database.userVersion
-            guard version >= Self.migrations.count else {
-                throw DatabaseError(
-                    code: 1, message: "the status store has schema version \(version) and this build reads version \(Self.migrations.count); start this version's recorder once to migrate it",
-                    context: "opening \(database.path)")
-            }
-        }
-        schemaChecked = found
-        return found
-    }
-
-    private static func decodeRow(_ row: Row) throws -> IntentStatus {
-        let state = IntentState(rawValue: row.string(2)) ?? .queued
-        let response = row.text(3).map { code in
-            IntentResponse(code: code, message: row.text(4), payload: row.text(5).flatMap { try? JSONValue.parse(Data($0.utf8)) })
-        }
-        let resolutions = try row.text(6).map { try JSONDecoder().decode([ParameterResolution].self, from: Data($0.utf8)) }
-        let fraction = row.optionalDouble(7)
-        let progressMessage = row.text(8)
-        let progress = (fraction != nil || progressMessage != nil)
-            ? StatusEvent.Progress(fraction: fraction, message: progressMessage) : nil
-        return IntentStatus(
-            id: row.string(0), type: row.string(1), state: state, terminal: state.isTerminal,
-            response: response, resolutions: resolutions, progress: progress,
-            parameters: row.text(9).flatMap { try? JSONValue.parse(Data($0.utf8)) },
-            attempts: row.int(10), worker: row.text(11),
-            submittedAt: row.optionalDouble(12), queuedAt: row.optionalDouble(13), startedAt: row.optionalDouble(14),
-            updatedAt: row.double(15), finishedAt: row.optionalDouble(16), turn: row.int(17), group: row.text(18),
-            confirmed: row.text(19).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }, owner: row.text(20),
-            view: row.text(21))
     }
 }

@@ -318,7 +318,8 @@ public final class WorkerService: Service {
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
         await IntentPipeline.run(
-            envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type]
+            envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type],
+            deadlines: Deadlines.shared
         ) { outcome in
             if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
             await self.conclude(job, outcome: outcome, received: received)

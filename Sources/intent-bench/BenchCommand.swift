@@ -6,7 +6,8 @@ import IntentWorker
 
 /// `intent-bench`: measures the raw broker ceiling of IntentQueue's message
 /// pattern, then IntentQueue end to end at full speed and at a fixed offered load.
-struct BenchCommand {
+@main
+struct BenchCommand: Command {
     static let tool = "intent-bench"
     static let usage = "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
         + "[--latency-intents M] [--skip-ceiling] [--timeout S] [--dir PATH] [--json] [--keep]"
@@ -88,7 +89,7 @@ struct BenchCommand {
         return command
     }
 
-    func run() -> Int32 {
+    func run() async -> Int32 {
         let start = ProcessMetrics.sample()
         let url: BrokerURL
         do {

@@ -7,17 +7,17 @@ import IntentStore
 final class StoreProbe {
     private let statusPath: String
     private let appPath: String
-    private var store: StatusStore?
+    private var store: StatusReader?
 
     init(statusPath: String, appPath: String) {
         self.statusPath = statusPath
         self.appPath = appPath
     }
 
-    private func openStore() throws -> StatusStore? {
+    private func openStore() throws -> StatusReader? {
         if let store { return store }
         guard FileManager.default.fileExists(atPath: statusPath) else { return nil }
-        store = try StatusStore(readingFrom: statusPath)
+        store = try StatusReader(path: statusPath)
         return store
     }
 

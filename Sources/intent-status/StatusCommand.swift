@@ -1,11 +1,13 @@
 import Foundation
 import IntentAMQP
 import IntentCLI
+import IntentClient
 import IntentKit
 import IntentStore
 
 /// `intent-status`: what the status store knows.
-struct StatusCommand {
+@main
+struct StatusCommand: Command {
     static let tool = "intent-status"
     static let usage = "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
     static let help = """
@@ -24,13 +26,16 @@ struct StatusCommand {
                                                       cancel an unfinished intent: a worker decides, atomically
                                                       with the intent's effects, and this waits for its word —
                                                       canceled, or the outcome the intent already had
-          intent-status delete <id>... | --group G | --all   remove stored interactions (local store only)
+          intent-status delete <id>... | --group G | --all   remove stored interactions: the recorder, the store's
+                                                      only writer, does it (your own intents; --all, or anyone's,
+                                                      for operators)
 
         Options:
           --wait              wait until the intent ends or needs input (woken by its status event)
           --timeout S         seconds --wait (or cancel) waits (default 30)
           --remote            ask the recorder over the broker instead of reading INTENT_STATUS_DB: same
-                              answers and exit codes, from a machine without the database file
+                              answers and exit codes (without the flag, a machine that has no database
+                              file asks the recorder too)
           --state S           list only this state: \(IntentState.allCases.map(\.rawValue).joined(separator: ", "))
           --type T            list only this intent type
           --limit N           list at most N intents, newest first (default 50; at most 10000 with --remote)
@@ -38,13 +43,14 @@ struct StatusCommand {
           -h, --help          show this help
 
         Environment:
-          INTENT_STATUS_DB    the status store (default ~/.local/state/intentqueue/status.sqlite)
-          INTENT_BROKER_URL   the broker, for --remote, watch, --wait, cancel and requeue; several URLs
+          INTENT_STATUS_DB    the status store, read when this machine has it (default
+                              ~/.local/state/intentqueue/status.sqlite)
+          INTENT_BROKER_URL   the broker, for --remote, watch, --wait, cancel, delete and requeue; several URLs
                               separated by commas for a cluster (or INTENT_BROKER_URL_FILE, a file of mode 600)
 
         Exit codes: 0 success, 1 failure or canceled, 3 not terminal (including needsInput) or the wait
         timed out, 4 unknown id (requeue: not in the dead-letter queue), 64 usage error,
-        69 status store, broker or (for --remote) recorder unreachable.
+        69 status store, broker or (for --remote) recorder unreachable, 77 not yours to read or delete.
         cancel: 0 canceled, 1 the intent had already ended otherwise (its outcome is printed), 2 no worker
         serves its type, 3 requested but not decided within --timeout (no worker took it yet), 4 unknown id.
         """
@@ -72,8 +78,7 @@ struct StatusCommand {
         let json = arguments.has("--json")
         let remote = arguments.has("--remote")
         if remote, ["delete", "requeue", "watch"].contains(first) {
-            throw UsageError(first == "delete" ? "delete works on the local store only (run it where the recorder's database is)"
-                                               : "--remote does not apply to \(first), which always uses the broker")
+            throw UsageError("--remote does not apply to \(first), which always uses the broker")
         }
         var command = try parseAction(first, arguments: arguments, json: json)
         command.remote = remote
@@ -159,29 +164,23 @@ struct StatusCommand {
         return StatusCommand(action: .show(id: first, timeout: arguments.has("--wait") ? (timeout ?? 30) : nil), json: json)
     }
 
-    func run() -> Int32 {
-        let path = Environment.statusStorePath()
-        let source: StatusSource
+    func run() async -> Int32 {
+        let client: IntentClient
         do {
-            source = remote ? .remote(try Environment.brokerURL()) : .local(path)
+            let url = try Environment.brokerURL()
+            // --remote asks the recorder; otherwise the store file, when this machine has it.
+            client = IntentClient(brokerURL: url, source: remote ? .remote : IntentClient.source(storePath: Environment.statusStorePath()))
         } catch {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         }
         do {
             switch action {
             case .show(let id, let timeout):
-                let status: IntentStatus?
-                if let timeout {
-                    // Woken by status events when a broker answers; otherwise it polls the store.
-                    let url = remote ? source.brokerURL : try? Environment.brokerURL()
-                    status = try source.wait(id: id, timeout: timeout, brokerURL: url)
-                } else {
-                    status = try source.status(id: id)
-                }
+                let status = if let timeout { try client.wait(id: id, timeout: timeout) } else { try client.status(id: id) }
                 Terminal.write(json ? StatusReport.json(status, id: id) : StatusReport.human(status, id: id))
                 return StatusReport.exitCode(for: status)
             case .list(let state, let type, let limit):
-                let statuses = try source.statuses(.list(state: state, type: type, limit: limit))
+                let statuses = try client.list(state: state, type: type, limit: limit)
                 if json {
                     Terminal.write(StatusReport.jsonString(statuses))
                 } else if statuses.isEmpty {
@@ -191,7 +190,7 @@ struct StatusCommand {
                 }
                 return ExitCode.success
             case .dead(let limit):
-                let statuses = try source.statuses(.dead(limit: limit))
+                let statuses = try client.deadLetters(limit: limit)
                 if json {
                     Terminal.write(StatusReport.jsonString(statuses))
                 } else if statuses.isEmpty {
@@ -201,108 +200,48 @@ struct StatusCommand {
                 }
                 return ExitCode.success
             case .watch(let type, let state, let everyone):
-                return StatusWatch(type: type, state: state, everyone: everyone, json: json).run()
+                return StatusWatch(client: client, type: type, state: state, everyone: everyone, json: json).run()
             case .requeue(let id):
-                return requeue(id)
+                switch try client.requeue(id: id) {
+                case .requeued(let type):
+                    Terminal.write("\(id): requeued as \(type)")
+                    return ExitCode.success
+                case .notFound(let scanned):
+                    return Terminal.fail(Self.tool, "\(id) is not in the dead-letter queue (\(scanned) messages looked at)", code: ExitCode.unknown)
+                }
             case .cancel(let id, let timeout):
-                return cancel(id, timeout: timeout, source: source)
+                return try cancel(id, timeout: timeout, client: client)
             case .delete(let ids, let group):
-                // Deleting is an operator's maintenance, done in place: SQLite's
-                // locking and busy timeout keep it safe beside the recorder.
-                let removed = try StatusStore(path: path).delete(ids: ids, group: group)
+                // Through the recorder, the store's only writer.
+                let removed = try client.delete(ids: ids, group: group)
                 Terminal.write(json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
                 return ExitCode.success
             }
-        } catch let error as UsageError {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         } catch {
-            return Terminal.fail(Self.tool, "\(source.unreachable): \(error)", code: ExitCode.unavailable)
+            return Terminal.fail(Self.tool, error.message, code: ExitCode.of(error))
         }
     }
 
     /// Requests the cancel, then waits for the worker's decision: the intent's
     /// outcome as the store records it (canceled, or what it already was).
-    private func cancel(_ id: String, timeout: Double, source: StatusSource) -> Int32 {
-        let status: IntentStatus
-        let url: BrokerURL
-        do {
-            url = try Environment.brokerURL()
-            guard let found = try source.status(id: id) else {
-                return Terminal.fail(Self.tool, "\(id) is unknown to the status store", code: ExitCode.unknown)
-            }
-            status = found
-        } catch let error as UsageError {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
-        } catch {
-            return Terminal.fail(Self.tool, "\(source.unreachable): \(error)", code: ExitCode.unavailable)
-        }
-        guard !status.state.isTerminal else {
-            return alreadyEnded(status)
-        }
-        // Followed from before the request, so the decision cannot slip past.
-        let feed = StatusWaiter.feed(url: url, owner: status.owner, timeout: timeout)
-        defer { feed?.close() }
-        let requestedAt = Date().timeIntervalSince1970
-        do {
-            let publisher = try IntentPublisher(url: url)
-            defer { publisher.close() }
-            try publisher.cancel(id: id, type: status.type)
-        } catch where error.kind == .unroutable {
-            return Terminal.fail(Self.tool, "cannot cancel \(id): \(error.detail)", code: ExitCode.refused)
-        } catch {
-            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
-        }
-        let decided: IntentStatus?
-        do {
-            switch source {
-            case .local(let path):
-                decided = try StatusReport.read(
-                    id: id, storePath: path, timeout: timeout, brokerURL: url, feed: feed, refusals: (url.user, requestedAt)
-                ) { $0.state.isTerminal }
-            case .remote:
-                decided = try source.wait(id: id, timeout: timeout, brokerURL: url) { $0.state.isTerminal }
-            }
-        } catch {
-            return Terminal.fail(Self.tool, "cancel requested, but \(source.unreachable): \(error)", code: ExitCode.unavailable)
-        }
-        guard let decided, decided.state.isTerminal else {
-            Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(decided?.state.rawValue ?? "unknown")]).jsonString
+    private func cancel(_ id: String, timeout: Double, client: IntentClient) throws(IntentClientError) -> Int32 {
+        switch try client.cancel(id: id, timeout: timeout) {
+        case .canceled(let status):
+            Terminal.write(json ? StatusReport.jsonString(status) : "\(id): canceled")
+            return ExitCode.success
+        case .alreadyEnded(let status):
+            let outcome = status.state.rawValue + (status.response.map { " (\($0.code))" } ?? "")
+            if json { Terminal.write(StatusReport.jsonString(status)) }
+            return Terminal.fail(
+                Self.tool, status.state == .canceled
+                    ? "\(status.id) was already canceled"
+                    : "\(status.id) had already been handled: it ended \(outcome); a cancel cannot undo that", code: ExitCode.failed)
+        case .undecided(let status):
+            Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(status?.state.rawValue ?? "unknown")]).jsonString
                                 : "\(id): cancel requested; no worker decided it within \(JSONValue.formatNumber(timeout)) s (it is canceled when one does, unless its outcome is decided first)")
             return ExitCode.notTerminal
-        }
-        if StatusReport.isRefusal(decided) {
-            return Terminal.fail(Self.tool, "the cancel was refused: \(decided.response?.message ?? "")", code: ExitCode.forbidden)
-        }
-        guard decided.state == .canceled else { return alreadyEnded(decided) }
-        Terminal.write(json ? StatusReport.jsonString(decided) : "\(id): canceled")
-        return ExitCode.success
-    }
-
-    /// A cancel that came too late: the intent's real outcome, and exit 1.
-    private func alreadyEnded(_ status: IntentStatus) -> Int32 {
-        let outcome = status.state.rawValue + (status.response.map { " (\($0.code))" } ?? "")
-        if json { Terminal.write(StatusReport.jsonString(status)) }
-        return Terminal.fail(
-            Self.tool, status.state == .canceled
-                ? "\(status.id) was already canceled"
-                : "\(status.id) had already been handled: it ended \(outcome); a cancel cannot undo that", code: ExitCode.failed)
-    }
-
-    private func requeue(_ id: String) -> Int32 {
-        do {
-            switch try DeadLetters.requeue(id: id, url: try Environment.brokerURL()) {
-            case .requeued(let type):
-                Terminal.write("\(id): requeued as \(type)")
-                return ExitCode.success
-            case .notFound(let scanned):
-                return Terminal.fail(Self.tool, "\(id) is not in the dead-letter queue (\(scanned) messages looked at)", code: ExitCode.unknown)
-            }
-        } catch let error as UsageError {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
-        } catch let error as AMQPError where error.kind == .unroutable {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.refused)
-        } catch {
-            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
+        case .refused(let status):
+            return Terminal.fail(Self.tool, "the cancel was refused: \(status.response?.message ?? "")", code: ExitCode.forbidden)
         }
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import IntentAMQP
 import IntentCLI
+import IntentClient
 import IntentKit
-import IntentStore
 
 /// `intent-submit`: publishes one intent and prints its id once the broker confirmed it.
-struct SubmitCommand {
+@main
+struct SubmitCommand: Command {
     static let tool = "intent-submit"
     static let usage = "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
@@ -17,7 +18,8 @@ struct SubmitCommand {
           <Type>              the intent type, e.g. SendMessage (must be served by a running worker)
           name=value          a parameter; a list is written with commas: recipients=Alice,Bob
 
-        Answering an intent that waits in needsInput (read from INTENT_STATUS_DB):
+        Answering an intent that waits in needsInput (its question is read from INTENT_STATUS_DB when this
+        machine has the file, else asked of the recorder over the broker):
           --answer ID name=value...   give the asked parameters; the rest stay as they were; resolution runs again
           --confirm ID                confirm what it asks to confirm (a value, or the whole intent)
           --as-operator               answer (confirm, deny) another owner's intent; the worker accepts it
@@ -38,7 +40,8 @@ struct SubmitCommand {
           INTENT_BROKER_URL   amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL));
                               the nodes of a cluster as several URLs separated by commas
           INTENT_BROKER_URL_FILE  a file (mode 600) holding the URL instead
-          INTENT_STATUS_DB    the status store read by --wait
+          INTENT_STATUS_DB    the status store read by --wait and the answers, when this machine has the file
+                              (otherwise the recorder is asked over the broker)
 
         Exit codes: 0 submitted (with --wait: success), 1 failure or canceled, 2 no worker serves the type, or the
         intent is not waiting for an answer, 3 not terminal when --wait ended (needsInput, or timed out),
@@ -129,137 +132,46 @@ struct SubmitCommand {
             timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
     }
 
-    func run() -> Int32 {
+    func run() async -> Int32 {
         let url: BrokerURL
         do {
             url = try Environment.brokerURL()
         } catch {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         }
-        var envelope = IntentEnvelope(
-            id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group, lenientParameters: lenient)
-        if mode != .submit {
-            switch conversationStep(me: url.user) {
-            case .failure(let code, let reason): return Terminal.fail(Self.tool, reason, code: code)
-            case .envelope(let next): envelope = next
-            }
-        }
-        // For --wait, the events are followed from before the submission: a fast
-        // handler's outcome cannot be published before anyone listens.
-        let feed = wait ? StatusWaiter.feed(url: url, timeout: timeout) : nil
-        let submittedAt = Date().timeIntervalSince1970
-        defer { feed?.close() }
+        // The store file when this machine has it; otherwise the recorder answers over the broker.
+        let client = IntentClient(brokerURL: url, source: IntentClient.source(storePath: Environment.statusStorePath()))
         do {
-            let publisher = try IntentPublisher(url: url)
-            defer { publisher.close() }
-            try publisher.submit(envelope)
-        } catch {
-            switch error.kind {
-            case .unroutable: return Terminal.fail(Self.tool, error.detail, code: ExitCode.refused)
-            case .configuration: return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
-            default: return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: ExitCode.unavailable)
+            let envelope: IntentEnvelope
+            switch mode {
+            case .submit:
+                envelope = IntentEnvelope(
+                    id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group,
+                    lenientParameters: lenient)
+            case .answer: envelope = try client.answer(id: id, parameters, asOperator: asOperator)
+            case .confirm: envelope = try client.confirmation(id: id, asOperator: asOperator)
+            case .deny: envelope = try client.denial(id: id, asOperator: asOperator)
             }
-        }
-        let type = envelope.type
-        guard wait else {
-            Terminal.write(json ? JSONValue.object(["id": .string(id), "type": .string(type), "state": "queued"]).jsonString : id)
-            return ExitCode.success
-        }
-        if !json { Terminal.write(id) }
-        do {
-            // An answer waits for its own turn's outcome, not the question it answered.
-            let minimumTurn = envelope.turn
-            let me = url.user
-            let asOperator = self.asOperator
-            let type = envelope.type
-            let status = try StatusReport.read(
-                id: id, storePath: Environment.statusStorePath(), timeout: timeout, brokerURL: url, feed: feed,
-                refusals: (me, submittedAt)
-            ) { status in
-                // Another owner's intent under this id is not this submission's answer: its refusal is.
-                if !asOperator, let owner = status.owner, owner != me, !StatusReport.isRefusal(status) { return false }
-                // Nor is an intent of another type under this id: the worker refuses this one.
-                if status.type != type, !StatusReport.isRefusal(status) { return false }
-                return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+            guard wait else {
+                try client.submit(envelope)
+                Terminal.write(json ? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString : id)
+                return ExitCode.success
             }
+            let json = self.json
+            let status = try client.submit(envelope, waitingUpTo: timeout, asOperator: asOperator) { if !json { Terminal.write(id) } }
             if json {
                 Terminal.write(status.map { StatusReport.jsonString($0) }
-                    ?? JSONValue.object(["id": .string(id), "type": .string(type), "state": "queued"]).jsonString)
+                    ?? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString)
             } else {
                 Terminal.write(status.map { StatusReport.human($0, id: id) } ?? "\(id): no status recorded within \(timeout) s")
             }
             guard let status else { return ExitCode.notTerminal }
-            if StatusReport.isRefusal(status) {
+            if IntentClient.isRefusal(status) {
                 return Terminal.fail(Self.tool, "refused: \(status.response?.message ?? "")", code: ExitCode.forbidden)
             }
             return StatusReport.exitCode(for: status)
         } catch {
-            return Terminal.fail(Self.tool, "status store unreachable: \(error)", code: ExitCode.unavailable)
+            return Terminal.fail(Self.tool, error.message, code: ExitCode.of(error))
         }
-    }
-}
-
-
-extension SubmitCommand {
-    enum Step {
-        case envelope(IntentEnvelope)
-        case failure(Int32, String)
-    }
-
-    /// For --answer, --confirm and --deny: the next turn of a waiting intent,
-    /// built from what the status store knows about it.
-    func conversationStep(me: String) -> Step {
-        let status: IntentStatus
-        do {
-            guard let found = try StatusStore(readingFrom: Environment.statusStorePath()).status(id: id) else {
-                return .failure(ExitCode.unknown, "\(id) is unknown to the status store")
-            }
-            status = found
-        } catch {
-            return .failure(ExitCode.unavailable, "status store unreachable: \(error)")
-        }
-        guard status.state == .needsInput else {
-            return .failure(ExitCode.refused, "\(id) is not waiting for an answer: it is \(status.state.rawValue)")
-        }
-        if let owner = status.owner, owner != me, !asOperator {
-            return .failure(ExitCode.forbidden, "\(id) is \(owner)'s intent: only its owner (or an operator, with --as-operator) may answer it")
-        }
-        let asked = status.resolutions ?? []
-        let confirmable = asked.filter { if case .confirmationRequired = $0.result { return true } else { return false } }.map(\.parameter)
-        let turn = status.turn ?? 0
-        switch mode {
-        case .deny:
-            guard !confirmable.isEmpty else {
-                return .failure(ExitCode.refused, "\(id) is not asking for a confirmation; answer it with --answer")
-            }
-            // A request a worker decides: denied, unless a confirmation got there first.
-            var denial = IntentEnvelope.request(.deny, id: id, type: status.type, turn: turn + 1)
-            denial.group = status.group
-            return .envelope(denial)
-        case .confirm:
-            guard !confirmable.isEmpty else {
-                return .failure(ExitCode.refused, "\(id) is not asking for a confirmation; answer it with --answer")
-            }
-            return .envelope(nextTurn(of: status, answers: [:], confirming: confirmable))
-        case .answer:
-            let known = Set(status.parameters?.objectValue?.keys.map { $0 } ?? []).union(asked.map(\.parameter))
-            if let unknown = parameters.keys.first(where: { !known.contains($0) }) {
-                return .failure(ExitCode.usage, "\(status.type) has no parameter '\(unknown)' (it knows \(known.sorted().joined(separator: ", ")))")
-            }
-            return .envelope(nextTurn(of: status, answers: parameters, confirming: []))
-        case .submit:
-            return .failure(ExitCode.software, "not a conversation step")
-        }
-    }
-
-    private func nextTurn(of status: IntentStatus, answers: [String: JSONValue], confirming: [String]) -> IntentEnvelope {
-        var merged = status.parameters?.objectValue ?? [:]
-        for (name, value) in answers { merged[name] = value }
-        let confirmed = Array(Set((status.confirmed ?? []) + confirming)).sorted()
-        // The merged parameters may mix the submission's with strings typed now.
-        return IntentEnvelope(
-            id: id, type: status.type, parameters: merged, submittedAt: Date().timeIntervalSince1970,
-            turn: (status.turn ?? 0) + 1, answers: answers, confirmed: confirmed.isEmpty ? nil : confirmed, group: status.group,
-            lenientParameters: true)
     }
 }

@@ -59,9 +59,9 @@ struct VocabularyCommand {
             }
             return ExitCode.success
         } catch let refusal as Vocabulary.Refusal {
-            return Terminal.fail(WorkerCommand.tool, refusal.description, code: ExitCode.failed)
+            return Terminal.fail("intent-worker", refusal.description, code: ExitCode.failed)
         } catch {
-            return Terminal.fail(WorkerCommand.tool, "cannot use the Hairdressers database at \(databasePath): \(error)", code: ExitCode.unavailable)
+            return Terminal.fail("intent-worker", "cannot use the Hairdressers database at \(databasePath): \(error)", code: ExitCode.unavailable)
         }
     }
 }

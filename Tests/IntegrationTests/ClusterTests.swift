@@ -138,7 +138,7 @@ struct ClusterTests {
         let storePath = files["INTENT_STATUS_DB"]!
         do {
             try await eventually(timeout: 120, "every confirmed intent to end") {
-                guard let store = try? StatusStore(readingFrom: storePath) else { return false }
+                guard let store = try? StatusReader(path: storePath) else { return false }
                 return try store.counts()[.success] ?? 0 >= count
             }
         } catch {
@@ -149,12 +149,12 @@ struct ClusterTests {
                 print("── \(process.logPath): \(lines.count) lines, \(lines.filter { $0.contains("refused") }.count) refusals\n"
                       + notable.prefix(25).joined(separator: "\n") + "\n…\n" + lines.suffix(5).joined(separator: "\n"))
             }
-            print("store: \(String(describing: try? StatusStore(readingFrom: storePath).counts()))")
+            print("store: \(String(describing: try? StatusReader(path: storePath).counts()))")
             let queues = try? await run(Paths.brokerScript, ["ctl", "\(Self.name)2", "list_queues", "name", "messages_ready", "messages_unacknowledged", "consumers", "members"], timeout: 60)
             print("queues: \(queues?.stdout ?? "?")")
             throw error
         }
-        let store = try StatusStore(readingFrom: storePath)
+        let store = try StatusReader(path: storePath)
         #expect(try store.counts() == [.success: count])
         for id in ids.sorted().prefix(5) + ids.sorted().suffix(5) {
             #expect(try store.status(id: id)?.state == .success)

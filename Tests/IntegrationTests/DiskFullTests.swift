@@ -60,7 +60,7 @@ struct DiskFullTests {
         let storePath = small.appendingPathComponent("status.sqlite").path
         func finished() throws -> Int {
             guard FileManager.default.fileExists(atPath: storePath) else { return 0 }
-            return try StatusStore(readingFrom: storePath).counts()[.success] ?? 0
+            return try StatusReader(path: storePath).counts()[.success] ?? 0
         }
         try await eventually(timeout: 60, "the first 150 intents to succeed") { try finished() >= 150 }
 
@@ -84,7 +84,7 @@ struct DiskFullTests {
         let rows = try app.query("SELECT intent_id, count(*) FROM message GROUP BY intent_id") { ($0.string(0), $0.int(1)) }
         #expect(rows.count == 1000, "every intent sent its message")
         #expect(rows.allSatisfy { $0.1 == 1 }, "no message twice: \(rows.filter { $0.1 != 1 }.prefix(5))")
-        #expect(try StatusStore(readingFrom: storePath).conflictCount() == 0)
+        #expect(try StatusReader(path: storePath).conflictCount() == 0)
         #expect(process.isRunning && process.pid == pid, "the same worker served throughout")
         #expect(process.log.contains("status store writable again"), "the recorder said it resumed")
         for needle in ["waiting for storage", "status store unavailable", "status store writable again"] {

@@ -55,14 +55,20 @@ struct OperationsTests {
         #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "remote-ok", "--wait"]).exitCode == 0)
         #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=hi", "--id", "remote-jeff", "--wait"]).exitCode == 3)
 
-        // A process that cannot reach the database file: its local read fails.
+        // A machine without the database file: it asks the recorder, with or without --remote.
         let elsewhere = sandbox.directory.appendingPathComponent("no-such-folder/status.sqlite").path
         func remote(_ arguments: [String]) async throws -> ToolResult {
             try await run(Paths.tool("intent-status"), arguments + ["--remote"],
                           environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
         }
-        let blind = try await run(Paths.tool("intent-status"), ["remote-ok"], environment: ["INTENT_STATUS_DB": elsewhere])
-        #expect(blind.exitCode == 69, "\(blind)")
+        let blind = try await run(
+            Paths.tool("intent-status"), ["remote-ok", "--json"], environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
+        #expect(blind.exitCode == 0, "\(blind)")
+        #expect(blind.stdout == (try await remote(["remote-ok", "--json"])).stdout)
+        // A broker no recorder answers on: the read fails as unavailable.
+        let unanswered = try await run(
+            Paths.tool("intent-status"), ["remote-ok"], environment: ["INTENT_STATUS_DB": elsewhere, "INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f"])
+        #expect(unanswered.exitCode == 69, "\(unanswered)")
 
         for (id, code) in [("remote-ok", Int32(0)), ("remote-jeff", 3), ("remote-unknown", 4)] {
             let local = try await sandbox.status([id, "--json"])

@@ -140,7 +140,7 @@ struct RaceTests {
         var awaitingQuestion = Set(plans.filter { plan in
             [.answerVersusCancel, .confirmVersusDeny, .answerVersusExpiry, .doubleAnswer].contains(plan.scenario)
         }.map(\.id))
-        var store: StatusStore?
+        var store: StatusReader?
         var nextLook = Date()
         let deadline = Date().addingTimeInterval(Double(plans.count) / 20 + 120)
         while !actions.isEmpty || !awaitingQuestion.isEmpty {
@@ -163,7 +163,7 @@ struct RaceTests {
             }
             if !awaitingQuestion.isEmpty, Date() >= nextLook {
                 nextLook = Date().addingTimeInterval(0.02)
-                if store == nil, FileManager.default.fileExists(atPath: storePath) { store = try StatusStore(readingFrom: storePath) }
+                if store == nil, FileManager.default.fileExists(atPath: storePath) { store = try StatusReader(path: storePath) }
                 if let store {
                     let asked = try store.list(state: .needsInput, limit: 100_000).map(\.id)
                     let seen = Date()

@@ -140,7 +140,7 @@ struct SecurityTests {
         #expect(listed.exitCode == 0 && !listed.stdout.contains("jeff") && !listed.stdout.contains("\"big\"")
                 && !listed.stdout.contains("private"), "\(listed)")
         let dead = try await secure.status(as: secure.bob, ["dead", "--remote"])
-        #expect(dead.exitCode == 69 && dead.stderr.contains("operators"), "\(dead)")
+        #expect(dead.exitCode == 77 && dead.stderr.contains("operators"), "\(dead)")
         #expect(try await secure.status(as: secure.alice, ["jeff", "--remote"]).exitCode == 3, "alice reads her own")
         #expect(try await secure.status(as: secure.operatorUser, ["jeff", "--remote"]).exitCode == 3, "so does an operator")
         // Watching: bob may not bind to alice's events, nor to everyone's.

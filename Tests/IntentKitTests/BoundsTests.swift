@@ -58,20 +58,4 @@ import Testing
         #expect("safe\u{202E}txt.exe".escapingControlCharacters == "safe\\u{202E}txt.exe", "no right-to-left override")
         #expect("🙂 é".escapingControlCharacters == "🙂 é")
     }
-
-    @Test func metricsLabelsAreEscapedScalarByScalarAndTheirNumberIsBounded() {
-        let metrics = Metrics()
-        metrics.declare("m_total", .counter, help: "a\r\nb")
-        metrics.increment("m_total", ["type": "Send\r\nMessage\"\\"])
-        let text = metrics.render()
-        #expect(!text.contains("\r"), "\(text.debugDescription)")
-        #expect(text.contains(#"type="Send\#u{FFFD}\nMessage\"\\""#), "\(text)")
-        #expect(text.split(separator: "\n").allSatisfy { $0.hasPrefix("#") || $0.hasPrefix("m_total") }, "one line per sample")
-        for index in 0..<(Metrics.maximumSeriesPerFamily + 100) {
-            metrics.increment("m_total", ["type": "t\(index)"])
-        }
-        let samples = metrics.render().split(separator: "\n").filter { $0.hasPrefix("m_total{") }
-        #expect(samples.count == Metrics.maximumSeriesPerFamily + 1, "past the bound, one 'other' series")
-        #expect(metrics.value("m_total", ["type": "other"]) == 101)
-    }
 }

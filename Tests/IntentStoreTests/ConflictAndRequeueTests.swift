@@ -21,32 +21,32 @@ import Testing
         let store = try StatusStore(path: path)
         try store.record([Self.terminal("a", .success, code: "success")])
         try store.record([Self.terminal("a", .success, code: "success")])
-        #expect(try store.conflictCount() == 0, "the same outcome twice is no conflict")
+        #expect(try store.reader.conflictCount() == 0, "the same outcome twice is no conflict")
         try store.record([Self.terminal("a", .failure, code: "handlerError")])
-        #expect(try store.conflictCount() == 1)
-        #expect(try store.status(id: "a")?.state == .success)
+        #expect(try store.reader.conflictCount() == 1)
+        #expect(try store.reader.status(id: "a")?.state == .success)
     }
 
     @Test func aDeadLetterAfterAnOutcomeIsNotAConflict() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.terminal("b", .success, code: "success")])
         try store.record([Self.terminal("b", .failure, code: FailureCode.deadLettered)])
-        #expect(try store.conflictCount() == 0)
-        #expect(try store.status(id: "b")?.state == .success)
+        #expect(try store.reader.conflictCount() == 0)
+        #expect(try store.reader.status(id: "b")?.state == .success)
     }
 
     @Test func requeueReopensOnlyADeadLetteredFailure() throws {
         let store = try StatusStore(path: path)
         let envelope = IntentEnvelope(id: "c", type: "SendMessage", parameters: [:], submittedAt: 1)
         try store.record([Self.terminal("c", .failure, code: FailureCode.deadLettered)])
-        #expect(try store.deadLettered().map(\.id) == ["c"])
+        #expect(try store.reader.deadLettered().map(\.id) == ["c"])
         try store.record([.requeued(envelope)])
-        #expect(try store.status(id: "c")?.state == .queued)
-        #expect(try store.status(id: "c")?.response == nil)
-        #expect(try store.deadLettered().isEmpty)
+        #expect(try store.reader.status(id: "c")?.state == .queued)
+        #expect(try store.reader.status(id: "c")?.response == nil)
+        #expect(try store.reader.deadLettered().isEmpty)
 
         let other = IntentEnvelope(id: "d", type: "SendMessage", parameters: [:], submittedAt: 1)
         try store.record([Self.terminal("d", .failure, code: "soupSoldOut"), .requeued(other)])
-        #expect(try store.status(id: "d")?.state == .failure, "only a dead letter reopens")
+        #expect(try store.reader.status(id: "d")?.state == .failure, "only a dead letter reopens")
     }
 }

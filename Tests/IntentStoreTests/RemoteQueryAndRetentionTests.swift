@@ -33,12 +33,12 @@ import Testing
     @Test func anAnswerDecodesToTheStatusTheStoreHolds() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .success, code: "success")])
-        let local = try #require(try store.status(id: "a"))
-        let reply = StatusQuery.reply(.success(try StatusQuery.show(id: "a").answer(from: store)))
+        let local = try #require(try store.reader.status(id: "a"))
+        let reply = StatusQuery.reply(.success(try StatusQuery.show(id: "a").answer(from: store.reader, writer: store)))
         #expect(try StatusQuery.decodeReply(reply) == .status(local))
         #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(.status(nil)))) == .status(nil))
-        let listed = try StatusQuery.decodeReply(StatusQuery.reply(.success(try StatusQuery.list(state: nil, type: nil, limit: 5).answer(from: store))))
-        #expect(listed == .statuses([try #require(try store.list().first)]))
+        let listed = try StatusQuery.decodeReply(StatusQuery.reply(.success(try StatusQuery.list(state: nil, type: nil, limit: 5).answer(from: store.reader, writer: store))))
+        #expect(listed == .statuses([try #require(try store.reader.list().first)]))
         struct Broken: Error, CustomStringConvertible { var description: String { "disk on fire" } }
         #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decodeReply(StatusQuery.reply(.failure(Broken()))) }
     }
@@ -61,7 +61,7 @@ import Testing
         let due = try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 200)
         #expect(Set(due.map(\.id)) == ["q1", "q2"])
         #expect(due.allSatisfy { $0.type == "SendMessage" && $0.turn == 0 })
-        #expect(try store.status(id: "q1")?.state == .needsInput, "the store does not decide the expiry: a worker does")
+        #expect(try store.reader.status(id: "q1")?.state == .needsInput, "the store does not decide the expiry: a worker does")
         #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 230).map(\.id) == ["fresh"],
                 "already asked about: not again before resendAfter")
         #expect(Set(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 270).map(\.id)) == ["q1", "q2"],
@@ -79,7 +79,7 @@ import Testing
         #expect(try store.deleteFinished(before: 2_000, limit: 5) == 5)
         #expect(try store.deleteFinished(before: 2_000, limit: 5) == 2)
         #expect(try store.deleteFinished(before: 2_000, limit: 5) == 0)
-        let left = Set(try store.list(limit: 100).map(\.id))
+        let left = Set(try store.reader.list(limit: 100).map(\.id))
         #expect(left == ["waiting", "running", "new"])
     }
 }

@@ -35,11 +35,11 @@ import Testing
 
     @Test func anUnknownIDIsNil() throws {
         let store = try StatusStore(path: path)
-        #expect(try store.status(id: "never-seen") == nil)
+        #expect(try store.reader.status(id: "never-seen") == nil)
 
         try store.record([.queued(Self.envelope("a"))], now: 1)
-        #expect(try store.status(id: "never-seen") == nil)
-        #expect(try store.status(id: "a") != nil)
+        #expect(try store.reader.status(id: "never-seen") == nil)
+        #expect(try store.reader.status(id: "a") != nil)
     }
 
     @Test func openingForWritingCreatesTheParentDirectoryAndFile() throws {
@@ -51,7 +51,7 @@ import Testing
         let store = try StatusStore(path: path)
 
         try store.record([.queued(Self.envelope("a", parameters: ["recipients": ["Alice"], "content": "hi"], submittedAt: 900))], now: 1_000)
-        let queued = try #require(try store.status(id: "a"))
+        let queued = try #require(try store.reader.status(id: "a"))
         #expect(queued.state == .queued)
         #expect(!queued.terminal)
         #expect(queued.type == "SendMessage")
@@ -65,7 +65,7 @@ import Testing
         #expect(queued.response == nil)
 
         try store.record([Self.event("a", .inProgress, at: 1_001, worker: "host:1")], now: 1_002)
-        let running = try #require(try store.status(id: "a"))
+        let running = try #require(try store.reader.status(id: "a"))
         #expect(running.state == .inProgress)
         #expect(!running.terminal)
         #expect(running.startedAt == 1_001)
@@ -76,7 +76,7 @@ import Testing
 
         let resolutions = [ParameterResolution("recipients", index: 0, .success("Alice Smith"))]
         try store.record([Self.event("a", .success, at: 1_003, response: Self.done, resolutions: resolutions, worker: "host:1")], now: 1_004)
-        let finished = try #require(try store.status(id: "a"))
+        let finished = try #require(try store.reader.status(id: "a"))
         #expect(finished.state == .success)
         #expect(finished.terminal)
         #expect(finished.response == Self.done)
@@ -95,7 +95,7 @@ import Testing
         ]
         try store.record([Self.event("n", .inProgress), Self.event("n", .needsInput, resolutions: resolutions)])
 
-        let status = try #require(try store.status(id: "n"))
+        let status = try #require(try store.reader.status(id: "n"))
         #expect(status.state == .needsInput)
         #expect(!status.terminal)
         #expect(status.resolutions == resolutions)
@@ -105,7 +105,7 @@ import Testing
         let store = try StatusStore(path: path)
         try store.record([Self.event("early", .inProgress, type: "OrderSoup", attempt: 2)], now: 5)
 
-        let status = try #require(try store.status(id: "early"))
+        let status = try #require(try store.reader.status(id: "early"))
         #expect(status.state == .inProgress)
         #expect(status.type == "OrderSoup")
         #expect(status.attempts == 2)
@@ -126,7 +126,7 @@ import Testing
             : Self.event("a", late, response: IntentResponse(code: "late"), progress: .init(fraction: 0.1, message: "late"), worker: "late:1")
         try store.record([lateUpdate], now: 3)
 
-        let status = try #require(try store.status(id: "a"))
+        let status = try #require(try store.reader.status(id: "a"))
         #expect(status.state == .success)
         #expect(status.terminal)
         #expect(status.response == Self.done)
@@ -142,7 +142,7 @@ import Testing
         try store.record([Self.event("f", .failure, response: failure)], now: 1)
         try store.record([Self.event("f", late, attempt: 2, response: IntentResponse(code: "other", message: "later"))], now: 2)
 
-        let status = try #require(try store.status(id: "f"))
+        let status = try #require(try store.reader.status(id: "f"))
         #expect(status.state == .failure)
         #expect(status.response == failure)
         #expect(status.finishedAt == 1)
@@ -153,7 +153,7 @@ import Testing
         try store.record([Self.event("n", .needsInput, resolutions: [ParameterResolution("content", .needsValue)])], now: 1)
         try store.record([Self.event("n", .inProgress)], now: 2)
 
-        #expect(try store.status(id: "n")?.state == .needsInput)
+        #expect(try store.reader.status(id: "n")?.state == .needsInput)
     }
 
     @Test func outOfOrderEventsInOneBatchEndInTheHighestState() throws {
@@ -164,7 +164,7 @@ import Testing
             .queued(Self.envelope("o")),
         ], now: 1)
 
-        let status = try #require(try store.status(id: "o"))
+        let status = try #require(try store.reader.status(id: "o"))
         #expect(status.state == .success)
         #expect(status.response == Self.done)
     }
@@ -172,10 +172,10 @@ import Testing
     @Test func repeatedInProgressUpdatesProgress() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.event("p", .inProgress, at: 10, progress: .init(fraction: 0.25, message: "a quarter"))], now: 11)
-        #expect(try store.status(id: "p")?.progress == StatusEvent.Progress(fraction: 0.25, message: "a quarter"))
+        #expect(try store.reader.status(id: "p")?.progress == StatusEvent.Progress(fraction: 0.25, message: "a quarter"))
 
         try store.record([Self.event("p", .inProgress, at: 12, progress: .init(fraction: 0.75, message: "three quarters"))], now: 13)
-        let status = try #require(try store.status(id: "p"))
+        let status = try #require(try store.reader.status(id: "p"))
         #expect(status.state == .inProgress)
         #expect(status.progress == StatusEvent.Progress(fraction: 0.75, message: "three quarters"))
         #expect(status.updatedAt == 13)
@@ -185,11 +185,11 @@ import Testing
     @Test func aQueuedArrivingAfterSuccessFillsTheSubmissionButKeepsTheState() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.event("s", .inProgress), Self.event("s", .success, response: Self.done)], now: 5)
-        #expect(try store.status(id: "s")?.parameters == nil)
+        #expect(try store.reader.status(id: "s")?.parameters == nil)
 
         try store.record([.queued(Self.envelope("s", parameters: ["content": "late queued"], submittedAt: 4))], now: 6)
 
-        let status = try #require(try store.status(id: "s"))
+        let status = try #require(try store.reader.status(id: "s"))
         #expect(status.state == .success)
         #expect(status.response == Self.done)
         #expect(status.parameters == ["content": "late queued"])
@@ -202,7 +202,7 @@ import Testing
         try store.record([.queued(Self.envelope("q", parameters: ["content": "first"], submittedAt: 1))], now: 1)
         try store.record([.queued(Self.envelope("q", parameters: ["content": "second"], submittedAt: 2))], now: 2)
 
-        let status = try #require(try store.status(id: "q"))
+        let status = try #require(try store.reader.status(id: "q"))
         #expect(status.parameters == ["content": "first"])
         #expect(status.submittedAt == 1)
         #expect(status.queuedAt == 1)
@@ -212,13 +212,13 @@ import Testing
         let store = try StatusStore(path: path)
         try store.record([Self.event("a", .inProgress, attempt: 3)], now: 1)
         try store.record([Self.event("a", .inProgress, attempt: 1)], now: 2)
-        #expect(try store.status(id: "a")?.attempts == 3)
+        #expect(try store.reader.status(id: "a")?.attempts == 3)
 
         try store.record([Self.event("a", .success, attempt: 2, response: Self.done)], now: 3)
-        #expect(try store.status(id: "a")?.attempts == 3)
+        #expect(try store.reader.status(id: "a")?.attempts == 3)
 
         try store.record([Self.event("b", .inProgress, attempt: 1), Self.event("b", .failure, attempt: 4, response: IntentResponse(code: "x"))], now: 1)
-        #expect(try store.status(id: "b")?.attempts == 4)
+        #expect(try store.reader.status(id: "b")?.attempts == 4)
     }
 
     // MARK: Listing
@@ -236,21 +236,21 @@ import Testing
         let store = try StatusStore(path: path)
         try seedList(store)
 
-        #expect(try store.list().map(\.id) == ["m4", "m3", "s2", "m2", "s1", "m1"])
+        #expect(try store.reader.list().map(\.id) == ["m4", "m3", "s2", "m2", "s1", "m1"])
     }
 
     @Test func listFiltersByStateTypeAndLimit() throws {
         let store = try StatusStore(path: path)
         try seedList(store)
 
-        #expect(try store.list(state: .success).map(\.id) == ["m4", "s2", "m2"])
-        #expect(try store.list(state: .queued).map(\.id) == ["s1", "m1"])
-        #expect(try store.list(state: .canceled).isEmpty)
-        #expect(try store.list(type: "OrderSoup").map(\.id) == ["s2", "s1"])
-        #expect(try store.list(state: .success, type: "SendMessage").map(\.id) == ["m4", "m2"])
-        #expect(try store.list(limit: 2).map(\.id) == ["m4", "m3"])
-        #expect(try store.list(state: .success, limit: 1).map(\.id) == ["m4"])
-        #expect(try store.list(type: "Unknown").isEmpty)
+        #expect(try store.reader.list(state: .success).map(\.id) == ["m4", "s2", "m2"])
+        #expect(try store.reader.list(state: .queued).map(\.id) == ["s1", "m1"])
+        #expect(try store.reader.list(state: .canceled).isEmpty)
+        #expect(try store.reader.list(type: "OrderSoup").map(\.id) == ["s2", "s1"])
+        #expect(try store.reader.list(state: .success, type: "SendMessage").map(\.id) == ["m4", "m2"])
+        #expect(try store.reader.list(limit: 2).map(\.id) == ["m4", "m3"])
+        #expect(try store.reader.list(state: .success, limit: 1).map(\.id) == ["m4"])
+        #expect(try store.reader.list(type: "Unknown").isEmpty)
     }
 
     @Test func listReflectsTheLatestUpdate() throws {
@@ -258,24 +258,24 @@ import Testing
         try seedList(store)
         try store.record([Self.event("m1", .inProgress)], now: 70)
 
-        #expect(try store.list(limit: 1).map(\.id) == ["m1"])
-        #expect(try store.list(state: .queued).map(\.id) == ["s1"])
+        #expect(try store.reader.list(limit: 1).map(\.id) == ["m1"])
+        #expect(try store.reader.list(state: .queued).map(\.id) == ["s1"])
     }
 
     @Test func countsGroupByState() throws {
         let store = try StatusStore(path: path)
-        #expect(try store.counts() == [:])
+        #expect(try store.reader.counts() == [:])
 
         try seedList(store)
 
-        #expect(try store.counts() == [.queued: 2, .success: 3, .failure: 1])
+        #expect(try store.reader.counts() == [.queued: 2, .success: 3, .failure: 1])
     }
 
     // MARK: Readers
 
     @Test func aReadOnlyStoreSeesTheWritersCommits() throws {
         let writer = try StatusStore(path: path)
-        let reader = try StatusStore(readingFrom: path)
+        let reader = try StatusReader(path: path)
         #expect(try reader.status(id: "r") == nil)
 
         try writer.record([.queued(Self.envelope("r"))], now: 1)
@@ -292,18 +292,19 @@ import Testing
         #expect(try reader.counts() == [.success: 1])
     }
 
-    @Test func aReadOnlyStoreCannotWrite() throws {
+    @Test func aReaderOpensTheFileReadOnly() throws {
         _ = try StatusStore(path: path)
-        let reader = try StatusStore(readingFrom: path)
+        let reader = try StatusReader(path: path)
 
-        #expect(throws: DatabaseError.self) { try reader.record([.queued(Self.envelope("w"))]) }
+        #expect(throws: DatabaseError.self) { try reader.database.run("DELETE FROM intent_status") }
+        #expect(throws: DatabaseError.self) { try reader.database.run("INSERT INTO intent_status(id, type, state, rank, updated_at) VALUES ('w', 'T', 'queued', 0, 1)") }
         #expect(try reader.status(id: "w") == nil)
     }
 
     @Test func openingAMissingFileForReadingThrows() throws {
         let missing = directory.file("nowhere/status.sqlite")
 
-        let error = #expect(throws: DatabaseError.self) { try StatusStore(readingFrom: missing) }
+        let error = #expect(throws: DatabaseError.self) { try StatusReader(path: missing) }
         #expect(error?.message.contains(missing) == true)
         #expect(!FileManager.default.fileExists(atPath: missing))
     }
@@ -316,7 +317,7 @@ import Testing
             database.close()
         }
 
-        let reader = try StatusStore(readingFrom: empty)
+        let reader = try StatusReader(path: empty)
 
         #expect(try reader.status(id: "a") == nil)
         #expect(try reader.list().isEmpty)
@@ -326,7 +327,7 @@ import Testing
     @Test func aReaderOpenedBeforeTheSchemaSeesItOnceCreated() throws {
         let early = directory.file("early.sqlite")
         try Database(path: early).close()
-        let reader = try StatusStore(readingFrom: early)
+        let reader = try StatusReader(path: early)
         #expect(try reader.status(id: "a") == nil)
 
         let writer = try StatusStore(path: early)
@@ -341,7 +342,7 @@ import Testing
             try store.record([Self.event("k", .success, response: Self.done)], now: 1)
         }
         let reopened = try StatusStore(path: path)
-        #expect(try reopened.status(id: "k")?.response == Self.done)
+        #expect(try reopened.reader.status(id: "k")?.response == Self.done)
     }
 
     // MARK: Verbatim text
@@ -369,7 +370,7 @@ import Testing
             Self.event(id, .inProgress, type: "Type" + text, progress: .init(fraction: nil, message: text), worker: text),
         ], now: 1)
 
-        let running = try #require(try store.status(id: id))
+        let running = try #require(try store.reader.status(id: id))
         #expect(running.id == id)
         #expect(running.type == "Type" + text)
         #expect(running.parameters == ["content": .string(text), text: "key"])
@@ -380,12 +381,12 @@ import Testing
         let resolutions = [ParameterResolution("content", .unsupported(reason: text)), ParameterResolution(text, .success(.string(text)))]
         try store.record([Self.event(id, .failure, type: "Type" + text, response: response, resolutions: resolutions)], now: 2)
 
-        let failed = try #require(try store.status(id: id))
+        let failed = try #require(try store.reader.status(id: id))
         #expect(failed.response == response)
         #expect(failed.resolutions == resolutions)
-        #expect(try store.list(type: "Type" + text).map(\.id) == [id])
-        #expect(try store.counts() == [.failure: 1])
-        #expect(try store.status(id: "id ") == nil)
+        #expect(try store.reader.list(type: "Type" + text).map(\.id) == [id])
+        #expect(try store.reader.counts() == [.failure: 1])
+        #expect(try store.reader.status(id: "id ") == nil)
     }
 
     @Test func textWithANULByteIsStoredWhole() throws {
@@ -393,10 +394,10 @@ import Testing
         let text = "before\u{0}after"
         try store.record([Self.event(text, .failure, response: IntentResponse(code: "x", message: text))], now: 1)
 
-        let status = try #require(try store.status(id: text))
+        let status = try #require(try store.reader.status(id: text))
         #expect(status.id == text)
         #expect(status.response?.message == text)
-        #expect(try store.status(id: "before") == nil)
+        #expect(try store.reader.status(id: "before") == nil)
     }
 }
 
@@ -416,10 +417,10 @@ import Testing
     @Test func anAnswerOrACancelFromSomeoneElseChangesNothing() throws {
         let answer = IntentEnvelope(id: "a", type: "SendMessage", parameters: ["content": "mine"], submittedAt: 2, turn: 1, answers: ["content": "mine"])
         try store.record([.queued(answer, by: .init(user: "bob")), .cancelRequested(id: "a", by: .init(user: "bob"))])
-        let status = try #require(try store.status(id: "a"))
+        let status = try #require(try store.reader.status(id: "a"))
         #expect(status.state == .needsInput && status.turn == 0 && status.parameters?["content"] == nil)
         try store.record([.queued(answer, by: .init(user: "ops", isOperator: true))])
-        #expect(try store.status(id: "a")?.state == .queued, "an operator may answer")
+        #expect(try store.reader.status(id: "a")?.state == .queued, "an operator may answer")
     }
 
     @Test func aDeadLetterOfAnotherOwnerOrAnEventOfAnotherTypeDoesNotApply() throws {
@@ -427,23 +428,23 @@ import Testing
                                response: IntentResponse(code: FailureCode.deadLettered), owner: "bob")
         let otherType = StatusEvent(id: "a", type: "OrderSoup", state: .success, attempt: 1, response: .success("soup"), owner: "alice")
         try store.record([.event(dead), .event(otherType)])
-        #expect(try store.status(id: "a")?.state == .needsInput, "bob's dead letter and a soup under alice's id change nothing")
+        #expect(try store.reader.status(id: "a")?.state == .needsInput, "bob's dead letter and a soup under alice's id change nothing")
         var own = dead
         own.owner = "alice"
         try store.record([.event(own)])
-        #expect(try store.status(id: "a")?.response?.code == FailureCode.deadLettered)
+        #expect(try store.reader.status(id: "a")?.response?.code == FailureCode.deadLettered)
     }
 
     @Test func aRefusalIsKeptForItsSenderAndTheIntentIsUntouched() throws {
         let refusal = StatusEvent(id: "a", type: "SendMessage", state: .failure, attempt: 1,
                                   response: IntentResponse(code: FailureCode.notOwner, message: "not bob's"), owner: "bob", refused: true)
         try store.record([.refusal(refusal)])
-        #expect(try store.status(id: "a")?.state == .needsInput)
-        #expect(try store.refusal(id: "a", owner: "bob")?.response?.code == FailureCode.notOwner)
-        #expect(try store.refusal(id: "a", owner: "alice") == nil)
+        #expect(try store.reader.status(id: "a")?.state == .needsInput)
+        #expect(try store.reader.refusal(id: "a", owner: "bob")?.response?.code == FailureCode.notOwner)
+        #expect(try store.reader.refusal(id: "a", owner: "alice") == nil)
         let bob = StatusQuery.Reader(user: "bob", isOperator: false)
-        #expect(try StatusQuery.show(id: "a").answer(from: store, for: bob) == .status(try store.refusal(id: "a", owner: "bob")))
-        #expect(try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store, for: bob) == .statuses([]))
-        #expect(throws: StatusQuery.Forbidden.self) { try StatusQuery.dead(limit: 10).answer(from: store, for: bob) }
+        #expect(try StatusQuery.show(id: "a").answer(from: store.reader, writer: store, for: bob) == .status(try store.reader.refusal(id: "a", owner: "bob")))
+        #expect(try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store.reader, writer: store, for: bob) == .statuses([]))
+        #expect(throws: StatusQuery.Forbidden.self) { try StatusQuery.dead(limit: 10).answer(from: store.reader, writer: store, for: bob) }
     }
 }

@@ -76,7 +76,7 @@ enum Deploy {
 
     /// intent-worker's `--grace` default, read from its option parsing.
     static func defaultGrace() throws -> Double {
-        let source = try read("Sources/intent-worker/WorkerCommand.swift")
+        let source = try read("Sources/IntentQueue/WorkerCommand.swift")
         guard let match = source.firstMatch(of: try Regex(#"seconds\("--grace"\)\s*\?\?\s*([0-9.]+)"#)),
               let value = match.output[1].substring.flatMap({ Double($0) })
         else { throw LookupFailure(what: "the --grace default in WorkerCommand.swift") }

@@ -46,8 +46,8 @@ final class Sandbox: @unchecked Sendable {
         return try database.queryFirst("SELECT count(*) FROM message WHERE intent_id = ?", [.text(intentID)]) { $0.int(0) } ?? 0
     }
 
-    func statusStore() throws -> StatusStore {
-        try StatusStore(readingFrom: statusStorePath)
+    func statusStore() throws -> StatusReader {
+        try StatusReader(path: statusStorePath)
     }
 
     /// Stops every worker still running (SIGTERM), and removes the folder.

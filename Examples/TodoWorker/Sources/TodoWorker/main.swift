@@ -1,28 +1,25 @@
-import Foundation
-import IntentAMQP
-import IntentKit
-import IntentStore
-import IntentWorker
+import IntentQueue
 
-let environment = ProcessInfo.processInfo.environment
-let logger = Logger(label: "todo-worker") { record in
-    FileHandle.standardError.write(Data("\(record.level.name) \(record.message) \(record.metadata)\n".utf8))
+/// "Remind me to buy milk in two days, on the shopping list."
+struct AddTodo: Intent {
+    static let typeName = "AddTodo"
+    @Parameter("What should I remind you of?") var title: String
+    @Parameter("Which list?", choices: { try await $0.dependency(AppDatabase.self).strings("SELECT name FROM list") }) var list: String
+    @Parameter("In how many days?", in: 0...365) var dueInDays: Int?
 }
 
-let database = try DatabaseQueue(path: environment["TODO_DB"] ?? "todo.sqlite")
-try database.sync { db in
-    try db.execute(OnceOnly.schema + """
-        CREATE TABLE IF NOT EXISTS todo (
-            id INTEGER PRIMARY KEY, title TEXT NOT NULL, due_in_days INTEGER, intent_id TEXT NOT NULL
-        );
-        """)
+struct AddTodoHandler: DatabaseIntentHandler {
+    let database: AppDatabase
+    func handle(_ intent: AddTodo, context: IntentContext) async throws -> IntentResponse {
+        try await database.once(context) { db in  // the row and "handled" commit together: a redelivery adds nothing
+            try db.run("INSERT INTO todo VALUES (?, ?, ?)", [.text(intent.title), .text(intent.list), .optional(intent.dueInDays)])
+            return .success("Added “\(intent.title)” to \(intent.list)")
+        }
+    }
 }
 
-var registry = IntentRegistry()
-try registry.register(AddTodoHandler(database: database, ledger: try DatabaseOutcomeLedger(queue: database)))
-
-let worker = try WorkerService(
-    registry: registry,
-    configuration: WorkerConfiguration(brokerURL: try BrokerURL.fromEnvironment(environment), concurrency: 4),
-    logger: logger)
-_ = try await ServiceGroup(services: [worker], gracePeriod: 10, logger: logger).run()
+let database = try AppDatabase(path: ProcessInfo.processInfo.environment["TODO_DB"] ?? "todo.sqlite", migrations: [
+    "CREATE TABLE list(name TEXT PRIMARY KEY); INSERT INTO list VALUES ('Shopping'), ('Work')",
+    "CREATE TABLE todo(title TEXT NOT NULL, list TEXT NOT NULL, due_in_days INTEGER)",
+])
+try await Worker.serve(AddTodoHandler(database: database))

@@ -1,3 +1,5 @@
+import IntentKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,7 +2,7 @@ import Foundation
 import IntentKit
 import IntentStore
 import Testing
-@testable import IntentCLI
+@testable import IntentClient
 
 /// `--wait` reports only what the store holds (read-your-writes): never a
 /// status made up ahead of the store.

@@ -1,24 +1,86 @@
 import Foundation
-import Hairdressers
 import IntentAMQP
 import IntentCLI
 import IntentKit
 import IntentWorker
 
-/// `intent-worker`: serves the Hairdressers intents, and hosts the status recorder when asked.
+/// What a worker serves: its handlers, registered when it starts serving
+/// (not for `--help`, nor for `--recorder-only`), and the words of its `--help`.
+public struct WorkerApp: Sendable {
+    /// The executable's name, in messages and the help.
+    public var tool: String
+    /// The help's first line: what this worker serves.
+    public var summary: String
+    /// More of the help: the app's own commands and environment.
+    public var moreHelp: String
+    /// Registers the app's handlers; an error stops the worker with exit 69.
+    public var register: @Sendable (inout IntentRegistry) throws -> Void
+
+    public init(
+        tool: String = Worker.executableName, summary: String, moreHelp: String = "",
+        register: @escaping @Sendable (inout IntentRegistry) throws -> Void
+    ) {
+        self.tool = tool
+        self.summary = summary
+        self.moreHelp = moreHelp
+        self.register = register
+    }
+}
+
+/// The one entry point of a worker: its command line (`--help` lists it),
+/// its environment, its handlers, and a graceful stop on SIGTERM or SIGINT.
+///
+/// ```swift
+/// try await Worker.serve(AddTodoHandler(database: database))
+/// ```
+public enum Worker {
+    /// Serves these handlers until SIGTERM or SIGINT, configured by the
+    /// command line and the environment, then exits the process.
+    public static func serve<each H: IntentHandler>(_ handler: repeat each H) async throws -> Never {
+        var registry = IntentRegistry()
+        for handler in repeat each handler {
+            try registry.register(handler)
+        }
+        let served = registry
+        await serve(WorkerApp(summary: "Serve \(served.typeNames.joined(separator: ", ")) with IntentQueue.") { $0 = served })
+    }
+
+    /// Serves the app until SIGTERM or SIGINT, then exits the process.
+    public static func serve(_ app: WorkerApp) async -> Never {
+        exit(await run(app, words: Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Serves the app as the command line `words` say; returns the exit code.
+    public static func run(_ app: WorkerApp, words: [String]) async -> Int32 {
+        do {
+            guard let command = try WorkerCommand.parse(words, app: app) else {
+                Terminal.write(WorkerCommand.help(app))
+                return ExitCode.success
+            }
+            return await command.run()
+        } catch {
+            return Terminal.usageFailure(error, tool: app.tool, usage: WorkerCommand.usage(app.tool))
+        }
+    }
+
+    /// This executable's file name.
+    public static var executableName: String {
+        URL(fileURLWithPath: CommandLine.arguments.first ?? "worker").lastPathComponent
+    }
+}
+
+/// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
-    static let tool = "intent-worker"
-    static let usage = "intent-worker [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
-    static let help = """
-        Run IntentQueue workers for the Hairdressers app (SendMessage, OrderSoup), and/or the status recorder.
+    static func usage(_ tool: String) -> String {
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+    }
 
-        Usage: \(usage)
+    static func help(_ app: WorkerApp) -> String {
+        """
+        \(app.summary) Runs the status recorder too when asked.
 
-        The app's custom vocabulary (terms users say, read as the app's names):
-          intent-worker vocabulary set <hairdresser|soup|group> <term> <value>
-          intent-worker vocabulary list [--json]
-          intent-worker vocabulary clear [<term>]
-
+        Usage: \(usage(app.tool))
+        \(app.moreHelp.isEmpty ? "" : "\n" + app.moreHelp + "\n")
         Options:
           --concurrency N       handlers running at once (default 8)
           --prefetch N          unacked deliveries the broker may send ahead (default 2 × concurrency)
@@ -26,7 +88,7 @@ struct WorkerCommand {
           --recorder-only       run only the status recorder
           --heartbeat S         AMQP heartbeat in seconds (default 30)
           --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
-          --allow-user U        a broker user whose restricted intents (SendPayment) are handled; repeatable
+          --allow-user U        a broker user whose restricted intents are handled; repeatable
           --operator-user U     a broker user who may answer, cancel, requeue and (remotely) read any intent,
                                 not only the ones it submitted; repeatable
           --trust-user U        a broker user whose status events the recorder records, and whose expiry
@@ -52,25 +114,19 @@ struct WorkerCommand {
           INTENTQUEUE_FAULT     fault injection for tests: point[@idPrefix][:probability],… with points
                                 afterReceive, afterHandle, afterStatusPublish, beforeAck (the worker kills itself)
           INTENT_STATUS_DB      the status store the recorder writes (default ~/.local/state/intentqueue/status.sqlite)
-          HAIRDRESSERS_DB       the app's database (default ~/.local/state/intentqueue/hairdressers.sqlite); it also
-                                holds the app's outcome ledger, where cancels, denials and time limits are decided
           INTENT_OUTCOMES_DB    the worker's own outcome ledger, for handlers that keep no database
                                 (default ~/.local/state/intentqueue/outcomes.sqlite)
 
         The worker keeps retrying while the broker is away and resumes on its own. SIGTERM or SIGINT stops
         consuming, lets running handlers finish within the grace period, flushes their status events and exits 0.
         """
-
-    /// `HAIRDRESSERS_DB`, or `hairdressers.sqlite` in the state folder.
-    static var appDatabasePath: String {
-        Environment.values[HairdressersDatabase.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-            ?? Environment.stateDirectory() + "/hairdressers.sqlite"
     }
 
     enum Mode {
         case worker, workerAndRecorder, recorderOnly
     }
 
+    var app: WorkerApp
     var mode: Mode
     var concurrency: Int
     var prefetch: UInt16?
@@ -87,7 +143,7 @@ struct WorkerCommand {
     var metricsFile: String?
     var metricsInterval: Double = 5
 
-    static func parse(_ words: [String]) throws(UsageError) -> WorkerCommand? {
+    static func parse(_ words: [String], app: WorkerApp) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
             options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
@@ -121,7 +177,7 @@ struct WorkerCommand {
             throw UsageError("--metrics-interval only applies with --metrics-file")
         }
         return WorkerCommand(
-            mode: mode,
+            app: app, mode: mode,
             concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 8,
             prefetch: try arguments.integer("--prefetch", in: 1...65_535).map { UInt16($0) },
             heartbeat: try arguments.integer("--heartbeat", in: 0...3_600) ?? 30,
@@ -149,12 +205,13 @@ struct WorkerCommand {
     }
 
     func run() async -> Int32 {
-        let logger = Logger(label: Self.tool, level: logLevel, sink: Terminal.logSink(json: jsonLogs))
+        let tool = app.tool
+        let logger = Logger(label: tool, level: logLevel, sink: Terminal.logSink(json: jsonLogs))
         let url: BrokerURL
         do {
             url = try Environment.brokerURL()
         } catch {
-            return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
+            return Terminal.fail(tool, error.description, code: ExitCode.usage)
         }
         var services: [any Service] = []
         let metrics: Metrics? = metricsFile.map { _ in
@@ -164,20 +221,18 @@ struct WorkerCommand {
         }
         var servedTypes: Set<String>?
         if mode != .recorderOnly {
-            let appPath = Self.appDatabasePath
             var registry = IntentRegistry()
             do {
-                let database = try HairdressersDatabase.open(path: appPath)
-                try HairdressersApp.register(into: &registry, database: database)
+                try app.register(&registry)
             } catch {
-                return Terminal.fail(Self.tool, "cannot open the Hairdressers database at \(appPath): \(error)", code: ExitCode.unavailable)
+                return Terminal.fail(tool, "cannot start the handlers: \(error)", code: ExitCode.unavailable)
             }
             servedTypes = Set(registry.typeNames)
             var faults = FaultInjection.none
             if let setting = Environment.values["INTENTQUEUE_FAULT"], !setting.isEmpty {
                 switch FaultInjection.parse(setting) {
                 case .success(let parsed): faults = parsed
-                case .failure(let failure): return Terminal.fail(Self.tool, "INTENTQUEUE_FAULT: \(failure.message)", code: ExitCode.usage)
+                case .failure(let failure): return Terminal.fail(tool, "INTENTQUEUE_FAULT: \(failure.message)", code: ExitCode.usage)
                 }
                 logger.warning("fault injection is on: \(setting)")
             }
@@ -193,7 +248,7 @@ struct WorkerCommand {
             do {
                 services.append(try WorkerService(registry: registry, configuration: configuration, logger: logger))
             } catch {
-                return Terminal.fail(Self.tool, "cannot open the outcome ledger at \(configuration.outcomesPath): \(error)", code: ExitCode.unavailable)
+                return Terminal.fail(tool, "cannot open the outcome ledger at \(configuration.outcomesPath): \(error)", code: ExitCode.unavailable)
             }
         }
         if mode != .worker {
@@ -214,7 +269,7 @@ struct WorkerCommand {
         do {
             try writer?.prepare()
         } catch {
-            return Terminal.fail(Self.tool, "cannot write the metrics file \(metricsFile ?? ""): \(error)", code: ExitCode.cannotCreate)
+            return Terminal.fail(tool, "cannot write the metrics file \(metricsFile ?? ""): \(error)", code: ExitCode.cannotCreate)
         }
         let writing = writer.map { writer in Task { try await writer.run() } }
         let group = ServiceGroup(services: services, gracePeriod: grace, logger: logger)

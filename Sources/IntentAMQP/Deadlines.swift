@@ -1,14 +1,16 @@
 import Foundation
+import IntentKit
 import Synchronization
 
 /// One thread that runs an action when a deadline passes: every handler's time
-/// limit, and the guard on blocking sends, share it.
+/// limit (the worker hands it to the pipeline), and the guard on blocking
+/// sends, share it.
 ///
 /// Racing each handler against its own `Task.sleep` keeps a timer and a task
 /// alive until the deadline even after the handler returns — for a ten-minute
 /// limit, memory that grows with every intent. Here a finished handler just
 /// removes its entry.
-public final class Deadlines: Sendable {
+public final class Deadlines: DeadlineScheduler {
     public static let shared = Deadlines()
 
     private struct Entry {
@@ -50,41 +52,5 @@ public final class Deadlines: Sendable {
             return Array(late.values)
         }
         due.forEach { $0.action() }
-    }
-}
-
-/// Resumes a continuation once, whichever of several racers comes first.
-final class FirstOutcome<Value: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Value, any Error>?>
-
-    init(_ continuation: CheckedContinuation<Value, any Error>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(with result: Result<Value, any Error>) {
-        continuation.withLock { $0.take() }?.resume(with: result)
-    }
-}
-
-/// A task that may be canceled before it is even stored.
-final class CancelableTask: Sendable {
-    private let state = Mutex<(task: Task<Void, Never>?, canceled: Bool)>((nil, false))
-
-    func set(_ task: Task<Void, Never>) {
-        let cancelNow = state.withLock { state -> Bool in
-            state.task = task
-            return state.canceled
-        }
-        if cancelNow { task.cancel() }
-    }
-
-    /// The task, once set.
-    var task: Task<Void, Never>? { state.withLock { $0.task } }
-
-    func cancel() {
-        state.withLock { state -> Task<Void, Never>? in
-            state.canceled = true
-            return state.task
-        }?.cancel()
     }
 }

@@ -1,5 +1,5 @@
 import Testing
-@testable import IntentKit
+@testable import IntentWorker
 
 /// The Prometheus text exposition format, written by hand.
 @Suite struct MetricsTests {
@@ -70,5 +70,21 @@ import Testing
         metrics.set("g", ["q": "x"], to: 1)
         metrics.clear("g")
         #expect(metrics.render() == "# HELP g G.\n# TYPE g gauge\n")
+    }
+
+    @Test func metricsLabelsAreEscapedScalarByScalarAndTheirNumberIsBounded() {
+        let metrics = Metrics()
+        metrics.declare("m_total", .counter, help: "a\r\nb")
+        metrics.increment("m_total", ["type": "Send\r\nMessage\"\\"])
+        let text = metrics.render()
+        #expect(!text.contains("\r"), "\(text.debugDescription)")
+        #expect(text.contains(#"type="Send\#u{FFFD}\nMessage\"\\""#), "\(text)")
+        #expect(text.split(separator: "\n").allSatisfy { $0.hasPrefix("#") || $0.hasPrefix("m_total") }, "one line per sample")
+        for index in 0..<(Metrics.maximumSeriesPerFamily + 100) {
+            metrics.increment("m_total", ["type": "t\(index)"])
+        }
+        let samples = metrics.render().split(separator: "\n").filter { $0.hasPrefix("m_total{") }
+        #expect(samples.count == Metrics.maximumSeriesPerFamily + 1, "past the bound, one 'other' series")
+        #expect(metrics.value("m_total", ["type": "other"]) == 101)
     }
 }

@@ -1,7 +1,7 @@
 import Testing
 @testable import IntentKit
 
-@Suite struct RetryAndFaultTests {
+@Suite struct RetryTests {
     @Test func delaysDoubleUpToTheMaximumAndJitterShortensThem() {
         let policy = RetryPolicy(maxRetries: 5, initialDelay: 1, maxDelay: 10)
         #expect(policy.delay(beforeRetry: 0, jitter: 1) == 1)
@@ -41,16 +41,5 @@ import Testing
             IntentEnvelope(id: "x", type: "Flaky", parameters: ["transient": false], submittedAt: 0), registry: registry, context: context)
         #expect(permanent.retryReason == nil)
         #expect(permanent.response?.code == "broken")
-    }
-
-    @Test func faultSettingsParseAndRefuseNonsense() throws {
-        let parsed = try FaultInjection.parse("afterHandle:0.5,beforeAck@poison-").get()
-        #expect(parsed.isEnabled)
-        #expect(try FaultInjection.parse("").get().isEnabled == false)
-        #expect(throws: IntentFailure.self) { try FaultInjection.parse("sometimes").get() }
-        #expect(throws: IntentFailure.self) { try FaultInjection.parse("afterHandle:2").get() }
-        // A rule for another intent, or another point, does not fire (the test process survives).
-        parsed.hit(.beforeAck, intentID: "healthy-1")
-        try FaultInjection.parse("afterHandle:0").get().hit(.afterHandle, intentID: "x")
     }
 }

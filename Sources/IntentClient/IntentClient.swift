@@ -1,0 +1,416 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+
+/// A client of IntentQueue: submits intents, reads and waits for their
+/// status, answers their questions, cancels them, deletes what is stored
+/// about them and follows their events — from any machine that reaches the
+/// broker. Statuses are read from the store file when this machine has it,
+/// or asked of the recorder over the broker; either way a read after a wait
+/// never reports less than the wait did (see `StatusWaiter`).
+///
+/// Only the recorder writes the status store: a delete is a request it
+/// carries out. Calls block their thread (each opens its own connections).
+///
+/// ```swift
+/// let client = IntentClient(brokerURL: try BrokerURL.fromEnvironment())
+/// let status = try client.submit(try IntentEnvelope(order), waitingUpTo: 30)
+/// if status?.state == .needsInput { _ = try client.confirm(id: order.id, waitingUpTo: 30) }
+/// ```
+public final class IntentClient: Sendable {
+    /// Where statuses are read.
+    public enum StatusSource: Sendable, Hashable {
+        /// The recorder's store file, on this machine.
+        case local(path: String)
+        /// The recorder, asked over the broker.
+        case remote
+    }
+
+    public let brokerURL: BrokerURL
+    public let source: StatusSource
+    public let topology: Topology
+
+    /// - Parameter source: where statuses are read; by default the recorder, over the broker.
+    public init(brokerURL: BrokerURL, source: StatusSource = .remote, topology: Topology = Topology()) {
+        self.brokerURL = brokerURL
+        self.source = source
+        self.topology = topology
+    }
+
+    /// The store file at `path` when this machine has one, else the recorder.
+    public static func source(storePath path: String) -> StatusSource {
+        FileManager.default.fileExists(atPath: path) ? .local(path: path) : .remote
+    }
+
+    /// The broker user the client acts as: the owner of what it submits.
+    public var user: String { brokerURL.user }
+
+    // MARK: Reading
+
+    /// What the store knows about one intent (another owner's reads as unknown,
+    /// or as this user's refused message about it); nil when nothing.
+    public func status(id: String) throws(IntentClientError) -> IntentStatus? {
+        guard case .status(let status) = try answer(.show(id: id)) else { throw .unexpectedAnswer("one intent") }
+        return status
+    }
+
+    /// The most recently updated intents (this user's own, unless an operator).
+    public func list(state: IntentState? = nil, type: String? = nil, limit: Int = 50) throws(IntentClientError) -> [IntentStatus] {
+        guard case .statuses(let statuses) = try answer(.list(state: state, type: type, limit: limit)) else { throw .unexpectedAnswer("a list") }
+        return statuses
+    }
+
+    /// The intents the broker dead-lettered (operators only, when remote).
+    public func deadLetters(limit: Int = 50) throws(IntentClientError) -> [IntentStatus] {
+        guard case .statuses(let statuses) = try answer(.dead(limit: limit)) else { throw .unexpectedAnswer("a list") }
+        return statuses
+    }
+
+    /// Waits up to `timeout` seconds until `done` holds (by default: the
+    /// intent ends or asks a question), woken by its status events; returns
+    /// the last status read (nil: never seen).
+    public func wait(
+        id: String, timeout: Double, until done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
+    ) throws(IntentClientError) -> IntentStatus? {
+        let owner = (try? status(id: id))??.owner
+        let feed = StatusWaiter.feed(url: brokerURL, owner: owner, topology: topology, timeout: timeout)
+        defer { feed?.close() }
+        return try wait(id: id, timeout: timeout, feed: feed, refusalsSince: nil, done: done)
+    }
+
+    // MARK: Submitting and answering
+
+    /// Publishes an intent (or a turn, or a request about one) and returns once
+    /// the broker confirmed it. Throws `.noWorker` when no worker serves its type.
+    public func submit(_ envelope: IntentEnvelope) throws(IntentClientError) {
+        try publish { publisher throws(AMQPError) in try publisher.submit(envelope) }
+    }
+
+    /// A typed intent, submitted under `id`; returns the id.
+    @discardableResult
+    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil) throws(IntentClientError) -> String {
+        var envelope: IntentEnvelope
+        do {
+            envelope = try IntentEnvelope(intent, id: id)
+        } catch {
+            throw IntentClientError(.invalid, "\(I.typeName) cannot be submitted: \(error)")
+        }
+        envelope.group = group
+        try submit(envelope)
+        return id
+    }
+
+    /// Submits and follows the intent until it ends or asks this turn's
+    /// question, at most `timeout` seconds; returns its status then (nil: none
+    /// recorded in time). A worker's refusal of the message (the id is
+    /// another owner's, say) comes back as that refusal (`isRefusal`).
+    public func submit(
+        _ envelope: IntentEnvelope, waitingUpTo timeout: Double, asOperator: Bool = false, onSubmitted: () -> Void = {}
+    ) throws(IntentClientError) -> IntentStatus? {
+        // The events are followed from before the submission: a fast outcome cannot slip past.
+        let feed = StatusWaiter.feed(url: brokerURL, topology: topology, timeout: timeout)
+        defer { feed?.close() }
+        let submittedAt = Date().timeIntervalSince1970
+        try submit(envelope)
+        onSubmitted()
+        let me = user
+        let type = envelope.type
+        let minimumTurn = envelope.turn
+        return try wait(id: envelope.id, timeout: timeout, feed: feed, refusalsSince: submittedAt) { status in
+            if Self.isRefusal(status) { return true }
+            // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
+            if !asOperator, let owner = status.owner, owner != me { return false }
+            if status.type != type { return false }
+            return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+        }
+    }
+
+    /// The next turn of an intent waiting in `needsInput`: `answers` over its
+    /// parameters (only names it has or asked about). Not published: see
+    /// `submit`. A turn's parameters are read leniently, as a command line's:
+    /// they merge the submission's, which may have been typed as text.
+    public func answer(id: String, _ answers: [String: JSONValue], asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
+        let status = try waiting(id, asOperator: asOperator)
+        let known = Set(status.parameters?.objectValue?.keys.map { $0 } ?? []).union((status.resolutions ?? []).map(\.parameter))
+        if let unknown = answers.keys.sorted().first(where: { !known.contains($0) }) {
+            throw IntentClientError(.invalid, "\(status.type) has no parameter '\(unknown)' (it knows \(known.sorted().joined(separator: ", ")))")
+        }
+        // The merged parameters may mix the submission's with answers typed now.
+        return IntentEnvelope.answering(
+            id: id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: answers,
+            confirmed: status.confirmed ?? [], group: status.group, lenient: true)
+    }
+
+    /// The next turn confirming what the intent asks to confirm (a value, or the whole intent).
+    public func confirmation(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
+        let status = try waiting(id, asOperator: asOperator)
+        let confirming = Self.confirmable(status)
+        guard !confirming.isEmpty else { throw IntentClientError(.notWaiting, "\(id) is not asking for a confirmation; answer it instead") }
+        return IntentEnvelope.answering(
+            id: id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: [:],
+            confirmed: status.confirmed ?? [], confirming: confirming, group: status.group, lenient: true)
+    }
+
+    /// The request refusing what the intent asks to confirm: a worker decides
+    /// it (`failure`/`denied`, unless a confirmation was handled first).
+    public func denial(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
+        let status = try waiting(id, asOperator: asOperator)
+        guard !Self.confirmable(status).isEmpty else {
+            throw IntentClientError(.notWaiting, "\(id) is not asking for a confirmation; answer it instead")
+        }
+        var denial = IntentEnvelope.request(.deny, id: id, type: status.type, turn: (status.turn ?? 0) + 1)
+        denial.group = status.group
+        return denial
+    }
+
+    // MARK: Canceling
+
+    /// How a cancel ended.
+    public enum CancelOutcome: Sendable, Hashable {
+        /// A worker canceled it: nothing of it was done.
+        case canceled(IntentStatus)
+        /// It had ended before (handled, failed, or canceled already): its outcome stands.
+        case alreadyEnded(IntentStatus)
+        /// Requested, but no worker decided within the time: it is canceled when one does, unless its outcome is decided first.
+        case undecided(IntentStatus?)
+        /// A worker refused the request: the intent is not this user's.
+        case refused(IntentStatus)
+    }
+
+    /// Cancels an unfinished intent and waits up to `timeout` seconds for a
+    /// worker's decision, made atomically with the intent's effects.
+    public func cancel(id: String, timeout: Double = 30) throws(IntentClientError) -> CancelOutcome {
+        guard let status = try status(id: id) else { throw IntentClientError(.unknownIntent, "\(id) is unknown to the status store") }
+        if Self.isRefusal(status) { return .refused(status) }
+        guard !status.state.isTerminal else { return .alreadyEnded(status) }
+        // Followed from before the request, so the decision cannot slip past.
+        let feed = StatusWaiter.feed(url: brokerURL, owner: status.owner, topology: topology, timeout: timeout)
+        defer { feed?.close() }
+        let requestedAt = Date().timeIntervalSince1970
+        try publish { publisher throws(AMQPError) in try publisher.cancel(id: id, type: status.type) }
+        let decided: IntentStatus?
+        do {
+            decided = try wait(id: id, timeout: timeout, feed: feed, refusalsSince: requestedAt) { $0.state.isTerminal || Self.isRefusal($0) }
+        } catch {
+            throw IntentClientError(error.kind, "the cancel was requested, but \(error.message)")
+        }
+        guard let decided, decided.state.isTerminal else { return .undecided(decided) }
+        if Self.isRefusal(decided) { return .refused(decided) }
+        return decided.state == .canceled ? .canceled(decided) : .alreadyEnded(decided)
+    }
+
+    // MARK: Maintenance
+
+    /// Removes stored interactions through the recorder, the store's only
+    /// writer: these ids, or a group's, or (both nil) every one (operators
+    /// only). Anyone but an operator removes only their own. Returns how many went.
+    public func delete(ids: [String]? = nil, group: String? = nil) throws(IntentClientError) -> Int {
+        guard case .deleted(let count) = try ask(.delete(ids: ids, group: group)) else { throw .unexpectedAnswer("a count") }
+        return count
+    }
+
+    /// Puts a dead-lettered intent back in the work queue (operators).
+    public func requeue(id: String) throws(IntentClientError) -> DeadLetters.Outcome {
+        do {
+            return try DeadLetters.requeue(id: id, url: brokerURL, topology: topology)
+        } catch {
+            throw IntentClientError(error)
+        }
+    }
+
+    /// Follows status events as workers publish them — this user's own, or
+    /// with `everyone` all of them (operators) — calling `onEvent` for each
+    /// until `stop` returns true (it is asked at least every 250 ms).
+    public func watch(
+        type: String? = nil, state: IntentState? = nil, everyone: Bool = false, until stop: () -> Bool,
+        onEvent: (StatusEvent) -> Void, onUnreadable: (Delivery) -> Void = { _ in }
+    ) throws(IntentClientError) {
+        let feed: StatusFeed
+        do {
+            feed = try StatusFeed(url: brokerURL, bindings: [(topology.statusExchange, watchKey(type: type, state: state, everyone: everyone))])
+        } catch where error.replyCode == 403 {
+            throw IntentClientError(
+                .forbidden, "the broker refused to let \(user) follow \(everyone ? "everyone's" : "these") events (\(error.detail)); everyone's are for operators")
+        } catch {
+            throw IntentClientError(error)
+        }
+        defer { feed.close() }
+        while !stop() {
+            let delivery: Delivery?
+            do {
+                delivery = try feed.next(timeout: 0.25)
+            } catch {
+                throw IntentClientError(.unavailable, "the broker connection ended: \(error)")
+            }
+            guard let delivery else { continue }
+            guard let event = try? StatusEvent.decode(delivery.body) else {
+                onUnreadable(delivery)
+                continue
+            }
+            onEvent(event)
+        }
+    }
+
+    /// The binding `watch` uses: `<owner>.<type>.<state>`, `*` for any.
+    public func watchKey(type: String?, state: IntentState?, everyone: Bool) -> String {
+        "\(everyone ? "*" : StatusEvent.routingWord(for: user)).\(type ?? "*").\(state?.rawValue ?? "*")"
+    }
+
+    // MARK: Helpers
+
+    /// Whether a status is a worker's refusal of one message (not the intent's state).
+    public static func isRefusal(_ status: IntentStatus) -> Bool {
+        [FailureCode.idInUse, FailureCode.notOwner, FailureCode.unknownIntent].contains(status.response?.code ?? "")
+    }
+
+    /// The parameters (or `intent`) the status asks to confirm.
+    static func confirmable(_ status: IntentStatus) -> [String] {
+        (status.resolutions ?? []).filter { if case .confirmationRequired = $0.result { return true } else { return false } }.map(\.parameter)
+    }
+
+    /// The status of an intent that must be waiting for this user's answer.
+    private func waiting(_ id: String, asOperator: Bool) throws(IntentClientError) -> IntentStatus {
+        guard let status = try status(id: id), !Self.isRefusal(status) else {
+            throw IntentClientError(.unknownIntent, "\(id) is unknown to the status store")
+        }
+        guard status.state == .needsInput else {
+            throw IntentClientError(.notWaiting, "\(id) is not waiting for an answer: it is \(status.state.rawValue)")
+        }
+        if let owner = status.owner, owner != user, !asOperator {
+            throw IntentClientError(.notYours, "\(id) is \(owner)'s intent: only its owner (or an operator) may answer it")
+        }
+        return status
+    }
+
+    private func publish(_ body: (IntentPublisher) throws(AMQPError) -> Void) throws(IntentClientError) {
+        do {
+            let publisher = try IntentPublisher(url: brokerURL, topology: topology)
+            defer { publisher.close() }
+            try body(publisher)
+        } catch {
+            throw IntentClientError(error)
+        }
+    }
+
+    /// A read, from the store file or the recorder.
+    private func answer(_ query: StatusQuery) throws(IntentClientError) -> StatusQuery.Answer {
+        switch source {
+        case .local(let path):
+            do {
+                return try query.answer(from: StatusReader(path: path))
+            } catch {
+                throw IntentClientError(.unavailable, "status store unreachable: \(error)")
+            }
+        case .remote:
+            return try ask(query)
+        }
+    }
+
+    /// A question for the recorder, over the broker.
+    private func ask(_ query: StatusQuery, requester given: StatusRequester? = nil, timeout: Double? = nil) throws(IntentClientError) -> StatusQuery.Answer {
+        do {
+            let requester = try given ?? StatusRequester(url: brokerURL, topology: topology)
+            defer { if given == nil { requester.close() } }
+            return try StatusQuery.decodeReply(try requester.ask(query.encoded, timeout: timeout))
+        } catch let error as AMQPError {
+            throw IntentClientError(error.kind == .unroutable ? .unavailable : IntentClientError(error).kind, "remote status unavailable: \(error)")
+        } catch let error as StatusQuery.Forbidden {
+            throw IntentClientError(.forbidden, error.description)
+        } catch {
+            throw IntentClientError(.unavailable, "remote status unavailable: \(error)")
+        }
+    }
+
+    /// Waits for `done`, reading the store (or the recorder) when events say
+    /// so. With `refusalsSince`, this user's refused message about the id
+    /// (sent at or after that time) answers instead.
+    private func wait(
+        id: String, timeout: Double, feed: StatusFeed?, refusalsSince: Double?, done: (IntentStatus) -> Bool
+    ) throws(IntentClientError) -> IntentStatus? {
+        do {
+            switch source {
+            case .local(let path):
+                var reader: StatusReader?
+                let me = user
+                return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, topology: topology, feed: feed, done: done) {
+                    // A store not made yet is "not yet".
+                    if reader == nil, FileManager.default.fileExists(atPath: path) { reader = try StatusReader(path: path) }
+                    if let since = refusalsSince, let refusal = try reader?.refusal(id: id, owner: me), refusal.updatedAt >= since {
+                        return refusal
+                    }
+                    return try reader?.status(id: id)
+                }
+            case .remote:
+                // One connection for every question of the wait.
+                let deadline = Date().addingTimeInterval(timeout)
+                let requester = try StatusRequester(url: brokerURL, topology: topology, timeout: min(5, timeout))
+                defer { requester.close() }
+                var answered = false
+                return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, topology: topology, feed: feed, done: done) {
+                    let answer: StatusQuery.Answer
+                    do {
+                        answer = try ask(.show(id: id), requester: requester, timeout: deadline.timeIntervalSinceNow)
+                    } catch let error as IntentClientError where error.kind == .timeout && answered {
+                        return nil  // a slow answer near the end of the wait: no news, the wait ends on its own
+                    }
+                    answered = true
+                    guard case .status(let status) = answer else { return nil }
+                    return status
+                }
+            }
+        } catch let error as IntentClientError {
+            throw error
+        } catch let error as AMQPError {
+            throw IntentClientError(error)
+        } catch {
+            throw IntentClientError(.unavailable, "status store unreachable: \(error)")
+        }
+    }
+}
+
+/// Why a client call did not do what it was asked.
+public struct IntentClientError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The store has never seen the id.
+        case unknownIntent
+        /// The intent is not waiting for this answer (or no longer can be canceled).
+        case notWaiting
+        /// The intent is another owner's.
+        case notYours
+        /// The broker or the recorder refused this user.
+        case forbidden
+        /// No worker serves the type: nothing is bound for it.
+        case noWorker
+        /// What was asked cannot be sent (an unknown parameter, an intent that does not encode).
+        case invalid
+        /// The broker URL or its credentials are wrong.
+        case configuration
+        /// No answer in time.
+        case timeout
+        /// The broker, the store or the recorder cannot be reached.
+        case unavailable
+    }
+
+    public var kind: Kind
+    public var message: String
+    public var description: String { message }
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    init(_ error: AMQPError) {
+        switch error.kind {
+        case .unroutable: self.init(.noWorker, error.detail)
+        case .configuration: self.init(.configuration, error.description)
+        case .timeout: self.init(.timeout, "broker unreachable: \(error)")
+        default: self.init(error.replyCode == 403 ? .forbidden : .unavailable, "broker unreachable: \(error)")
+        }
+    }
+
+    static func unexpectedAnswer(_ expected: String) -> IntentClientError {
+        IntentClientError(.unavailable, "the recorder did not answer with \(expected)")
+    }
+}

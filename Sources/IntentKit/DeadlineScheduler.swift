@@ -1,0 +1,72 @@
+import Synchronization
+
+/// Runs an action once a deadline passes, unless it is cleared first: how the
+/// pipeline enforces a handler's time limit. The worker gives it its one timer
+/// thread (`Deadlines`); without one, each limit sleeps in a task of its own.
+public protocol DeadlineScheduler: Sendable {
+    /// Runs `action` once `seconds` have passed, unless `clear` is called with the token first.
+    func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int
+    func clear(_ token: Int)
+}
+
+/// A deadline per task: each sleeps until its time and is canceled when
+/// cleared. Enough for tests and tools; a worker uses its timer thread.
+public final class TaskDeadlines: DeadlineScheduler {
+    private let tasks = Mutex<[Int: Task<Void, Never>]>([:])
+    private let nextToken = Atomic<Int>(0)
+
+    public init() {}
+
+    public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
+        let token = nextToken.add(1, ordering: .relaxed).newValue
+        // Stored before the task can look for itself: it runs only if still there.
+        tasks.withLock { tasks in
+            tasks[token] = Task { [weak self] in
+                try? await Task.sleep(for: .microseconds(Int64(max(0, seconds) * 1_000_000)))
+                guard self?.tasks.withLock({ $0.removeValue(forKey: token) }) != nil else { return }
+                action()
+            }
+        }
+        return token
+    }
+
+    public func clear(_ token: Int) {
+        tasks.withLock { $0.removeValue(forKey: token) }?.cancel()
+    }
+}
+
+/// Resumes a continuation once, whichever of several racers comes first.
+final class FirstOutcome<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, any Error>?>
+
+    init(_ continuation: CheckedContinuation<Value, any Error>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(with result: Result<Value, any Error>) {
+        continuation.withLock { $0.take() }?.resume(with: result)
+    }
+}
+
+/// A task that may be canceled before it is even stored.
+final class CancelableTask: Sendable {
+    private let state = Mutex<(task: Task<Void, Never>?, canceled: Bool)>((nil, false))
+
+    func set(_ task: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.task = task
+            return state.canceled
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    /// The task, once set.
+    var task: Task<Void, Never>? { state.withLock { $0.task } }
+
+    func cancel() {
+        state.withLock { state -> Task<Void, Never>? in
+            state.canceled = true
+            return state.task
+        }?.cancel()
+    }
+}

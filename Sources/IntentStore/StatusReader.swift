@@ -1,0 +1,159 @@
+import Foundation
+import IntentKit
+
+/// Reads the status store: one intent, lists, refusals, dead letters,
+/// counts. Opened on the file read-only (any number of readers beside the
+/// recorder, which WAL never blocks), or on the writer's own connection.
+///
+/// Not `Sendable`: like its `Database`, a reader belongs to one thread.
+public final class StatusReader {
+    public let database: Database
+    private var schemaChecked = false
+
+    /// Opens an existing store, read-only.
+    public init(path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw DatabaseError(
+                code: 14, message: "no status store at \(path) (is a recorder writing to it? set INTENT_STATUS_DB)",
+                context: "opening the status store")
+        }
+        database = try Database(path: path, mode: .readOnly)
+    }
+
+    init(database: Database) {
+        self.database = database
+    }
+
+    /// The columns of `intent_status` a status is read from, by name.
+    enum Column: Int32, CaseIterable {
+        case id, type, state, responseCode, responseMessage, responsePayload, resolutions, progressFraction, progressMessage
+        case parameters, attempts, worker, submittedAt, queuedAt, startedAt, updatedAt, finishedAt, turn, group, confirmed
+        case owner, view
+
+        var name: String {
+            switch self {
+            case .group: "group_id"
+            default:
+                // responseCode → response_code
+                String(String(describing: self).flatMap { $0.isUppercase ? ["_", Character($0.lowercased())] : [$0] })
+            }
+        }
+
+        static let selected = allCases.map(\.name).joined(separator: ", ")
+    }
+
+    /// The status of one intent, with its conversation; nil when the store has never seen the id.
+    public func status(id: String) throws -> IntentStatus? {
+        guard try hasSchema() else { return nil }
+        guard var status = try database.queryFirst(
+            "SELECT \(Column.selected) FROM intent_status WHERE id = ?", [.text(id)], Self.status(from:)
+        ) else {
+            return nil
+        }
+        let turns = try database.query(
+            "SELECT turn, question, asked_at, answer, answered_at FROM intent_turn WHERE id = ? ORDER BY turn", [.text(id)]
+        ) { row in
+            IntentStatus.Turn(
+                turn: row.int(0), question: (try? Self.decode([ParameterResolution].self, row.text(1))) ?? [],
+                askedAt: row.optionalDouble(2), answer: row.text(3).flatMap { try? JSONValue.parse($0) },
+                answeredAt: row.optionalDouble(4))
+        }
+        status.history = turns.isEmpty ? nil : turns
+        return status
+    }
+
+    /// The most recently updated intents, optionally of one state and/or type
+    /// and (for a reader who may see only their own) of one owner.
+    public func list(state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
+        guard try hasSchema() else { return [] }
+        // Each filter is NULL when not given.
+        return try database.query(
+            """
+            SELECT \(Column.selected) FROM intent_status
+            WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR type = ?3)
+            ORDER BY updated_at DESC LIMIT ?4
+            """, [.optional(owner), .optional(state?.rawValue), .optional(type), .int(limit)], Self.status(from:))
+    }
+
+    /// A worker's refusal of `owner`'s message about the intent `id` (see
+    /// `StatusStore.Update.refusal`), as a status: the `failure` that sender sees.
+    public func refusal(id: String, owner: String?) throws -> IntentStatus? {
+        guard try hasSchema() else { return nil }
+        return try database.queryFirst(
+            "SELECT type, code, message, attempt, at FROM intent_refusal WHERE id = ? AND owner = ?", [.text(id), .text(owner ?? "")]
+        ) { row in
+            IntentStatus(
+                id: id, type: row.string(0), state: .failure, response: IntentResponse(code: row.string(1), message: row.text(2)),
+                attempts: row.int(3), updatedAt: row.double(4), finishedAt: row.double(4), owner: owner)
+        }
+    }
+
+    /// Intents the broker dead-lettered, newest first.
+    public func deadLettered(limit: Int = 50) throws -> [IntentStatus] {
+        guard try hasSchema() else { return [] }
+        return try database.query(
+            """
+            SELECT \(Column.selected) FROM intent_status
+            WHERE state = 'failure' AND response_code = '\(FailureCode.deadLettered)' ORDER BY updated_at DESC LIMIT ?
+            """, [.int(limit)], Self.status(from:))
+    }
+
+    /// How many intents are in each state.
+    public func counts() throws -> [IntentState: Int] {
+        guard try hasSchema() else { return [:] }
+        let rows = try database.query("SELECT state, count(*) FROM intent_status GROUP BY state") { row in (row.string(0), row.int(1)) }
+        var counts: [IntentState: Int] = [:]
+        for (state, count) in rows {
+            if let state = IntentState(rawValue: state) { counts[state] = count }
+        }
+        return counts
+    }
+
+    /// Terminal events that disagreed with the stored outcome (see `status_conflict`).
+    public func conflictCount() throws -> Int {
+        guard try hasSchema() else { return 0 }
+        return try database.queryFirst("SELECT count(*) FROM status_conflict") { $0.int(0) } ?? 0
+    }
+
+    /// Whether the recorder has made the schema yet; throws when it is older than this build reads.
+    func hasSchema() throws -> Bool {
+        if schemaChecked { return true }
+        let found = try database.queryFirst(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'") { _ in true } ?? false
+        if found {
+            let version = try database.userVersion
+            guard version >= StatusStore.migrations.count else {
+                throw DatabaseError(
+                    code: 1,
+                    message: "the status store has schema version \(version) and this build reads version \(StatusStore.migrations.count); start this version's recorder once to migrate it",
+                    context: "opening \(database.path)")
+            }
+        }
+        schemaChecked = found
+        return found
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+        try text.map { try JSONValueDecoder().decode(type, from: try JSONValue.parse($0)) }
+    }
+
+    private static func status(from row: Row) throws -> IntentStatus {
+        func text(_ column: Column) -> String? { row.text(column.rawValue) }
+        func number(_ column: Column) -> Double? { row.optionalDouble(column.rawValue) }
+        func json(_ column: Column) -> JSONValue? { text(column).flatMap { try? JSONValue.parse($0) } }
+        let state = IntentState(rawValue: text(.state) ?? "") ?? .queued
+        let response = text(.responseCode).map { code in
+            IntentResponse(code: code, message: text(.responseMessage), payload: json(.responsePayload))
+        }
+        let fraction = number(.progressFraction)
+        let progressMessage = text(.progressMessage)
+        return IntentStatus(
+            id: text(.id) ?? "", type: text(.type) ?? "", state: state, terminal: state.isTerminal, response: response,
+            resolutions: try decode([ParameterResolution].self, text(.resolutions)),
+            progress: fraction != nil || progressMessage != nil ? StatusEvent.Progress(fraction: fraction, message: progressMessage) : nil,
+            parameters: json(.parameters), attempts: row.int(Column.attempts.rawValue), worker: text(.worker),
+            submittedAt: number(.submittedAt), queuedAt: number(.queuedAt), startedAt: number(.startedAt),
+            updatedAt: number(.updatedAt) ?? 0, finishedAt: number(.finishedAt), turn: row.int(Column.turn.rawValue),
+            group: text(.group), confirmed: (try? decode([String].self, text(.confirmed))) ?? nil, owner: text(.owner), view: text(.view))
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import IntentKit
+import IntentStore
+import Testing
+
+/// A producer on a machine without the status store (INTENT_STATUS_DB points
+/// nowhere) submits, reads, answers, confirms, denies, cancels and deletes:
+/// the questions are read from the recorder over the broker, and the delete
+/// is the recorder's to carry out — within what the producer owns.
+@Suite(.timeLimit(.minutes(5)))
+struct RemoteClientTests {
+    @Test func everyConversationStepAndADeleteWorkWithoutTheStoreFile() async throws {
+        let secure = try await SecureSandbox("remote-client")
+        defer { Task { await secure.tearDown() } }
+        try await secure.startServices()
+        let nowhere = secure.sandbox.directory.appendingPathComponent("no-such-dir/status.sqlite").path
+        func tool(_ name: String, as user: String, _ arguments: [String]) async throws -> ToolResult {
+            var environment = secure.environment(as: user)
+            environment["INTENT_STATUS_DB"] = nowhere
+            return try await run(Paths.tool(name), arguments, environment: environment, timeout: 40)
+        }
+
+        // The Jeff question, in its words, with both Jeffs by title.
+        let asked = try await tool("intent-submit", as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "r-jeff", "--wait"])
+        #expect(asked.exitCode == 3, "\(asked)")
+        #expect(asked.stdout.contains("Which Jeff do you mean: Jeff Baker or Jeff Chen?"), "\(asked.stdout)")
+        #expect(asked.stdout.contains("options: Jeff Baker | Jeff Chen"), "\(asked.stdout)")
+        let shown = try await tool("intent-status", as: secure.alice, ["r-jeff", "--json"])
+        #expect(shown.exitCode == 3, "\(shown)")
+        #expect(shown.stdout.contains(#""optionTitles":["Jeff Baker","Jeff Chen"]"#), "\(shown.stdout)")
+        #expect(shown.stdout.contains(#""prompt":{"full":"Which Jeff do you mean: Jeff Baker or Jeff Chen?""#), "\(shown.stdout)")
+        let answered = try await tool("intent-submit", as: secure.alice, ["--answer", "r-jeff", "recipients=Jeff Baker", "--wait"])
+        #expect(answered.exitCode == 0, "\(answered)")
+
+        // A confirmation, and a denial.
+        #expect(try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-soup", "--wait"]).exitCode == 3)
+        let confirmed = try await tool("intent-submit", as: secure.alice, ["--confirm", "r-soup", "--wait"])
+        #expect(confirmed.exitCode == 0, "\(confirmed)")
+        #expect(try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-deny", "--wait"]).exitCode == 3)
+        let denied = try await tool("intent-submit", as: secure.alice, ["--deny", "r-deny", "--wait", "--json"])
+        #expect(denied.exitCode == 1 && denied.stdout.contains(FailureCode.denied), "\(denied)")
+
+        // A cancel of a waiting intent.
+        #expect(try await tool("intent-submit", as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "r-cancel", "--wait"]).exitCode == 3)
+        let canceled = try await tool("intent-status", as: secure.alice, ["cancel", "r-cancel"])
+        #expect(canceled.exitCode == 0, "\(canceled)")
+
+        // Deletes go through the recorder: bob's reaches nothing of alice's, and only an operator deletes everything.
+        let bobs = try await tool("intent-status", as: secure.bob, ["delete", "r-soup"])
+        #expect(bobs.exitCode == 0 && bobs.stdout.contains("deleted 0 intents"), "\(bobs)")
+        #expect(try await tool("intent-status", as: secure.bob, ["delete", "--all"]).exitCode == 77)
+        #expect(try await tool("intent-status", as: secure.alice, ["delete", "--all"]).exitCode == 77)
+        let mine = try await tool("intent-status", as: secure.alice, ["delete", "r-jeff", "r-cancel"])
+        #expect(mine.exitCode == 0 && mine.stdout.contains("deleted 2 intents"), "\(mine)")
+        #expect(try await tool("intent-status", as: secure.alice, ["r-jeff"]).exitCode == 4, "gone for its owner")
+        let store = try secure.sandbox.statusStore()
+        #expect(try store.status(id: "r-jeff") == nil && store.status(id: "r-cancel") == nil)
+        #expect(try store.status(id: "r-soup")?.state == .success, "bob's delete left alice's intent alone")
+        let everything = try await tool("intent-status", as: secure.operatorUser, ["delete", "--all", "--json"])
+        #expect(everything.exitCode == 0 && everything.stdout.contains(#"{"deleted":2}"#), "\(everything)")
+        #expect(try store.list().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: nowhere), "no tool made a store where INTENT_STATUS_DB pointed")
+    }
+}
