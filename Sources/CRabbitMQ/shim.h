@@ -15,33 +15,6 @@ static inline amqp_rpc_reply_t iq_amqp_login_plain(amqp_connection_state_t state
     return amqp_login(state, vhost, channel_max, frame_max, heartbeat, AMQP_SASL_METHOD_PLAIN, user, password);
 }
 
-/// A table entry whose value is a long string; key and value must outlive the table.
-static inline amqp_table_entry_t iq_amqp_entry_string(const char *key, const char *value) {
-    amqp_table_entry_t entry;
-    entry.key = amqp_cstring_bytes(key);
-    entry.value.kind = AMQP_FIELD_KIND_UTF8;
-    entry.value.value.bytes = amqp_cstring_bytes(value);
-    return entry;
-}
-
-/// A table entry whose value is a signed 64-bit integer.
-static inline amqp_table_entry_t iq_amqp_entry_int(const char *key, int64_t value) {
-    amqp_table_entry_t entry;
-    entry.key = amqp_cstring_bytes(key);
-    entry.value.kind = AMQP_FIELD_KIND_I64;
-    entry.value.value.i64 = value;
-    return entry;
-}
-
-/// A table entry whose value is a nested table.
-static inline amqp_table_entry_t iq_amqp_entry_table(const char *key, amqp_table_t table) {
-    amqp_table_entry_t entry;
-    entry.key = amqp_cstring_bytes(key);
-    entry.value.kind = AMQP_FIELD_KIND_TABLE;
-    entry.value.value.table = table;
-    return entry;
-}
-
 /// Reads an integer-valued header of any integer kind; returns 0 when the entry holds no integer.
 static inline int iq_amqp_entry_integer(const amqp_field_value_t *value, int64_t *out) {
     switch (value->kind) {

@@ -3,7 +3,7 @@ import IntentStore
 
 /// A hairdresser, named by the user: read through the app's vocabulary, then
 /// matched against the `hairdresser` table ("Jeff" finds both Jeffs).
-public struct Hairdresser: ParameterValue, Hashable, Codable {
+public struct Hairdresser: NamedEntity, Hashable, Codable {
     public var name: String
 
     public init(name: String) {
@@ -13,18 +13,10 @@ public struct Hairdresser: ParameterValue, Hashable, Codable {
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Hairdresser> {
         let (names, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM hairdresser ORDER BY name", kind: .hairdresser, context: context)
         let found = NameMatcher.matches(said, in: names)
-        switch found.count {
-        case 0: return .unsupported("no hairdresser is called '\(spoken)'")
-        case 1: return .success(Hairdresser(name: found[0]))
-        default:
-            return .disambiguation(
-                found.map { ParameterOption(Hairdresser(name: $0), title: $0) },
-                IntentDialog(full: "Which \(said.trimmingWhitespace()) do you mean: \(Self.spoken(found))?", supporting: "Which one?"))
-        }
+        return choose(
+            found, none: .unsupported("no hairdresser is called '\(spoken)'"),
+            asking: IntentDialog(full: "Which \(said.trimmingWhitespace()) do you mean: \(Self.spoken(found))?", supporting: "Which one?"))
     }
-
-    public var spoken: String { name }
-    public var displayValue: JSONValue { .string(name) }
 
     /// "A, B or C".
     static func spoken(_ names: [String]) -> String {
@@ -34,7 +26,7 @@ public struct Hairdresser: ParameterValue, Hashable, Codable {
 }
 
 /// A group of hairdressers, named by the user: any group whose name contains what was said.
-public struct HairdresserGroup: ParameterValue, Hashable, Codable {
+public struct HairdresserGroup: NamedEntity, Hashable, Codable {
     public var name: String
 
     public init(name: String) {
@@ -45,23 +37,15 @@ public struct HairdresserGroup: ParameterValue, Hashable, Codable {
         let (groups, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM \"group\" ORDER BY name", kind: .group, context: context)
         let wanted = said.lowercased().trimmingWhitespace()
         let matches = wanted.isEmpty ? [] : groups.filter { $0.lowercased().contains(wanted) }
-        switch matches.count {
-        case 0: return .needsValue(IntentDialog(full: "Which group? There are \(Hairdresser.spoken(groups)).", supporting: "Which group?"))
-        case 1: return .success(HairdresserGroup(name: matches[0]))
-        default:
-            return .disambiguation(
-                matches.map { ParameterOption(HairdresserGroup(name: $0), title: $0) },
-                IntentDialog(full: "Which group do you mean: \(Hairdresser.spoken(matches))?", supporting: "Which group?"))
-        }
+        return choose(
+            matches, none: .needsValue(IntentDialog(full: "Which group? There are \(Hairdresser.spoken(groups)).", supporting: "Which group?")),
+            asking: IntentDialog(full: "Which group do you mean: \(Hairdresser.spoken(matches))?", supporting: "Which group?"))
     }
-
-    public var spoken: String { name }
-    public var displayValue: JSONValue { .string(name) }
 }
 
 /// A soup on the menu, named by the user (through the vocabulary): the exact
 /// name, or the only one containing what was said.
-public struct Soup: ParameterValue, Hashable, Codable {
+public struct Soup: NamedEntity, Hashable, Codable {
     public var name: String
 
     public init(name: String) {
@@ -74,18 +58,10 @@ public struct Soup: ParameterValue, Hashable, Codable {
         guard !wanted.isEmpty else { return .needsValue() }
         let exact = menu.filter { $0.lowercased() == wanted }
         let matches = exact.isEmpty ? menu.filter { $0.lowercased().contains(wanted) } : exact
-        switch matches.count {
-        case 0: return .unsupported("'\(spoken)' is not on the menu")
-        case 1: return .success(Soup(name: matches[0]))
-        default:
-            return .disambiguation(
-                matches.map { ParameterOption(Soup(name: $0), title: $0) },
-                IntentDialog(full: "Which soup would you like: \(Hairdresser.spoken(matches))?", supporting: "Which soup?"))
-        }
+        return choose(
+            matches, none: .unsupported("'\(spoken)' is not on the menu"),
+            asking: IntentDialog(full: "Which soup would you like: \(Hairdresser.spoken(matches))?", supporting: "Which soup?"))
     }
-
-    public var spoken: String { name }
-    public var displayValue: JSONValue { .string(name) }
 }
 
 /// The currencies a payment may be in.
@@ -101,5 +77,25 @@ extension Vocabulary {
             (try db.query(sql) { $0.string(0) }, try terms(kind, in: db))
         }
         return (names, read(spoken, words))
+    }
+}
+
+/// Something of the app's that the user names, known by its name in the database.
+public protocol NamedEntity: ParameterValue where Spoken == String {
+    var name: String { get }
+    init(name: String)
+}
+
+extension NamedEntity {
+    public var spoken: String { name }
+    public var displayValue: JSONValue { .string(name) }
+
+    /// One match resolves; several ask `asking`, with each name as an option; none is `none`.
+    static func choose(_ matches: [String], none: ParameterResult<Self>, asking: IntentDialog) -> ParameterResult<Self> {
+        switch matches.count {
+        case 0: none
+        case 1: .success(Self(name: matches[0]))
+        default: .disambiguation(matches.map { ParameterOption(Self(name: $0), title: $0) }, asking)
+        }
     }
 }

@@ -254,11 +254,20 @@ public final class AMQPConnection {
             allocations.append(raw)
             let buffer = raw.bindMemory(to: amqp_table_entry_t.self, capacity: entries.count)
             for (index, (key, value)) in entries.enumerated() {
+                var entry = amqp_table_entry_t()
+                entry.key = amqp_cstring_bytes(copy(key))
                 switch value {
-                case .string(let text): buffer[index] = iq_amqp_entry_string(copy(key), copy(text))
-                case .integer(let number): buffer[index] = iq_amqp_entry_int(copy(key), number)
-                case .table(let nested): buffer[index] = iq_amqp_entry_table(copy(key), build(nested.sorted { $0.key < $1.key }))
+                case .string(let text):
+                    entry.value.kind = UInt8(AMQP_FIELD_KIND_UTF8.rawValue)
+                    entry.value.value.bytes = amqp_cstring_bytes(copy(text))
+                case .integer(let number):
+                    entry.value.kind = UInt8(AMQP_FIELD_KIND_I64.rawValue)
+                    entry.value.value.i64 = number
+                case .table(let nested):
+                    entry.value.kind = UInt8(AMQP_FIELD_KIND_TABLE.rawValue)
+                    entry.value.value.table = build(nested.sorted { $0.key < $1.key })
                 }
+                buffer[index] = entry
             }
             return amqp_table_t(num_entries: Int32(entries.count), entries: buffer)
         }
@@ -547,29 +556,6 @@ public final class AMQPConnection {
             correlationID: has(AMQP_BASIC_CORRELATION_ID_FLAG) ? properties.correlation_id.string : nil,
             deliveryCount: deliveryCount,
             headers: headers)
-    }
-
-    /// Waits for the confirm of one published message, collecting returns on the way.
-    /// Deliveries arriving meanwhile are not expected on a publish-only connection and are ignored.
-    public func waitForConfirm(sequence: UInt64, timeout: Double) throws(AMQPError) -> (confirmed: Bool, returned: ReturnedMessage?) {
-        let deadline = Date().addingTimeInterval(timeout)
-        var returned: ReturnedMessage?
-        while true {
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else {
-                throw AMQPError(.timeout, context: "waiting for the broker to confirm a publish", detail: "no confirm within \(timeout) s")
-            }
-            switch try nextEvent(timeout: remaining) {
-            case .confirmed(let confirmed, let multiple) where confirmed == sequence || (multiple && confirmed >= sequence):
-                return (true, returned)
-            case .rejected(let rejected, let multiple) where rejected == sequence || (multiple && rejected >= sequence):
-                return (false, returned)
-            case .returned(let message):
-                returned = message
-            default:
-                continue
-            }
-        }
     }
 }
 

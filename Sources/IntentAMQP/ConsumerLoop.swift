@@ -111,37 +111,20 @@ public final class ConsumerLoop: Sendable {
     // MARK: - The I/O thread
 
     private func run() {
-        var generation: UInt64 = 0
-        var backoff = ReconnectBackoff()
-        while !shared.withLock({ $0.shutdown }) {
-            generation += 1
-            let connection: AMQPConnection
-            do {
-                connection = try AMQPConnection(url: configuration.url, heartbeat: configuration.heartbeat, generation: generation)
+        ReconnectLoop.run(
+            url: configuration.url, logger: logger, isStopping: { shared.withLock { $0.shutdown } }, pause: sleep(seconds:),
+            connect: { generation in
+                let connection = try AMQPConnection(url: configuration.url, heartbeat: configuration.heartbeat, generation: generation)
                 try configuration.declare(connection)
                 try connection.enableConfirms()
                 try connection.setPrefetch(configuration.prefetch)
-            } catch {
-                let wait = backoff.next()
-                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
-                               metadata: ["amqp.url": configuration.url.description])
-                sleep(seconds: wait)
-                continue
-            }
-            backoff.reset()
-            shared.withLock { $0.connected = true }
-            logger.info("connected", metadata: ["amqp.url": connection.url.description, "amqp.queue": configuration.queue])
-            do {
+                return connection
+            },
+            serve: { connection in
+                shared.withLock { $0.connected = true }
+                defer { shared.withLock { $0.connected = false } }
                 try serve(connection)
-                shared.withLock { $0.connected = false }
-                connection.close()
-                break
-            } catch {
-                shared.withLock { $0.connected = false }
-                connection.abandon()
-                logger.warning("connection lost, reconnecting: \(error)", metadata: ["amqp.url": connection.url.description])
-            }
-        }
+            })
         continuation.finish()
         logger.info("I/O thread stopped", metadata: ["amqp.queue": configuration.queue])
         exited.complete()
@@ -179,8 +162,7 @@ public final class ConsumerLoop: Sendable {
         }
         var consuming = consumerTag != nil
         var outstanding = Set<UInt64>()
-        var pending: [(sequence: UInt64, group: Int)] = []
-        var pendingHead = 0
+        var confirms = ConfirmWindow<Int>()
         var groups: [Int: ConfirmGroup] = [:]
         var nextGroup = 0
         var acks: [UInt64] = []
@@ -211,20 +193,7 @@ public final class ConsumerLoop: Sendable {
         }
 
         func confirm(upTo sequence: UInt64, multiple: Bool, refused: Bool) throws {
-            if multiple {
-                while pendingHead < pending.count, pending[pendingHead].sequence <= sequence {
-                    try settle(pending[pendingHead].group, refused: refused)
-                    pendingHead += 1
-                }
-            } else if let index = pending[pendingHead...].firstIndex(where: { $0.sequence == sequence }) {
-                let group = pending[index].group
-                pending.remove(at: index)
-                try settle(group, refused: refused)
-            }
-            if pendingHead > 1024, pendingHead * 2 > pending.count {
-                pending.removeFirst(pendingHead)
-                pendingHead = 0
-            }
+            for group in confirms.confirm(sequence, multiple: multiple) { try settle(group, refused: refused) }
         }
 
         func flushAcks() throws {
@@ -277,8 +246,7 @@ public final class ConsumerLoop: Sendable {
                         // recorder trusts status events only from the users it is told to.
                         var signed = message
                         if signed.userID == nil { signed.userID = connection.url.user }
-                        let sequence = try connection.publish(signed)
-                        if let group { pending.append((sequence, group)) }
+                        confirms.published(try connection.publish(signed), group: group)
                     }
                     if let group, unsendable != nil {
                         // Its delivery goes to the dead-letter queue rather than round and round.

@@ -24,16 +24,7 @@ public final class IntentPublisher {
 
     /// Publishes the envelope persistently and waits for the broker's confirm.
     public func submit(_ envelope: IntentEnvelope, userID: String? = nil) throws(AMQPError) {
-        let sequence = try connection.publish(outgoing(envelope, userID: userID))
-        let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: confirmTimeout)
-        if returned != nil {
-            throw AMQPError(
-                .unroutable, context: "submitting \(envelope.type)",
-                detail: "no worker serves intent type '\(envelope.type)' (nothing is bound for it on exchange '\(topology.intentsExchange)')")
-        }
-        guard confirmed else {
-            throw AMQPError(.rejected, context: "submitting \(envelope.type)", detail: "the broker refused the message (basic.nack)")
-        }
+        try submit([envelope], window: 1, userID: userID)
     }
 
     /// Asks for an intent to be canceled. Two messages, both confirmed: a hint
@@ -43,17 +34,11 @@ public final class IntentPublisher {
     /// the outcome that was decided first). Throws `.unroutable` when no
     /// worker serves the type.
     public func cancel(id: String, type: String) throws(AMQPError) {
-        try publishConfirmed(OutgoingMessage(
+        try connection.publishConfirmed([OutgoingMessage(
             exchange: topology.cancelExchange, routingKey: "",
             body: JSONValue.object(["id": .string(id), "type": .string(type), "at": .number(Date().timeIntervalSince1970)]).serialized(),
-            messageID: id, type: type, userID: connection.url.user, persistent: true), context: "canceling \(id)")
+            messageID: id, type: type, userID: connection.url.user, persistent: true)], timeout: confirmTimeout, context: "canceling \(id)")
         try submit(IntentEnvelope.request(.cancel, id: id, type: type))
-    }
-
-    private func publishConfirmed(_ message: OutgoingMessage, context: String) throws(AMQPError) {
-        let sequence = try connection.publish(message)
-        let (confirmed, _) = try connection.waitForConfirm(sequence: sequence, timeout: confirmTimeout)
-        guard confirmed else { throw AMQPError(.rejected, context: context, detail: "the broker refused the message (basic.nack)") }
     }
 
     public func close() { connection.close() }
@@ -70,47 +55,13 @@ public final class IntentPublisher {
     /// accepted. `window` 1 behaves like calling `submit(_:userID:)` in a loop.
     @discardableResult
     public func submit(_ envelopes: some Sequence<IntentEnvelope>, window: Int, userID: String? = nil) throws(AMQPError) -> Int {
-        let window = max(1, window)
-        var tracker = ConfirmTracker()
-        var published = 0
-
-        func settle(_ event: AMQPConnection.Event) throws(AMQPError) {
-            switch event {
-            case .confirmed(let sequence, let multiple):
-                tracker.confirm(sequence, multiple: multiple)
-            case .rejected:
-                throw AMQPError(.rejected, context: "submitting intents", detail: "the broker refused a message (basic.nack)")
-            case .returned(let message):
-                throw AMQPError(
-                    .unroutable, context: "submitting \(message.routingKey)",
-                    detail: "no worker serves intent type '\(message.routingKey)' (nothing is bound for it on exchange '\(topology.intentsExchange)')")
-            case .delivery:
-                break
-            }
+        try connection.publishConfirmed(
+            envelopes.lazy.map { self.outgoing($0, userID: userID) }, window: window, timeout: confirmTimeout, context: "submitting intents"
+        ) { [topology] message in
+            AMQPError(
+                .unroutable, context: "submitting \(message.routingKey)",
+                detail: "no worker serves intent type '\(message.routingKey)' (nothing is bound for it on exchange '\(topology.intentsExchange)')")
         }
-
-        func awaitOne() throws(AMQPError) {
-            // nextEvent also returns nil for frames that are not events, so the deadline decides.
-            let deadline = Date().addingTimeInterval(confirmTimeout)
-            while true {
-                let remaining = deadline.timeIntervalSinceNow
-                guard remaining > 0 else {
-                    throw AMQPError(.timeout, context: "waiting for the broker to confirm a publish",
-                                    detail: "no confirm within \(confirmTimeout) s (\(tracker.inFlight) unconfirmed)")
-                }
-                if let event = try connection.nextEvent(timeout: remaining) {
-                    return try settle(event)
-                }
-            }
-        }
-
-        for envelope in envelopes {
-            while tracker.inFlight >= window { try awaitOne() }
-            tracker.published(try connection.publish(outgoing(envelope, userID: userID)))
-            published += 1
-        }
-        while tracker.inFlight > 0 { try awaitOne() }
-        return published
     }
 
     /// The message `submit` publishes for an envelope.

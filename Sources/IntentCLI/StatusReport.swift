@@ -69,7 +69,7 @@ public enum StatusReport {
         }
         for turn in status.history ?? [] {
             let asked = turn.question.filter { $0.result.needsInput }
-                .map { "\($0.label) \(describe($0.result))" }.joined(separator: "; ")
+                .map { $0.prompt.map { "\($0.full)" } ?? "\($0.label) \(describe($0.result))" }.joined(separator: "; ")
             add("turn \(turn.turn)", "asked: \(asked.isEmpty ? "-" : asked)")
             if let answer = turn.answer {
                 let text = answer.objectValue.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.displayString)" }.joined(separator: ", ") }

@@ -105,19 +105,16 @@ public enum IntentPipeline {
         // What the user said, each parameter as its type declares it.
         let said: H.IntentType
         do {
-            said = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters, resolved: nil)
+            said = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters)
         } catch {
             return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
         }
 
-        // Each parameter resolved by its type and rules.
+        // Each parameter resolved by its type and rules, its value written into the intent.
         var resolutions: [ParameterResolution] = []
-        var values: [String: any Sendable] = [:]
         do {
             for parameter in ParameterReading.parameters(of: said) {
-                let (found, value) = try await parameter.resolveParameter(context: context)
-                resolutions += found
-                if let value { values[parameter.parameterName] = value }
+                resolutions += try await parameter.resolveParameter(context: context)
                 guard resolutions.count <= maximumResolutions else {
                     // A list of half a million names (a 1 MiB body can hold that) would make a question
                     // no status event can carry, and a handler that writes as many rows.
@@ -130,13 +127,7 @@ public enum IntentPipeline {
             return outcome(of: error, step: "resolve", resolutions: resolutions)
         }
         if let stop = stopping(resolutions, context: context) { return stop }
-        let intent: H.IntentType
-        do {
-            intent = try ParameterReading.decode(
-                H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters, resolved: values)
-        } catch {
-            return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)), resolutions: resolutions)
-        }
+        let intent = said
         context.resolutions = resolutions
 
         // The intent as a whole, then its confirmation: either may ask instead.
@@ -267,44 +258,40 @@ extension Result where Failure == any Error {
 
 /// A parameter of a decoded intent, whatever its value type.
 protocol ResolvableParameter: Sendable {
-    var parameterName: String { get }
-    func resolveParameter(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: (any Sendable)?)
+    /// Resolves the parameter and keeps its value, for the intent it was decoded in.
+    func resolveParameter(context: IntentContext) async throws -> [ParameterResolution]
 }
 
 extension Parameter: ResolvableParameter {
-    var parameterName: String { name }
-
-    func resolveParameter(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: (any Sendable)?) {
+    func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
         let (resolutions, value) = try await resolve(context: context)
-        return (resolutions, value.map { $0 as any Sendable })
+        if let value { resolveInPlace(value) }
+        return resolutions
     }
 }
 
 /// How the pipeline reads an intent's parameters: what each type declares
 /// (found through `Mirror`, as swift-argument-parser finds its options), and
-/// the two decodes — of what was said, then with the resolved values.
+/// the one decode of what was said, whose parameters then receive their values.
 enum ParameterReading {
-    private static let declared = Mutex<[ObjectIdentifier: ParameterDecoding.Templates]>([:])
+    private static let declared = Mutex<[ObjectIdentifier: [String: any Sendable]]>([:])
 
     /// Each parameter of the type as declared (prompt and rules), by name; looked up once per type.
-    static func templates<I: Intent>(of type: I.Type) -> ParameterDecoding.Templates {
+    static func templates<I: Intent>(of type: I.Type) -> [String: any Sendable] {
         if let known = declared.withLock({ $0[ObjectIdentifier(type)] }) { return known }
         var parameters: [String: any Sendable] = [:]
         for child in Mirror(reflecting: I()).children {
             guard let label = child.label, label.hasPrefix("_"), let parameter = child.value as? any ResolvableParameter else { continue }
             parameters[String(label.dropFirst())] = parameter
         }
-        let templates = ParameterDecoding.Templates(parameters: parameters)
-        declared.withLock { $0[ObjectIdentifier(type)] = templates }
-        return templates
+        declared.withLock { $0[ObjectIdentifier(type)] = parameters }
+        return parameters
     }
 
-    static func decode<I: Intent>(
-        _ type: I.Type, from parameters: [String: JSONValue], lenient: Bool, resolved: [String: any Sendable]?
-    ) throws -> I {
-        var userInfo: [CodingUserInfoKey: any Sendable] = [ParameterDecoding.templates: templates(of: type)]
-        if let resolved { userInfo[ParameterDecoding.resolved] = ParameterDecoding.Resolved(values: resolved) }
-        return try JSONValueDecoder(lenient: lenient, userInfo: userInfo).decode(I.self, from: .object(parameters))
+    static func decode<I: Intent>(_ type: I.Type, from parameters: [String: JSONValue], lenient: Bool) throws -> I {
+        try ParameterDecoding.$current.withValue(templates(of: type)) {
+            try JSONValueDecoder(lenient: lenient).decode(I.self, from: .object(parameters))
+        }
     }
 
     /// The parameters of a decoded intent, in declaration order.

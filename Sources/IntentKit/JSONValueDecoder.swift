@@ -449,7 +449,7 @@ enum _JSONValueUnbox {
     static func string(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
         switch value {
         case .string(let string): return string
-        case .number, .bool where JSONValueDecoder.current.lenient: return value.displayString
+        case .number where JSONValueDecoder.current.lenient, .bool where JSONValueDecoder.current.lenient: return value.displayString
         default: throw mismatch(String.self, "a string", value, codingPath())
         }
     }

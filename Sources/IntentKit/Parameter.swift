@@ -186,7 +186,20 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     /// The parameter's name on the wire (its property's name), known once decoded.
     public internal(set) var name = ""
     var spokenValue: Value.Spoken?
-    var resolved: Value?
+    /// The resolved value, in a box the pipeline fills while it resolves the
+    /// intent it decoded (every copy of that intent sees it): one decode per
+    /// delivery. Setting `resolved` puts it in a box of its own.
+    private var storage = ResolvedValue()
+
+    var resolved: Value? {
+        get { storage.value as? Value }
+        set { storage = ResolvedValue(newValue) }
+    }
+
+    /// Fills the box this parameter shares with the intent it was decoded in.
+    func resolveInPlace(_ value: Value) {
+        storage.value = value
+    }
 
     public init(_ prompt: IntentDialog? = nil) {
         self.prompt = prompt
@@ -305,15 +318,13 @@ extension Parameter: Hashable where Value: Hashable, Value.Spoken: Hashable {
 extension Parameter: Codable {
     public init(from decoder: any Decoder) throws {
         let key = decoder.codingPath.last?.stringValue ?? ""
-        if let template = (decoder.userInfo[ParameterDecoding.templates] as? ParameterDecoding.Templates)?.parameters[key] as? Parameter<Value> {
+        if let template = ParameterDecoding.current?[key] as? Parameter<Value> {
             self = template
+            storage = ResolvedValue()
         } else {
             self.init()
         }
         name = key
-        if let resolved = (decoder.userInfo[ParameterDecoding.resolved] as? ParameterDecoding.Resolved)?.values[key] {
-            self.resolved = resolved as? Value
-        }
         let container = try decoder.singleValueContainer()
         spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
     }
@@ -333,7 +344,7 @@ extension KeyedDecodingContainer {
     /// synthesized `init(from:)` would otherwise refuse it as a missing key).
     public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
-        return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key], userInfo: JSONValueDecoder.current.userInfo))
+        return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key]))
     }
 }
 
@@ -345,26 +356,33 @@ extension KeyedEncodingContainer {
     }
 }
 
-/// What the pipeline hands `Parameter.init(from:)` through `userInfo`.
+/// What the pipeline hands `Parameter.init(from:)` while it decodes an
+/// intent: each parameter as its type declares it (prompt and rules), by name.
+/// A task-local rather than `userInfo`, which every read would copy.
 enum ParameterDecoding {
-    static let templates = CodingUserInfoKey(rawValue: "intentqueue.parameter.templates")!
-    static let resolved = CodingUserInfoKey(rawValue: "intentqueue.parameter.resolved")!
+    @TaskLocal static var current: [String: any Sendable]?
+}
 
-    /// Each parameter as the intent type declares it (its prompt and rules), by name.
-    struct Templates: Sendable {
-        var parameters: [String: any Sendable]
+/// A parameter's resolved value, shared by the copies of one decoded intent.
+/// Not generic: a box made for every parameter of every delivery would
+/// otherwise look its generic metadata up each time.
+final class ResolvedValue: Sendable {
+    private let stored: Mutex<(any Sendable)?>
+
+    init(_ value: (any Sendable)? = nil) {
+        stored = Mutex(value)
     }
 
-    /// The resolved values, by parameter name.
-    struct Resolved: Sendable {
-        var values: [String: any Sendable]
+    var value: (any Sendable)? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 
 /// The decoder a missing key's parameter is made from: it holds nothing.
 struct _MissingParameterDecoder: Decoder, SingleValueDecodingContainer {
     var codingPath: [any CodingKey]
-    var userInfo: [CodingUserInfoKey: Any]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "absent"))

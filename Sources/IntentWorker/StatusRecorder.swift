@@ -74,14 +74,11 @@ public final class StatusRecorder: Service {
             throw error
         }
         logger.info("recording to \(configuration.storePath)")
-        var backoff = ReconnectBackoff()
-        var generation: UInt64 = 0
-        while !isStopping {
-            generation += 1
-            let connection: AMQPConnection
-            let requestConsumer: String
-            do {
-                connection = try AMQPConnection(url: configuration.brokerURL, heartbeat: configuration.heartbeat, generation: generation)
+        var requestConsumer = ""
+        ReconnectLoop.run(
+            url: configuration.brokerURL, logger: logger, isStopping: { isStopping }, pause: stopping.pause,
+            connect: { generation in
+                let connection = try AMQPConnection(url: configuration.brokerURL, heartbeat: configuration.heartbeat, generation: generation)
                 try configuration.topology.declareLedger(on: connection)
                 try connection.setPrefetch(UInt16(clamping: configuration.batchSize * 2))
                 try connection.consume(configuration.topology.ledgerQueue)
@@ -89,28 +86,9 @@ public final class StatusRecorder: Service {
                 // request with nobody to answer it comes back to its sender at once.
                 try configuration.topology.declareStatusRequests(on: connection)
                 requestConsumer = try connection.consume(configuration.topology.statusRequestQueue, noAck: true)
-            } catch {
-                let wait = backoff.next()
-                logger.warning("broker unavailable, retrying in \(String(format: "%.1f", wait)) s: \(error)",
-                               metadata: ["amqp.url": configuration.brokerURL.description])
-                stopping.pause(wait)
-                continue
-            }
-            logger.info("connected", metadata: ["amqp.url": connection.url.description])
-            let connected = Date()
-            do {
-                try record(from: connection, into: store, requestConsumer: requestConsumer)
-                connection.close()
-            } catch {
-                connection.abandon()
-                // A connection that served a while starts the backoff again; one
-                // that keeps failing at once waits longer each time.
-                if Date().timeIntervalSince(connected) > 10 { backoff.reset() }
-                let wait = backoff.next()
-                logger.warning("recorder interrupted, reconnecting in \(String(format: "%.1f", wait)) s: \(error)")
-                stopping.pause(wait)
-            }
-        }
+                return connection
+            },
+            serve: { connection in try record(from: connection, into: store, requestConsumer: requestConsumer) })
         store.database.close()
         logger.info("recorder stopped")
     }

@@ -16,30 +16,16 @@ struct CeilingProducer: Sendable {
         try connection.enableConfirms()
         let ids = (0..<count).map { _ in Workload.newID() }
         let body = Workload.envelope(id: Workload.newID()).encoded()
-        var tracker = ConfirmTracker()
         _ = try gate.arriveAndWait(control: control)
-
-        func settle(_ event: AMQPConnection.Event) throws {
-            switch event {
-            case .confirmed(let sequence, let multiple): tracker.confirm(sequence, multiple: multiple)
-            case .rejected: throw BenchError.failed("ceiling: the broker refused a publish (basic.nack)")
-            case .returned(let message): throw BenchError.failed("ceiling: a publish came back unroutable: \(message.replyText)")
-            case .delivery: break
-            }
-        }
-
-        for id in ids {
-            while tracker.inFlight >= window {
-                try settle(connection.nextEvent(control: control, "waiting for publisher confirms"))
-            }
-            let sequence = try connection.publish(OutgoingMessage(
-                exchange: topology.intentsExchange, routingKey: Workload.type, body: body, messageID: id,
-                type: Workload.type, persistent: true, mandatory: true,
-                timestampSeconds: UInt64(Date().timeIntervalSince1970)))
-            tracker.published(sequence)
-        }
-        while tracker.inFlight > 0 {
-            try settle(connection.nextEvent(control: control, "waiting for the last publisher confirms"))
+        do {
+            try connection.publishConfirmed(
+                ids.lazy.map { id in
+                    OutgoingMessage(
+                        exchange: topology.intentsExchange, routingKey: Workload.type, body: body, messageID: id,
+                        type: Workload.type, persistent: true, mandatory: true, timestampSeconds: UInt64(Date().timeIntervalSince1970))
+                }, window: window, timeout: 60, context: "ceiling: publishing")
+        } catch {
+            throw BenchError.failed("ceiling: \(error)")
         }
         return Date()
     }

@@ -19,7 +19,7 @@ struct CeilingWorker: Sendable {
         let events = Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling")
         let bodies = events.map { $0.encoded() }
         let keys = events.map(\.routingKey)
-        var tracker = ConfirmTracker()
+        var tracker = ConfirmWindow<Never>()
         // Deliveries in order, each with the sequence of its last publish.
         var waiting: [(lastSequence: UInt64, tag: UInt64)] = []
         var head = 0

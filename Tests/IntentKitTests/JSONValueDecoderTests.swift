@@ -276,6 +276,7 @@ import Testing
         #expect(throws: DecodingError.self) { try strict.decode(Double.self, from: "2.5") }
         #expect(throws: DecodingError.self) { try strict.decode(Bool.self, from: "true") }
         #expect(throws: DecodingError.self) { try strict.decode(String.self, from: true) }
+        #expect(throws: DecodingError.self) { try strict.decode(String.self, from: 42) }
         #expect(throws: DecodingError.self) { try strict.decode([String].self, from: "Alice, Bob") }
         #expect(throws: DecodingError.self) { try strict.decode(Int.self, from: 2.5) }
         #expect((try? strict.decode(Int.self, from: 3)) == 3)

@@ -11,11 +11,9 @@ func publishRaw(url: String, routingKey: String, body: [UInt8], messageID: Strin
                 let connection = try AMQPConnection(url: broker)
                 defer { connection.close() }
                 try connection.enableConfirms()
-                let sequence = try connection.publish(OutgoingMessage(
+                try connection.publishConfirmed([OutgoingMessage(
                     exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, userID: userID, persistent: true,
-                    mandatory: true, headers: headers))
-                let (confirmed, returned) = try connection.waitForConfirm(sequence: sequence, timeout: 10)
-                guard confirmed, returned == nil else { throw BrokerFailure(message: "the broker did not take the message") }
+                    mandatory: true, headers: headers)], timeout: 10, context: "publishing a raw message")
             })
         }.start()
     }

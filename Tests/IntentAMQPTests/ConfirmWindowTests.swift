@@ -1,10 +1,10 @@
 import Testing
 @testable import IntentAMQP
 
-/// Publisher confirms by sequence number: single, multiple and out of order.
-@Suite struct ConfirmTrackerTests {
+/// Publisher confirms by sequence number: single, multiple and out of order, with the groups they settle.
+@Suite struct ConfirmWindowTests {
     @Test func singleAndMultipleConfirmsSettleExactlyWhatTheyName() {
-        var tracker = ConfirmTracker()
+        var tracker = ConfirmWindow<Int>()
         for sequence in 1...6 as ClosedRange<UInt64> { tracker.published(sequence) }
         #expect(tracker.inFlight == 6 && tracker.watermark == 0)
         tracker.confirm(3, multiple: false)
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func aLongRunKeepsCountingRightAcrossCompaction() {
-        var tracker = ConfirmTracker()
+        var tracker = ConfirmWindow<Int>()
         var next: UInt64 = 1
         for round in 0..<100 {
             for _ in 0..<100 {
@@ -31,5 +31,17 @@ import Testing
             tracker.confirm(next - 1, multiple: true)
             #expect(tracker.inFlight == 0 && tracker.watermark == next - 1, "round \(round)")
         }
+    }
+
+    @Test func aConfirmReturnsTheGroupsOfWhatItSettledOnce() {
+        var window = ConfirmWindow<Int>()
+        window.published(1, group: 10)
+        window.published(2)
+        window.published(3, group: 30)
+        window.published(4, group: 40)
+        #expect(window.confirm(3, multiple: false) == [30])
+        #expect(window.confirm(3, multiple: false) == [], "seen twice, settled once")
+        #expect(window.confirm(4, multiple: true) == [10, 40], "the ones still open, in order; 2 has no group")
+        #expect(window.inFlight == 0)
     }
 }
