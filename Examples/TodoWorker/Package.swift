@@ -7,7 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "IntentQueue", path: "../..")],
     targets: [
-        .executableTarget(name: "TodoWorker", dependencies: [.product(name: "IntentQueue", package: "IntentQueue")]),
+        .executableTarget(name: "TodoWorker", dependencies: [.product(name: "IntentQueue", package: "IntentQueue")])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,7 +11,8 @@ public struct Hairdresser: NamedEntity, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Hairdresser> {
-        let (names, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM hairdresser ORDER BY name", kind: .hairdresser, context: context)
+        let (names, said) = try await Vocabulary.lookUp(
+            spoken, among: "SELECT name FROM hairdresser ORDER BY name", kind: .hairdresser, context: context)
         let found = NameMatcher.matches(said, in: names)
         return choose(
             found, none: .unsupported("no hairdresser is called '\(spoken)'"),
@@ -66,7 +67,9 @@ public struct Soup: NamedEntity, Hashable, Codable {
 
 /// The currencies a payment may be in.
 public enum Currency: String, ParameterValue, CaseIterable, Codable, Sendable {
-    case EUR, GBP, USD
+    case eur = "EUR"
+    case gbp = "GBP"
+    case usd = "USD"
 }
 
 extension Vocabulary {

@@ -41,7 +41,8 @@ public struct SendMessageHandler: DatabaseIntentHandler {
                     JOIN group_member m ON m.hairdresser_id = h.id
                     JOIN "group" g ON g.id = m.group_id
                     WHERE g.name = ? ORDER BY h.name
-                    """, [.text(group)]) { $0.string(0) }
+                    """, [.text(group)]
+                ) { $0.string(0) }
                 recipients += members.filter { !recipients.contains($0) }
             }
             guard !recipients.isEmpty else {

@@ -34,15 +34,17 @@ public struct SendPaymentHandler: DatabaseIntentHandler {
     public func handle(_ intent: SendPayment, context: IntentContext) async throws -> IntentResponse {
         let hairdresser = intent.hairdresser.name
         let amount = intent.amount
-        let currency = (intent.currency ?? .USD).rawValue
+        let currency = (intent.currency ?? .usd).rawValue
         if context.attempt <= intent.busyAttempts ?? 0 {
             throw TransientFailure("the bank is busy (attempt \(context.attempt))")
         }
         return try await database.once(context) { db in
             try db.run(
                 "INSERT INTO payment(created_at, hairdresser, amount, currency, payer, intent_id) VALUES (?, ?, ?, ?, ?, ?)",
-                [.real(Date().timeIntervalSince1970), .text(hairdresser), .real(amount), .text(currency),
-                 .optional(context.userID), .text(context.intentID)])
+                [
+                    .real(Date().timeIntervalSince1970), .text(hairdresser), .real(amount), .text(currency),
+                    .optional(context.userID), .text(context.intentID),
+                ])
             return .success(
                 "Paid \(String(format: "%.2f", amount)) \(currency) to \(hairdresser)",
                 payload: ["hairdresser": .string(hairdresser), "amount": .number(amount), "currency": .string(currency)])

@@ -62,7 +62,9 @@ public enum Vocabulary {
     /// Every term of a kind, lower-cased, with its value: read with the names at resolution.
     static func terms(_ kind: Kind, in db: Database) throws -> [String: String] {
         var terms: [String: String] = [:]
-        for (term, value) in try db.query("SELECT term, value FROM vocabulary WHERE kind = ?", [.text(kind.rawValue)], { ($0.string(0), $0.string(1)) }) {
+        for (term, value) in try db.query(
+            "SELECT term, value FROM vocabulary WHERE kind = ?", [.text(kind.rawValue)], { ($0.string(0), $0.string(1)) })
+        {
             terms[term] = value
         }
         return terms

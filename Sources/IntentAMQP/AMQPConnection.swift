@@ -36,8 +36,10 @@ public final class AMQPConnection {
     ///     wait for the broker's answer; a broker that stops answering then fails
     ///     the call instead of hanging it.
     ///   - generation: stamped on every delivery tag of this connection.
-    public init(url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, rpcTimeout: Double = 10,
-                generation: UInt64 = 0) throws(AMQPError) {
+    public init(
+        url: BrokerURL, heartbeat: Int = 30, connectTimeout: Double = 5, rpcTimeout: Double = 10,
+        generation: UInt64 = 0
+    ) throws(AMQPError) {
         let endpoints = url.endpoints
         self.url = endpoints[0]
         self.generation = generation
@@ -82,7 +84,8 @@ public final class AMQPConnection {
             if let authority = url.certificateAuthority {
                 let status = amqp_ssl_socket_set_cacert(socket, authority)
                 guard status == AMQP_STATUS_OK.rawValue else {
-                    throw AMQPError(.configuration, context: context, detail: "cannot load the CA certificate \(authority): \(Self.statusString(status))")
+                    throw AMQPError(
+                        .configuration, context: context, detail: "cannot load the CA certificate \(authority): \(Self.statusString(status))")
                 }
             }
         } else {
@@ -166,11 +169,13 @@ public final class AMQPConnection {
         case AMQP_CONNECTION_CLOSE_METHOD:
             let close = decoded!.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
             if let state { _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, nil) }
-            return AMQPError(.server, context: context, detail: "the broker closed the connection: \(close.reply_text.string)", replyCode: close.reply_code)
+            return AMQPError(
+                .server, context: context, detail: "the broker closed the connection: \(close.reply_text.string)", replyCode: close.reply_code)
         case AMQP_CHANNEL_CLOSE_METHOD:
             let close = decoded!.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
             if let state { _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, nil) }
-            return AMQPError(.server, context: context, detail: "the broker closed the channel: \(close.reply_text.string)", replyCode: close.reply_code)
+            return AMQPError(
+                .server, context: context, detail: "the broker closed the channel: \(close.reply_text.string)", replyCode: close.reply_code)
         default:
             return AMQPError(.server, context: context, detail: String(format: "unexpected server method 0x%08X", method))
         }
@@ -209,8 +214,10 @@ public final class AMQPConnection {
     }
 
     @discardableResult
-    public func declareQueue(_ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
-                             arguments: [Argument] = []) throws(AMQPError) -> QueueInfo {
+    public func declareQueue(
+        _ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
+        arguments: [Argument] = []
+    ) throws(AMQPError) -> QueueInfo {
         try queueDeclare(name, passive: false, durable: durable, exclusive: exclusive, autoDelete: autoDelete, arguments: arguments)
     }
 
@@ -220,8 +227,10 @@ public final class AMQPConnection {
         try queueDeclare(name, passive: true, durable: false, exclusive: false, autoDelete: false, arguments: [])
     }
 
-    private func queueDeclare(_ name: String, passive: Bool, durable: Bool, exclusive: Bool, autoDelete: Bool,
-                              arguments: [Argument]) throws(AMQPError) -> QueueInfo {
+    private func queueDeclare(
+        _ name: String, passive: Bool, durable: Bool, exclusive: Bool, autoDelete: Bool,
+        arguments: [Argument]
+    ) throws(AMQPError) -> QueueInfo {
         let state = try live("declaring queue \(name)")
         let entries: [(String, HeaderValue)] = arguments.map { argument in
             switch argument {
@@ -243,7 +252,7 @@ public final class AMQPConnection {
     private func withTable<R>(_ entries: [(String, HeaderValue)], _ body: (amqp_table_t) -> R) -> R {
         guard !entries.isEmpty else { return body(amqp_empty_table) }
         var allocations: [UnsafeMutableRawPointer] = []
-        defer { allocations.forEach { free($0) } }
+        defer { for allocation in allocations { free(allocation) } }
         func copy(_ text: String) -> UnsafeMutablePointer<CChar> {
             let pointer = strdup(text)!
             allocations.append(UnsafeMutableRawPointer(pointer))
@@ -333,8 +342,10 @@ public final class AMQPConnection {
     /// Starts consuming `queue`, with manual acks unless `noAck` (the broker then
     /// counts a message as done once sent); returns the consumer tag.
     @discardableResult
-    public func consume(_ queue: String, noAck: Bool = false, exclusive: Bool = false,
-                        arguments: [String: HeaderValue] = [:]) throws(AMQPError) -> String {
+    public func consume(
+        _ queue: String, noAck: Bool = false, exclusive: Bool = false,
+        arguments: [String: HeaderValue] = [:]
+    ) throws(AMQPError) -> String {
         let state = try live("consuming \(queue)")
         let ok = withTable(arguments.sorted { $0.key < $1.key }) { table in
             withBytes(queue) { queueBytes in

@@ -20,7 +20,13 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     /// (`?cacertfile=` in the URL, or `INTENT_BROKER_CA`). The broker's
     /// certificate and host name are always verified.
     public var certificateAuthority: String? {
-        didSet { alternates = alternates.map { var url = $0; url.certificateAuthority = certificateAuthority; return url } }
+        didSet {
+            alternates = alternates.map {
+                var url = $0
+                url.certificateAuthority = certificateAuthority
+                return url
+            }
+        }
     }
     /// The cluster's other nodes, tried in turn when this one does not answer.
     public var alternates: [BrokerURL] = []
@@ -32,7 +38,12 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var endpoints: [BrokerURL] {
         var first = self
         first.alternates = []
-        return [first] + alternates.map { var url = $0; url.alternates = []; return url }
+        return [first]
+            + alternates.map {
+                var url = $0
+                url.alternates = []
+                return url
+            }
     }
 
     /// One URL, or several separated by commas (a cluster's nodes). A comma
@@ -46,8 +57,9 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
             if parts.isEmpty || startsURL || trimmed.isEmpty {
                 parts.append(trimmed)
             } else if trimmed.contains("://") {
-                throw AMQPError(.configuration, context: "broker URL",
-                                detail: "each URL of a comma-separated list starts with amqp:// or amqps://, not '\(BrokerURL.redacted(trimmed))'")
+                throw AMQPError(
+                    .configuration, context: "broker URL",
+                    detail: "each URL of a comma-separated list starts with amqp:// or amqps://, not '\(BrokerURL.redacted(trimmed))'")
             } else {
                 parts[parts.count - 1] += "," + String(piece)
             }
@@ -117,7 +129,9 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
             host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
             hostPart = hostPart[hostPart.index(after: close)...]
             if hostPart.hasPrefix(":") {
-                guard let number = Int(hostPart.dropFirst()), (1...65535).contains(number) else { throw invalid("the port is not a number from 1 to 65535") }
+                guard let number = Int(hostPart.dropFirst()), (1...65535).contains(number) else {
+                    throw invalid("the port is not a number from 1 to 65535")
+                }
                 port = number
             }
         } else if let colon = hostPart.lastIndex(of: ":") {

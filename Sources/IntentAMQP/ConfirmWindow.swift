@@ -73,7 +73,9 @@ extension AMQPConnection {
     @discardableResult
     public func publishConfirmed(
         _ messages: some Sequence<OutgoingMessage>, window: Int = 1, timeout: Double, context: String,
-        returned: (ReturnedMessage) -> AMQPError = { AMQPError(.unroutable, context: "publishing", detail: "nothing is bound for '\($0.routingKey)' on '\($0.exchange)'") }
+        returned: (ReturnedMessage) -> AMQPError = {
+            AMQPError(.unroutable, context: "publishing", detail: "nothing is bound for '\($0.routingKey)' on '\($0.exchange)'")
+        }
     ) throws(AMQPError) -> Int {
         var confirms = ConfirmWindow<Never>()
         var published = 0

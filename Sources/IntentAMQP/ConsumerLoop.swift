@@ -28,8 +28,10 @@ public final class ConsumerLoop: Sendable {
         public var extraQueues: [(queue: String, arguments: [String: HeaderValue])] = []
         public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
 
-        public init(url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
-                    declare: @escaping @Sendable (AMQPConnection) throws -> Void) {
+        public init(
+            url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
+            declare: @escaping @Sendable (AMQPConnection) throws -> Void
+        ) {
             self.url = url
             self.queue = queue
             self.prefetch = prefetch
@@ -182,8 +184,9 @@ public final class ConsumerLoop: Sendable {
                 outstanding.remove(entry.tag)
                 try connection.reject(entry.tag, requeue: false)
             } else if entry.refused {
-                logger.warning("the broker refused a status event; the intent will be delivered again",
-                               metadata: ["intent.id": entry.intentID ?? ""])
+                logger.warning(
+                    "the broker refused a status event; the intent will be delivered again",
+                    metadata: ["intent.id": entry.intentID ?? ""])
                 outstanding.remove(entry.tag)
                 try connection.reject(entry.tag, requeue: true)
             } else {
@@ -237,8 +240,9 @@ public final class ConsumerLoop: Sendable {
                     for message in messages {
                         if let problem = message.problem {
                             // Sent, it would break the connection for every other delivery on it.
-                            logger.error("a message cannot be sent and is dropped: \(problem)",
-                                         metadata: ["intent.id": message.messageID ?? "", "amqp.exchange": message.exchange])
+                            logger.error(
+                                "a message cannot be sent and is dropped: \(problem)",
+                                metadata: ["intent.id": message.messageID ?? "", "amqp.exchange": message.exchange])
                             unsendable = problem
                             continue
                         }
@@ -306,9 +310,12 @@ public final class ConsumerLoop: Sendable {
                     // Nothing was bound for it (the ledger, or a retry queue, is gone): its intent must
                     // not be acked. A new connection redeclares the topology; every unacked delivery,
                     // this one's too, comes back, and the ledger keeps effects single.
-                    logger.warning("a message was returned (\(message.replyText)); reconnecting to redeclare the queues",
-                                   metadata: ["amqp.routing_key": message.routingKey, "amqp.exchange": message.exchange,
-                                              "intent.id": message.messageID ?? ""])
+                    logger.warning(
+                        "a message was returned (\(message.replyText)); reconnecting to redeclare the queues",
+                        metadata: [
+                            "amqp.routing_key": message.routingKey, "amqp.exchange": message.exchange,
+                            "intent.id": message.messageID ?? "",
+                        ])
                     throw AMQPError(
                         .unroutable, context: "publishing to '\(message.exchange)'",
                         detail: "the broker returned a message with key '\(message.routingKey)': nothing is bound for it")
@@ -321,8 +328,9 @@ public final class ConsumerLoop: Sendable {
                 if confirmsDone || Date() >= shutdownDeadline.withLock({ $0 }) { return }
             }
             if !busy {
-                signal.wait(socket: connection.hasBufferedData ? -1 : connection.socketDescriptor,
-                            timeoutMilliseconds: connection.hasBufferedData ? 0 : idleWait)
+                signal.wait(
+                    socket: connection.hasBufferedData ? -1 : connection.socketDescriptor,
+                    timeoutMilliseconds: connection.hasBufferedData ? 0 : idleWait)
             }
         }
     }

@@ -54,9 +54,12 @@ public enum DeadLetters {
             var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
             if let publisher = message.userID { headers[publisherHeader] = .string(publisher) }
             if let owner = message.headers[Topology.ownerHeader]?.stringValue { headers[Topology.ownerHeader] = .string(owner) }
-            try connection.publishConfirmed([OutgoingMessage(
-                exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
-                userID: connection.url.user, persistent: true, mandatory: true, headers: headers)], timeout: 5, context: "requeueing \(id)"
+            try connection.publishConfirmed(
+                [
+                    OutgoingMessage(
+                        exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
+                        userID: connection.url.user, persistent: true, mandatory: true, headers: headers)
+                ], timeout: 5, context: "requeueing \(id)"
             ) { _ in AMQPError(.unroutable, context: "requeueing \(id)", detail: "no worker serves intent type '\(type)' any more") }
             try connection.ack(message.tag.value)
             return .requeued(type: type)

@@ -51,6 +51,6 @@ public final class Deadlines: DeadlineScheduler {
             for token in late.keys { entries[token] = nil }
             return Array(late.values)
         }
-        due.forEach { $0.action() }
+        for entry in due { entry.action() }
     }
 }

@@ -87,18 +87,20 @@ public final class InMemoryTransport: DeliveryTransport {
             state.nextTag += 1
             return state.nextTag
         }
-        continuation.yield(Delivery(
-            tag: DeliveryTag(generation: 1, value: tag), exchange: exchange, routingKey: routingKey, redelivered: deliveryCount != nil,
-            body: body, messageID: messageID, type: type, userID: userID, replyTo: nil, correlationID: nil,
-            deliveryCount: deliveryCount, headers: headers))
+        continuation.yield(
+            Delivery(
+                tag: DeliveryTag(generation: 1, value: tag), exchange: exchange, routingKey: routingKey, redelivered: deliveryCount != nil,
+                body: body, messageID: messageID, type: type, userID: userID, replyTo: nil, correlationID: nil,
+                deliveryCount: deliveryCount, headers: headers))
         return tag
     }
 
     /// Delivers a message of an extra queue (the cancellation stream), as the I/O thread would.
     public func deliverExtra(body: [UInt8], headers: [String: HeaderValue] = [:]) {
-        onExtraDelivery(Delivery(
-            tag: DeliveryTag(generation: 1, value: 0), exchange: "", routingKey: "", redelivered: false, body: body,
-            messageID: nil, type: nil, userID: nil, replyTo: nil, correlationID: nil, deliveryCount: nil, headers: headers))
+        onExtraDelivery(
+            Delivery(
+                tag: DeliveryTag(generation: 1, value: 0), exchange: "", routingKey: "", redelivered: false, body: body,
+                messageID: nil, type: nil, userID: nil, replyTo: nil, correlationID: nil, deliveryCount: nil, headers: headers))
     }
 
     /// Everything published so far, in order.

@@ -1,9 +1,9 @@
 import IntentKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Points where a worker can be made to die as if by `kill -9`, for the
@@ -56,9 +56,10 @@ public struct FaultInjection: Sendable {
                 rest = rest[..<at]
             }
             guard let point = FaultPoint(rawValue: String(rest)) else {
-                return .failure(IntentFailure(
-                    code: "invalidFault",
-                    message: "'\(rest)' is not a fault point; points are \(FaultPoint.allCases.map(\.rawValue).joined(separator: ", "))"))
+                return .failure(
+                    IntentFailure(
+                        code: "invalidFault",
+                        message: "'\(rest)' is not a fault point; points are \(FaultPoint.allCases.map(\.rawValue).joined(separator: ", "))"))
             }
             rules.append(Rule(point: point, idPrefix: prefix, probability: probability))
         }

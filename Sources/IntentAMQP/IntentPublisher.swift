@@ -34,10 +34,13 @@ public final class IntentPublisher {
     /// the outcome that was decided first). Throws `.unroutable` when no
     /// worker serves the type.
     public func cancel(id: String, type: String) throws(AMQPError) {
-        try connection.publishConfirmed([OutgoingMessage(
-            exchange: topology.cancelExchange, routingKey: "",
-            body: JSONValue.object(["id": .string(id), "type": .string(type), "at": .number(Date().timeIntervalSince1970)]).serialized(),
-            messageID: id, type: type, userID: connection.url.user, persistent: true)], timeout: confirmTimeout, context: "canceling \(id)")
+        try connection.publishConfirmed(
+            [
+                OutgoingMessage(
+                    exchange: topology.cancelExchange, routingKey: "",
+                    body: JSONValue.object(["id": .string(id), "type": .string(type), "at": .number(Date().timeIntervalSince1970)]).serialized(),
+                    messageID: id, type: type, userID: connection.url.user, persistent: true)
+            ], timeout: confirmTimeout, context: "canceling \(id)")
         try submit(IntentEnvelope.request(.cancel, id: id, type: type))
     }
 

@@ -63,7 +63,9 @@ public enum ReconnectLoop {
                 connection.abandon()
                 if Date().timeIntervalSince(connected) > 10 { backoff.reset() }
                 let wait = backoff.next()
-                logger.warning("connection lost, reconnecting in \(String(format: "%.1f", wait)) s: \(error)", metadata: ["amqp.url": connection.url.description])
+                logger.warning(
+                    "connection lost, reconnecting in \(String(format: "%.1f", wait)) s: \(error)", metadata: ["amqp.url": connection.url.description]
+                )
                 pause(wait)
             }
         }

@@ -23,10 +23,11 @@ public final class StatusRequester {
         let timeout = max(0.01, min(self.timeout, limit ?? self.timeout))
         let correlation = UUID().uuidString
         // Signed with the connection's user, which the broker verifies: the recorder answers what that user may read.
-        try connection.publish(OutgoingMessage(
-            exchange: topology.statusRequestExchange, routingKey: topology.statusRequestQueue, body: request, userID: connection.url.user,
-            persistent: false, mandatory: true, replyTo: Topology.directReplyTo, correlationID: correlation,
-            expirationMilliseconds: Int(timeout * 1000)))
+        try connection.publish(
+            OutgoingMessage(
+                exchange: topology.statusRequestExchange, routingKey: topology.statusRequestQueue, body: request, userID: connection.url.user,
+                persistent: false, mandatory: true, replyTo: Topology.directReplyTo, correlationID: correlation,
+                expirationMilliseconds: Int(timeout * 1000)))
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let remaining = deadline.timeIntervalSinceNow
@@ -39,7 +40,9 @@ public final class StatusRequester {
             case .returned:
                 throw AMQPError(
                     .unroutable, context: "asking the status recorder",
-                    detail: "no recorder answers remote status requests (queue '\(topology.statusRequestQueue)' does not exist: is `intent-worker --recorder-only` or `--with-recorder` running?)")
+                    detail:
+                        "no recorder answers remote status requests (queue '\(topology.statusRequestQueue)' does not exist: is `intent-worker --recorder-only` or `--with-recorder` running?)"
+                )
             default:
                 continue
             }

@@ -65,10 +65,11 @@ public struct Topology: Sendable {
         for name in [intentsExchange, cancelExchange] {
             do {
                 try connection.declareExchange(name, passive: true)
-            } catch where error.replyCode == 404 {
+            } catch  where error.replyCode == 404 {
                 throw AMQPError(
                     .server, context: "looking for exchange '\(name)'",
-                    detail: "it does not exist: no worker has declared IntentQueue's topology on this broker yet (start intent-worker, or load deploy/definitions.json)",
+                    detail:
+                        "it does not exist: no worker has declared IntentQueue's topology on this broker yet (start intent-worker, or load deploy/definitions.json)",
                     replyCode: 404)
             }
         }
@@ -124,7 +125,8 @@ public struct Topology: Sendable {
     /// Returns how many objects were deleted.
     @discardableResult
     public func deleteAll(url: BrokerURL) -> Int {
-        let queues = [workQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
+        let queues =
+            [workQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
             + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
         let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange, statusRequestExchange]
         var connection: AMQPConnection?
@@ -168,7 +170,7 @@ public struct Topology: Sendable {
             func declare() throws(AMQPError) { try connection.declareQueue(queue, arguments: arguments) }
             do {
                 try declare()
-            } catch where error.replyCode == 406 {
+            } catch  where error.replyCode == 406 {
                 // An earlier IntentQueue declared the retry queues as classic queues.
                 // An empty one is replaced. One still holding retries (older workers may
                 // still be filling it during a rolling upgrade) is kept and used as it
@@ -177,12 +179,13 @@ public struct Topology: Sendable {
                 do {
                     try connection.deleteQueue(queue, ifEmpty: true)
                     try declare()
-                } catch where error.replyCode == 406 {
+                } catch  where error.replyCode == 406 {
                     try connection.reopenChannel()
                 }
             }
-            try connection.bindQueue(queue, exchange: retryExchange, routingKey: "",
-                                     arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
+            try connection.bindQueue(
+                queue, exchange: retryExchange, routingKey: "",
+                arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
         }
     }
 
@@ -193,11 +196,13 @@ public struct Topology: Sendable {
         try declareCancellations(on: connection)
         try connection.declareQueue(deadLetterQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(deadLetterQueue, exchange: deadLetterExchange, routingKey: "")
-        try connection.declareQueue(workQueue, arguments: [
-            .string("x-queue-type", "quorum"),
-            .integer("x-delivery-limit", deliveryLimit),
-            .string("x-dead-letter-exchange", deadLetterExchange),
-        ])
+        try connection.declareQueue(
+            workQueue,
+            arguments: [
+                .string("x-queue-type", "quorum"),
+                .integer("x-delivery-limit", deliveryLimit),
+                .string("x-dead-letter-exchange", deadLetterExchange),
+            ])
         for type in types {
             try connection.bindQueue(workQueue, exchange: intentsExchange, routingKey: type)
             try connection.bindQueue(ledgerQueue, exchange: intentsExchange, routingKey: type)

@@ -61,7 +61,7 @@ final class Completion: Sendable {
             defer { state.waiters = [] }
             return state.waiters
         }
-        waiters.forEach { $0.resume() }
+        for waiter in waiters { waiter.resume() }
     }
 
     var isComplete: Bool { state.withLock { $0.done } }

@@ -11,8 +11,10 @@ public struct Arguments: Sendable {
     ///   - flags: options without a value, such as `--json` (with their dashes).
     ///   - options: options that take a value, such as `--timeout`.
     ///   - aliases: short spellings, such as `-h` for `--help`.
-    public init(_ words: [String], flags knownFlags: Set<String>, options knownOptions: Set<String>,
-                aliases: [String: String] = ["-h": "--help"]) throws(UsageError) {
+    public init(
+        _ words: [String], flags knownFlags: Set<String>, options knownOptions: Set<String>,
+        aliases: [String: String] = ["-h": "--help"]
+    ) throws(UsageError) {
         var index = 0
         var optionsEnded = false
         while index < words.count {

@@ -41,7 +41,7 @@ public enum Environment {
     /// The first line of a file only its owner may read.
     static func readSecretFile(_ path: String, variable: String) throws(UsageError) -> String {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue
+            let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue
         else {
             throw UsageError("\(variable): cannot read \(path)")
         }

@@ -72,7 +72,9 @@ public enum StatusReport {
                 .map { $0.prompt.map { "\($0.full)" } ?? "\($0.label) \(describe($0.result))" }.joined(separator: "; ")
             add("turn \(turn.turn)", "asked: \(asked.isEmpty ? "-" : asked)")
             if let answer = turn.answer {
-                let text = answer.objectValue.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.displayString)" }.joined(separator: ", ") }
+                let text = answer.objectValue.map {
+                    $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.displayString)" }.joined(separator: ", ")
+                }
                 add("", "answered: \((text?.isEmpty ?? true) ? "confirmed" : text!)")
             }
         }

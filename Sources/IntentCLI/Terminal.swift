@@ -42,7 +42,8 @@ public enum Terminal {
                 // Ids, types and reasons come from message bodies: one record stays one line.
                 let metadata = record.metadata.sorted { $0.key < $1.key }
                     .map { "\($0.key)=\($0.value.escapingControlCharacters)" }.joined(separator: " ")
-                line = "\(timestamp(record.date)) \(record.level.name) \(record.label): \(record.message.escapingControlCharacters)\(metadata.isEmpty ? "" : " " + metadata)"
+                line =
+                    "\(timestamp(record.date)) \(record.level.name) \(record.label): \(record.message.escapingControlCharacters)\(metadata.isEmpty ? "" : " " + metadata)"
             }
             lock.lock()
             defer { lock.unlock() }

@@ -89,7 +89,8 @@ public final class IntentClient: Sendable {
 
     /// A typed intent, submitted under `id`; returns the id.
     @discardableResult
-    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil) throws(IntentClientError) -> String {
+    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil) throws(IntentClientError) -> String
+    {
         var envelope: IntentEnvelope
         do {
             envelope = try IntentEnvelope(intent, id: id)
@@ -229,9 +230,11 @@ public final class IntentClient: Sendable {
         let feed: StatusFeed
         do {
             feed = try StatusFeed(url: brokerURL, bindings: [(topology.statusExchange, watchKey(type: type, state: state, everyone: everyone))])
-        } catch where error.replyCode == 403 {
+        } catch  where error.replyCode == 403 {
             throw IntentClientError(
-                .forbidden, "the broker refused to let \(user) follow \(everyone ? "everyone's" : "these") events (\(error.detail)); everyone's are for operators")
+                .forbidden,
+                "the broker refused to let \(user) follow \(everyone ? "everyone's" : "these") events (\(error.detail)); everyone's are for operators"
+            )
         } catch {
             throw IntentClientError(error)
         }
@@ -308,7 +311,9 @@ public final class IntentClient: Sendable {
     }
 
     /// A question for the recorder, over the broker.
-    private func ask(_ query: StatusQuery, requester given: StatusRequester? = nil, timeout: Double? = nil) throws(IntentClientError) -> StatusQuery.Answer {
+    private func ask(_ query: StatusQuery, requester given: StatusRequester? = nil, timeout: Double? = nil) throws(IntentClientError)
+        -> StatusQuery.Answer
+    {
         do {
             let requester = try given ?? StatusRequester(url: brokerURL, topology: topology)
             defer { if given == nil { requester.close() } }

@@ -36,8 +36,9 @@ public enum StatusWaiter {
     /// binding; the wait then polls.
     public static func feed(url: BrokerURL, owner: String? = nil, topology: Topology = Topology(), timeout: Double = 3) -> StatusFeed? {
         let word = StatusEvent.routingWord(for: owner ?? url.user)
-        return try? StatusFeed(url: url, bindings: wakingStates.map { (topology.statusExchange, "\(word).*.\($0.rawValue)") },
-                               connectTimeout: max(0.1, min(3, timeout)))
+        return try? StatusFeed(
+            url: url, bindings: wakingStates.map { (topology.statusExchange, "\(word).*.\($0.rawValue)") },
+            connectTimeout: max(0.1, min(3, timeout)))
     }
 
     /// Waits up to `timeout` seconds. `feed` is one made earlier with
@@ -66,7 +67,8 @@ public enum StatusWaiter {
                 do {
                     let wait = min(deadline.timeIntervalSince(now), eager ? 0.002 : max(0.001, nextRead.timeIntervalSince(now)))
                     if let delivery = try live.next(timeout: wait), delivery.messageID == id,
-                       let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id {
+                        let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id
+                    {
                         woken = true
                         eagerUntil = Date().addingTimeInterval(eagerReading)
                     }

@@ -124,7 +124,9 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     public static func problem(withType type: String) -> String? {
         if type.isEmpty { return "the type is empty" }
         if type.utf8.count > maximumTypeLength { return "the type is \(type.utf8.count) bytes long, over the limit of \(maximumTypeLength)" }
-        if !type.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }) {
+        if !type.utf8.allSatisfy({
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D
+        }) {
             return "the type '\(type.escapingControlCharacters)' is not made of ASCII letters, digits, '_' and '-'"
         }
         return nil
@@ -152,7 +154,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             throw EnvelopeError(id: id, reason: "the envelope has no numeric 'version'")
         }
         guard version == Double(currentVersion) else {
-            throw EnvelopeError(id: id, reason: "envelope version \(JSONValue.formatNumber(version)) is not supported (this worker reads version \(currentVersion))")
+            throw EnvelopeError(
+                id: id, reason: "envelope version \(JSONValue.formatNumber(version)) is not supported (this worker reads version \(currentVersion))")
         }
         guard let type = fields["type"]?.stringValue, !type.isEmpty else {
             throw EnvelopeError(id: id, reason: "the envelope has no string 'type'")
@@ -204,7 +207,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             break
         case .string(let name)?:
             guard let known = IntentRequest(rawValue: name) else {
-                throw EnvelopeError(id: id, reason: "unknown request '\(name)'; requests are \(IntentRequest.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw EnvelopeError(
+                    id: id, reason: "unknown request '\(name)'; requests are \(IntentRequest.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             request = known
         default:

@@ -58,9 +58,13 @@ public enum IntentPipeline {
         deadlines: any DeadlineScheduler = IntentPipeline.taskDeadlines, report: @Sendable (PipelineOutcome) async -> Void
     ) async {
         guard let entry = registry.entry(for: envelope.type) else {
-            await report(.failure(IntentFailure(
-                code: FailureCode.unknownIntentType,
-                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))")))
+            await report(
+                .failure(
+                    IntentFailure(
+                        code: FailureCode.unknownIntentType,
+                        message:
+                            "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))")
+                ))
             return
         }
         let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, deadlines, report)
@@ -118,9 +122,10 @@ public enum IntentPipeline {
                 guard resolutions.count <= maximumResolutions else {
                     // A list of half a million names (a 1 MiB body can hold that) would make a question
                     // no status event can carry, and a handler that writes as many rows.
-                    return .failure(IntentFailure(
-                        code: FailureCode.outcomeTooLarge,
-                        message: "resolution gave over \(maximumResolutions) values, the most an intent may have"))
+                    return .failure(
+                        IntentFailure(
+                            code: FailureCode.outcomeTooLarge,
+                            message: "resolution gave over \(maximumResolutions) values, the most an intent may have"))
                 }
             }
         } catch {
@@ -215,15 +220,18 @@ public enum IntentPipeline {
             let first = FirstOutcome(continuation)
             let token = deadlines.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
-                first.resume(with: .failure(IntentFailure(
-                    code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
+                first.resume(
+                    with: .failure(
+                        IntentFailure(
+                            code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
                 running.cancel()
             }
-            running.set(Task {
-                let result = await Result(catching: { try await handler.handle(intent, context: context) })
-                deadlines.clear(token)
-                first.resume(with: result)
-            })
+            running.set(
+                Task {
+                    let result = await Result(catching: { try await handler.handle(intent, context: context) })
+                    deadlines.clear(token)
+                    first.resume(with: result)
+                })
         }
     }
 

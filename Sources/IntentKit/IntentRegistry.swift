@@ -4,9 +4,10 @@
 /// handler's own `IntentType`, so no handler ever sees another type's payload.
 public struct IntentRegistry: Sendable {
     struct Entry: Sendable {
-        let run: @Sendable (
-            IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
-        ) async -> Task<Void, Never>?
+        let run:
+            @Sendable (
+                IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+            ) async -> Task<Void, Never>?
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
         let isRestricted: Bool

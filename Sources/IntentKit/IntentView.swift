@@ -25,7 +25,8 @@ public struct IntentView: Sendable {
 
     /// The resolved elements of a list parameter, else what was submitted.
     public func values(_ parameter: String) -> [String] {
-        let resolved = resolutions
+        let resolved =
+            resolutions
             .filter { $0.parameter == parameter && $0.index != nil }
             .compactMap { resolution -> String? in
                 if case .success(let value) = resolution.result { return value.stringValue }

@@ -405,9 +405,15 @@ private struct _JSONParser {
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
         case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
-        case UInt8(ascii: "t"): try parseLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try parseLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try parseLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try parseLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try parseLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try parseLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw unexpected("a value")
         }
@@ -449,7 +455,9 @@ private struct _JSONParser {
             guard index < bytes.count else { throw unexpected("',' or ']'") }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; return .array(elements)
+            case UInt8(ascii: "]"):
+                index += 1
+                return .array(elements)
             default: throw unexpected("',' or ']'")
             }
         }
@@ -477,13 +485,16 @@ private struct _JSONParser {
             skipWhitespace()
             let value = try parseValue(depth: depth)
             guard members.updateValue(value, forKey: key) == nil else {
-                throw JSONValueError(kind: .duplicateKey, message: "the key \"\(key.escapingControlCharacters)\" appears twice in one object", offset: keyOffset)
+                throw JSONValueError(
+                    kind: .duplicateKey, message: "the key \"\(key.escapingControlCharacters)\" appears twice in one object", offset: keyOffset)
             }
             skipWhitespace()
             guard index < bytes.count else { throw unexpected("',' or '}'") }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(members)
+            case UInt8(ascii: "}"):
+                index += 1
+                return .object(members)
             default: throw unexpected("',' or '}'")
             }
         }
@@ -576,7 +587,8 @@ private struct _JSONParser {
                 index += 2
                 let low = try parseHex4(escapeStart: lowStart)
                 guard (0xDC00...0xDFFF).contains(low) else {
-                    throw error(.invalidEscape, "high surrogate \\u\(hex4(unit)) is followed by \\u\(hex4(low)), not a low surrogate", at: escapeStart)
+                    throw error(
+                        .invalidEscape, "high surrogate \\u\(hex4(unit)) is followed by \\u\(hex4(low)), not a low surrogate", at: escapeStart)
                 }
                 scalarValue = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
             case 0xDC00...0xDFFF:
@@ -631,12 +643,20 @@ private struct _JSONParser {
         var upperBound: UInt8 = 0xBF
         switch lead {
         case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; lowerBound = 0xA0
+        case 0xE0:
+            length = 3
+            lowerBound = 0xA0
         case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; upperBound = 0x9F
-        case 0xF0: length = 4; lowerBound = 0x90
+        case 0xED:
+            length = 3
+            upperBound = 0x9F
+        case 0xF0:
+            length = 4
+            lowerBound = 0x90
         case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; upperBound = 0x8F
+        case 0xF4:
+            length = 4
+            upperBound = 0x8F
         default:
             throw error(.invalidUTF8, "invalid UTF-8: \(describeByte(lead)) cannot start a character")
         }

@@ -144,9 +144,11 @@ struct _JSONValueKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol 
     @inline(__always)
     private func required(_ key: Key) throws -> JSONValue {
         guard let value = object[key.stringValue] else {
-            throw DecodingError.keyNotFound(key, DecodingError.Context(
-                codingPath: codingPath,
-                debugDescription: "missing required value for '\(_JSONValueUnbox.describe(codingPath + [key]))'"))
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(
+                    codingPath: codingPath,
+                    debugDescription: "missing required value for '\(_JSONValueUnbox.describe(codingPath + [key]))'"))
         }
         return value
     }
@@ -273,10 +275,12 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
     @inline(__always)
     private func current<T>(_ type: T.Type) throws -> JSONValue {
         guard currentIndex < elements.count else {
-            throw DecodingError.valueNotFound(T.self, DecodingError.Context(
-                codingPath: elementPath,
-                debugDescription: "expected \(_JSONValueUnbox.article(for: T.self)) for '\(_JSONValueUnbox.describe(elementPath))', "
-                    + "but the array has only \(elements.count) element\(elements.count == 1 ? "" : "s")"))
+            throw DecodingError.valueNotFound(
+                T.self,
+                DecodingError.Context(
+                    codingPath: elementPath,
+                    debugDescription: "expected \(_JSONValueUnbox.article(for: T.self)) for '\(_JSONValueUnbox.describe(elementPath))', "
+                        + "but the array has only \(elements.count) element\(elements.count == 1 ? "" : "s")"))
         }
         return elements[currentIndex]
     }
@@ -470,9 +474,10 @@ enum _JSONValueUnbox {
         let number = try double(value, codingPath())
         guard !number.isFinite || abs(number) <= Double(Float.greatestFiniteMagnitude) else {
             let path = codingPath()
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path,
-                debugDescription: "expected a number that fits in Float\(forPath(path)), found \(found(value))"))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path,
+                    debugDescription: "expected a number that fits in Float\(forPath(path)), found \(found(value))"))
         }
         return Float(number)
     }
@@ -498,19 +503,22 @@ enum _JSONValueUnbox {
             throw mismatch(T.self, "an integer", value, codingPath())
         }
         let path = codingPath()
-        let expected = number.rounded(.towardZero) == number
+        let expected =
+            number.rounded(.towardZero) == number
             ? "an integer from \(T.min) to \(T.max)"
             : "an integer"
-        throw DecodingError.dataCorrupted(DecodingError.Context(
-            codingPath: path, debugDescription: "expected \(expected)\(forPath(path)), found \(found(value))"))
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(
+                codingPath: path, debugDescription: "expected \(expected)\(forPath(path)), found \(found(value))"))
     }
 
     static func url(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> URL {
         guard case .string(let string) = value else { throw mismatch(URL.self, "a URL", value, codingPath()) }
         guard let url = URL(string: string) else {
             let path = codingPath()
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path, debugDescription: "expected a URL\(forPath(path)), found \(found(value))"))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path, debugDescription: "expected a URL\(forPath(path)), found \(found(value))"))
         }
         return url
     }
@@ -523,8 +531,9 @@ enum _JSONValueUnbox {
         case .string(let string):
             if let data = Data(base64Encoded: string) { return data }
             let path = codingPath()
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path, debugDescription: "expected base64 data\(forPath(path)), found \(found(value))"))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path, debugDescription: "expected base64 data\(forPath(path)), found \(found(value))"))
         default:
             throw mismatch(Data.self, "base64 data", value, codingPath())
         }

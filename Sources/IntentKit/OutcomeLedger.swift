@@ -22,7 +22,6 @@ public struct DecidedOutcome: Sendable, Hashable {
         DecidedOutcome(state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: message))
     }
 
-
 }
 
 /// Who asks a ledger to decide an intent's outcome.
@@ -151,26 +150,39 @@ extension Admission {
         let submission = turn == 0 && request == nil
         guard let recorded else {
             if submission { return Admission(decided: decided, owner: sender.user, isNew: true) }
-            return Admission(refusal: IntentFailure(
-                code: FailureCode.unknownIntent, message: "no intent '\(intentID)' was submitted: there is nothing to \(request?.rawValue ?? "answer")"))
+            return Admission(
+                refusal: IntentFailure(
+                    code: FailureCode.unknownIntent,
+                    message: "no intent '\(intentID)' was submitted: there is nothing to \(request?.rawValue ?? "answer")"))
         }
         // The owner first: to anyone else, a refusal says nothing of the intent (not even its type).
         if let owner = recorded.owner, owner != sender.user, !sender.isOperator, !(request == .expire && sender.isTrusted) {
             if submission {
-                return Admission(owner: sender.user, refusal: IntentFailure(
-                    code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by another submitter's intent; submit under another id"))
+                return Admission(
+                    owner: sender.user,
+                    refusal: IntentFailure(
+                        code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by another submitter's intent; submit under another id"))
             }
-            return Admission(owner: sender.user, refusal: IntentFailure(
-                code: FailureCode.notOwner,
-                message: "'\(intentID)' is not \(sender.user.map { "\($0)'s" } ?? "an anonymous submitter's") intent: only its owner or an operator may \(request?.rawValue ?? "answer") it"))
+            return Admission(
+                owner: sender.user,
+                refusal: IntentFailure(
+                    code: FailureCode.notOwner,
+                    message:
+                        "'\(intentID)' is not \(sender.user.map { "\($0)'s" } ?? "an anonymous submitter's") intent: only its owner or an operator may \(request?.rawValue ?? "answer") it"
+                ))
         }
         if recorded.type != type {
-            return Admission(owner: sender.user, refusal: IntentFailure(
-                code: FailureCode.idInUse, message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
+            return Admission(
+                owner: sender.user,
+                refusal: IntentFailure(
+                    code: FailureCode.idInUse,
+                    message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
         }
         if request == .expire, !sender.isTrusted {
-            return Admission(owner: recorded.owner, refusal: IntentFailure(
-                code: FailureCode.notOwner, message: "only the recorder expires questions"))
+            return Admission(
+                owner: recorded.owner,
+                refusal: IntentFailure(
+                    code: FailureCode.notOwner, message: "only the recorder expires questions"))
         }
         // A confirmation counts only as the answer to one the intent asked for, at the turn it answers.
         var confirmed = turn == 0 ? [] : granted

@@ -146,7 +146,8 @@ extension Optional: ParameterValue where Wrapped: ParameterValue {
         switch try await Wrapped.resolve(spoken, context: context) {
         case .success(let value): return .success(value)
         case .needsValue(let dialog): return .needsValue(dialog)
-        case .disambiguation(let options, let dialog): return .disambiguation(options.map { ParameterOption(Optional($0.value), title: $0.title) }, dialog)
+        case .disambiguation(let options, let dialog):
+            return .disambiguation(options.map { ParameterOption(Optional($0.value), title: $0.title) }, dialog)
         case .confirmationRequired(let value, let dialog): return .confirmationRequired(value, dialog)
         case .notRequired: return .notRequired
         case .unsupported(let reason): return .unsupported(reason)
@@ -257,19 +258,23 @@ public struct Parameter<Value: ParameterValue>: Sendable {
 extension Parameter where Value: Comparable {
     /// Required and within `range`.
     public init(_ prompt: IntentDialog? = nil, in range: ClosedRange<Value>) {
-        self.init(prompt: prompt, check: { value in
-            range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
-        }, choices: nil)
+        self.init(
+            prompt: prompt,
+            check: { value in
+                range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
+            }, choices: nil)
     }
 }
 
 extension Parameter {
     /// Optional, and within `range` when given.
     public init<Wrapped: Comparable & ParameterValue>(_ prompt: IntentDialog? = nil, in range: ClosedRange<Wrapped>) where Value == Wrapped? {
-        self.init(prompt: prompt, check: { value in
-            guard let value else { return nil }
-            return range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
-        }, choices: nil)
+        self.init(
+            prompt: prompt,
+            check: { value in
+                guard let value else { return nil }
+                return range.contains(value) ? nil : "must be from \(range.lowerBound) to \(range.upperBound), not \(value)"
+            }, choices: nil)
     }
 }
 
@@ -420,9 +425,11 @@ public struct ParameterRequest: Error, Sendable {
         case .needsValue(let dialog):
             return (ParameterResolution(name, index: index, .needsValue, prompt: dialog ?? prompt), nil)
         case .disambiguation(let options, let dialog):
-            return (ParameterResolution(
-                name, index: index, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt,
-                optionTitles: options.map(\.title)), nil)
+            return (
+                ParameterResolution(
+                    name, index: index, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt,
+                    optionTitles: options.map(\.title)), nil
+            )
         case .confirmationRequired(let value, let dialog):
             return (ParameterResolution(name, index: index, .confirmationRequired(value.displayValue), prompt: dialog ?? prompt), value)
         case .notRequired:
@@ -441,8 +448,9 @@ extension Parameter {
 
     /// Asks the user to choose among `options` (App Intents' `requestDisambiguation(among:dialog:)`).
     public func disambiguation(among options: [ParameterOption<Value>], _ dialog: IntentDialog? = nil) -> ParameterRequest {
-        ParameterRequest(ParameterResolution(
-            name, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt, optionTitles: options.map(\.title)))
+        ParameterRequest(
+            ParameterResolution(
+                name, .disambiguation(options.map(\.value.displayValue)), prompt: dialog ?? prompt, optionTitles: options.map(\.title)))
     }
 
     /// Whether the user confirmed this parameter's value, in an answer to a question that asked.

@@ -146,8 +146,10 @@ struct WorkerCommand {
     static func parse(_ words: [String], app: WorkerApp) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
-            options: ["--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                      "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval"])
+            options: [
+                "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
+                "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval",
+            ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
@@ -243,7 +245,8 @@ struct WorkerCommand {
             configuration.trustedUsers = trustedUsers
             configuration.timeLimits = timeLimits
             configuration.metrics = metrics
-            configuration.outcomesPath = Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }
+            configuration.outcomesPath =
+                Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? Environment.stateDirectory() + "/outcomes.sqlite"
             do {
                 services.append(try WorkerService(registry: registry, configuration: configuration, logger: logger))

@@ -163,13 +163,15 @@ public final class Database {
     func failNextCommits(_ count: Int) {
         let box = CommitFailures(remaining: count)
         commitFailures = box
-        sqlite3_commit_hook(handle, { context in
-            guard let context else { return 0 }
-            let box = Unmanaged<CommitFailures>.fromOpaque(context).takeUnretainedValue()
-            guard box.remaining > 0 else { return 0 }
-            box.remaining -= 1
-            return 1
-        }, Unmanaged.passUnretained(box).toOpaque())
+        sqlite3_commit_hook(
+            handle,
+            { context in
+                guard let context else { return 0 }
+                let box = Unmanaged<CommitFailures>.fromOpaque(context).takeUnretainedValue()
+                guard box.remaining > 0 else { return 0 }
+                box.remaining -= 1
+                return 1
+            }, Unmanaged.passUnretained(box).toOpaque())
     }
 
     private final class CommitFailures {

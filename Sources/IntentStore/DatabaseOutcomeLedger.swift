@@ -97,8 +97,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                     granted = CASE WHEN excluded.question_turn >= coalesce(question_turn, 0) THEN excluded.granted ELSE granted END,
                     question_turn = max(coalesce(question_turn, 0), excluded.question_turn), claimed_attempt = NULL,
                     updated_at = excluded.updated_at
-                """, [.text(intentID), .int(turn), .real(Date().timeIntervalSince1970),
-                      .text(Self.encode(confirmations)), .text(Self.encode(granted.sorted()))])
+                """,
+                [
+                    .text(intentID), .int(turn), .real(Date().timeIntervalSince1970),
+                    .text(Self.encode(confirmations)), .text(Self.encode(granted.sorted())),
+                ])
             return nil
         }
     }
@@ -111,9 +114,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         guard !holdsEffects else { return try await outcome(of: intentID) }
         return try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
-            let held = try db.queryFirst(
-                "SELECT 1 FROM intent_pending WHERE intent_id = ? AND claimed_attempt IS NOT NULL AND updated_at > ?",
-                [.text(intentID), .real(Date().timeIntervalSince1970 - Self.claimLifetime)]) { _ in true } ?? false
+            let held =
+                try db.queryFirst(
+                    "SELECT 1 FROM intent_pending WHERE intent_id = ? AND claimed_attempt IS NOT NULL AND updated_at > ?",
+                    [.text(intentID), .real(Date().timeIntervalSince1970 - Self.claimLifetime)]
+                ) { _ in true } ?? false
             if held { throw ClaimHeld(intentID: intentID) }
             try db.run(
                 """
@@ -128,7 +133,8 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         guard !holdsEffects else { return }
         try await queue.write { db in
             if try Self.pending(intentID, in: db)?.cancelRequested == true,
-               try OnceOnly.decidedOutcome(in: db, intentID: intentID) == nil {
+                try OnceOnly.decidedOutcome(in: db, intentID: intentID) == nil
+            {
                 // A cancel came while it ran; the run ended without an outcome: now the cancel holds.
                 try OnceOnly.record(.canceled("canceled by request while it was being handled"), intentID: intentID, attempt: 0, in: db)
             }
@@ -142,8 +148,10 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         try db.queryFirst(
             "SELECT question_turn, claimed_attempt, asked, granted, cancel_requested FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
         ) { row in
-            (question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)),
-             cancelRequested: row.optionalInt(4) == 1)
+            (
+                question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)),
+                cancelRequested: row.optionalInt(4) == 1
+            )
         }
     }
 

@@ -86,9 +86,11 @@ public enum OnceOnly {
         in db: Database, context: IntentContext, _ effects: (Database) throws -> IntentResponse
     ) throws -> IntentResponse {
         if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
-            context.logger.info("already decided: returning the recorded outcome", metadata: [
-                "intent.attempt": "\(context.attempt)", "intent.outcome": recorded.response.code,
-            ])
+            context.logger.info(
+                "already decided: returning the recorded outcome",
+                metadata: [
+                    "intent.attempt": "\(context.attempt)", "intent.outcome": recorded.response.code,
+                ])
             guard recorded.state == .success else { throw OutcomeAlreadyDecided(recorded) }
             return recorded.response
         }
@@ -113,8 +115,10 @@ public enum OnceOnly {
         let response = outcome.response
         try db.run(
             "INSERT INTO intent_effect(intent_id, succeeded, code, message, payload, attempt, handled_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [.text(intentID), .integer(outcome.state == .success ? 1 : 0), .text(response.code), .optional(response.message),
-             .optional(response.payload?.jsonString), .int(attempt), .real(Date().timeIntervalSince1970), .text(outcome.state.rawValue)])
+            [
+                .text(intentID), .integer(outcome.state == .success ? 1 : 0), .text(response.code), .optional(response.message),
+                .optional(response.payload?.jsonString), .int(attempt), .real(Date().timeIntervalSince1970), .text(outcome.state.rawValue),
+            ])
         try db.run("DELETE FROM intent_pending WHERE intent_id = ?", [.text(intentID)])
     }
 }

@@ -93,7 +93,7 @@ public enum StatusQuery: Sendable, Hashable {
             var ids: [String]?
             if let value = object["ids"], value != .null {
                 guard let list = value.arrayValue, list.count <= maximumDeletedIDs,
-                      let names = Optional(list.compactMap(\.stringValue)), names.count == list.count, !names.isEmpty
+                    let names = Optional(list.compactMap(\.stringValue)), names.count == list.count, !names.isEmpty
                 else {
                     throw Invalid(description: "ids must be a list of 1 to \(maximumDeletedIDs) strings")
                 }
@@ -180,8 +180,11 @@ public enum StatusQuery: Sendable, Hashable {
 
     private static func sized(_ reply: [UInt8]) -> [UInt8] {
         guard reply.count > maximumReplyBytes else { return reply }
-        return JSONValue.object(["error": .string(
-            "the answer is \(reply.count / 1_048_576) MiB, over the \(maximumReplyBytes / 1_048_576) MiB a remote answer may be; ask for fewer intents with --limit, or read the store locally")]).serialized()
+        return JSONValue.object([
+            "error": .string(
+                "the answer is \(reply.count / 1_048_576) MiB, over the \(maximumReplyBytes / 1_048_576) MiB a remote answer may be; ask for fewer intents with --limit, or read the store locally"
+            )
+        ]).serialized()
     }
 
     /// What the recorder answered, or why it could not.

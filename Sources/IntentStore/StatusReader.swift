@@ -45,9 +45,11 @@ public final class StatusReader {
     /// The status of one intent, with its conversation; nil when the store has never seen the id.
     public func status(id: String) throws -> IntentStatus? {
         guard try hasSchema() else { return nil }
-        guard var status = try database.queryFirst(
-            "SELECT \(Column.selected) FROM intent_status WHERE id = ?", [.text(id)], Self.status(from:)
-        ) else {
+        guard
+            var status = try database.queryFirst(
+                "SELECT \(Column.selected) FROM intent_status WHERE id = ?", [.text(id)], Self.status(from:)
+            )
+        else {
             return nil
         }
         let turns = try database.query(
@@ -118,14 +120,17 @@ public final class StatusReader {
     /// Whether the recorder has made the schema yet; throws when it is older than this build reads.
     func hasSchema() throws -> Bool {
         if schemaChecked { return true }
-        let found = try database.queryFirst(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'") { _ in true } ?? false
+        let found =
+            try database.queryFirst(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'intent_status'"
+            ) { _ in true } ?? false
         if found {
             let version = try database.userVersion
             guard version >= StatusStore.migrations.count else {
                 throw DatabaseError(
                     code: 1,
-                    message: "the status store has schema version \(version) and this build reads version \(StatusStore.migrations.count); start this version's recorder once to migrate it",
+                    message:
+                        "the status store has schema version \(version) and this build reads version \(StatusStore.migrations.count); start this version's recorder once to migrate it",
                     context: "opening \(database.path)")
             }
         }

@@ -170,8 +170,10 @@ public final class StatusStore {
     /// a `deadLettered` failure (the broker's verdict on the delivery, not on
     /// the effects).
     @discardableResult
-    public func record(_ updates: [Update], now: Double = Date().timeIntervalSince1970,
-                       reportingTransitions: Bool = true) throws -> [Transition] {
+    public func record(
+        _ updates: [Update], now: Double = Date().timeIntervalSince1970,
+        reportingTransitions: Bool = true
+    ) throws -> [Transition] {
         guard !updates.isEmpty else { return [] }
         return try database.transaction { db in
             var transitions: [Transition] = []
@@ -186,11 +188,14 @@ public final class StatusStore {
                     try recordRefusal(event, now: now, in: db)
                     continue
                 }
-                let before = !reportingTransitions ? nil : try db.queryFirst(
-                    "SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]
-                ) { row in
-                    (state: IntentState(rawValue: row.string(0)), code: row.text(1))
-                }
+                let before =
+                    !reportingTransitions
+                    ? nil
+                    : try db.queryFirst(
+                        "SELECT state, response_code FROM intent_status WHERE id = ?", [.text(id)]
+                    ) { row in
+                        (state: IntentState(rawValue: row.string(0)), code: row.text(1))
+                    }
                 switch update {
                 case .queued(let envelope, let submitter): try recordQueued(envelope, by: submitter, now: now, in: db)
                 case .event(let event): try recordEvent(event, now: now, in: db)
@@ -218,9 +223,10 @@ public final class StatusStore {
                     (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3), owner: row.text(4))
                 }
                 if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
-                    transitions.append(Transition(
-                        id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message,
-                        update: position, owner: after.owner))
+                    transitions.append(
+                        Transition(
+                            id: id, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message,
+                            update: position, owner: after.owner))
                 }
             }
             return transitions
@@ -234,8 +240,10 @@ public final class StatusStore {
             ON CONFLICT(id, owner) DO UPDATE SET type = excluded.type, code = excluded.code, message = excluded.message,
                 attempt = excluded.attempt, at = excluded.at
             """,
-            [.text(event.id), .text(event.owner ?? ""), .text(event.type), .text(event.response?.code ?? FailureCode.invalidIntent),
-             .optional(event.response?.message), .int(event.attempt), .real(now)])
+            [
+                .text(event.id), .text(event.owner ?? ""), .text(event.type), .text(event.response?.code ?? FailureCode.invalidIntent),
+                .optional(event.response?.message), .int(event.attempt), .real(now),
+            ])
     }
 
     /// The SQL condition "the sender may act on this intent" over bindings
@@ -265,7 +273,8 @@ public final class StatusStore {
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
                 WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND \(Self.ownedBy(6))
-                """, [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
+                """,
+                [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
                     + Self.ownership(submitter))
             guard db.changes > 0 else { return }  // not waiting, or not this sender's to answer
             let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
@@ -286,8 +295,10 @@ public final class StatusStore {
             WHERE intent_status.type = excluded.type
               AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
             """,
-            [.text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
-             .optional(envelope.group), .optional(confirmed), .optional(owner)])
+            [
+                .text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
+                .optional(envelope.group), .optional(confirmed), .optional(owner),
+            ])
     }
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
@@ -327,14 +338,16 @@ public final class StatusStore {
                OR (intent_status.response_code = 'deadLettered' AND excluded.rank = \(Self.terminalRank)
                    AND coalesce(excluded.response_code, '') != 'deadLettered'))
             """,
-            [.text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
-             .optional(event.response?.code), .optional(event.response?.message),
-             .optional(event.response?.payload?.jsonString), .optional(resolutions),
-             .optional(event.progress?.fraction), .optional(event.progress?.message),
-             .int(event.attempt), .optional(event.worker),
-             event.state == .inProgress ? .real(event.at) : .null,
-             .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner),
-             .optional(event.view)])
+            [
+                .text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
+                .optional(event.response?.code), .optional(event.response?.message),
+                .optional(event.response?.payload?.jsonString), .optional(resolutions),
+                .optional(event.progress?.fraction), .optional(event.progress?.message),
+                .int(event.attempt), .optional(event.worker),
+                event.state == .inProgress ? .real(event.at) : .null,
+                .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner),
+                .optional(event.view),
+            ])
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
@@ -402,7 +415,8 @@ public final class StatusStore {
     public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
         let ids = try database.query(
             "SELECT id FROM intent_status WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?",
-            [.real(cutoff), .int(limit)]) { $0.string(0) }
+            [.real(cutoff), .int(limit)]
+        ) { $0.string(0) }
         guard !ids.isEmpty else {
             try database.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
             try database.run("DELETE FROM intent_refusal WHERE at < ?", [.real(cutoff)])
@@ -421,14 +435,17 @@ public final class StatusStore {
             var removed = 0
             if let ids {
                 for id in ids {
-                    try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE id = ?1 AND \(owned))", [.text(id), .optional(owner)])
+                    try db.run(
+                        "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE id = ?1 AND \(owned))",
+                        [.text(id), .optional(owner)])
                     try db.run("DELETE FROM intent_status WHERE id = ?1 AND \(owned)", [.text(id), .optional(owner)])
                     removed += db.changes
                 }
             } else {
                 // ?1 is the group, or NULL for every intent.
                 let chosen = "(?1 IS NULL OR group_id = ?1) AND \(owned)"
-                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE \(chosen))", [.optional(group), .optional(owner)])
+                try db.run(
+                    "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE \(chosen))", [.optional(group), .optional(owner)])
                 try db.run("DELETE FROM intent_status WHERE \(chosen)", [.optional(group), .optional(owner)])
                 removed = db.changes
             }

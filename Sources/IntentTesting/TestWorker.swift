@@ -71,9 +71,10 @@ public final class TestWorker: Sendable {
     /// Answers the question an intent asked, as `intent-submit --answer` does.
     public func answer(_ id: String, _ answers: [String: JSONValue], lenient: Bool = false, timeout: Double = 30) async throws -> StatusEvent {
         let (asked, question) = try waiting(id)
-        return try await take(IntentEnvelope.answering(
-            id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0, answers: answers,
-            confirmed: asked.confirmed ?? [], group: asked.group, lenient: lenient || asked.lenientParameters), timeout: timeout)
+        return try await take(
+            IntentEnvelope.answering(
+                id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0, answers: answers,
+                confirmed: asked.confirmed ?? [], group: asked.group, lenient: lenient || asked.lenientParameters), timeout: timeout)
     }
 
     /// Confirms what an intent asks to confirm (a value, or the whole intent).
@@ -82,9 +83,10 @@ public final class TestWorker: Sendable {
         let confirming = (question.resolutions ?? []).filter {
             if case .confirmationRequired = $0.result { return true } else { return false }
         }.map(\.parameter)
-        return try await take(IntentEnvelope.answering(
-            id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0, answers: [:],
-            confirmed: asked.confirmed ?? [], confirming: confirming, group: asked.group, lenient: asked.lenientParameters), timeout: timeout)
+        return try await take(
+            IntentEnvelope.answering(
+                id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0, answers: [:],
+                confirmed: asked.confirmed ?? [], confirming: confirming, group: asked.group, lenient: asked.lenientParameters), timeout: timeout)
     }
 
     /// Refuses the confirmation an intent asks for: it ends `failure`/`denied`.

@@ -39,7 +39,10 @@ final class Cancellations: Sendable {
                 if state.order.count - state.head > capacity {
                     state.senders[state.order[state.head]] = nil
                     state.head += 1
-                    if state.head > capacity { state.order.removeFirst(state.head); state.head = 0 }
+                    if state.head > capacity {
+                        state.order.removeFirst(state.head)
+                        state.head = 0
+                    }
                 }
             }
             state.senders[id, default: [:]][user ?? ""] = max(state.senders[id]?[user ?? ""] ?? 0, at)

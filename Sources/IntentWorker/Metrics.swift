@@ -178,11 +178,15 @@ extension Metrics {
         declare("intentqueue_intents_received_total", .counter, help: "Intents the status store saw for the first time, by type.")
         declare("intentqueue_intents_needs_input_total", .counter, help: "Times an intent stopped to ask the user (needsInput), by type.")
         declare("intentqueue_intents_finished_total", .counter, help: "Intents that reached a terminal state, by type, state and response code.")
-        declare("intentqueue_intents_dead_lettered_total", .counter, help: "Intents the broker dead-lettered (recorded as failure/deadLettered), by type.")
+        declare(
+            "intentqueue_intents_dead_lettered_total", .counter, help: "Intents the broker dead-lettered (recorded as failure/deadLettered), by type."
+        )
         declare("intentqueue_store_deleted_total", .counter, help: "Finished intents removed from the status store by retention.")
         declare("intentqueue_worker_handled_total", .counter, help: "Deliveries a worker ran through the pipeline, by type and outcome state.")
         declare("intentqueue_worker_retries_total", .counter, help: "Transient failures sent to a retry queue, by type.")
-        declare("intentqueue_worker_handle_duration_seconds", .histogram, help: "Time from receiving an intent to its outcome (resolve, confirm, handle), by type.")
+        declare(
+            "intentqueue_worker_handle_duration_seconds", .histogram,
+            help: "Time from receiving an intent to its outcome (resolve, confirm, handle), by type.")
         declare("intentqueue_queue_messages", .gauge, help: "Messages ready in an IntentQueue queue, as the broker reports them.")
         declare("intentqueue_queue_consumers", .gauge, help: "Consumers of an IntentQueue queue, as the broker reports them.")
         declare("intentqueue_broker_up", .gauge, help: "1 when the last look at the broker's queues succeeded, else 0.")

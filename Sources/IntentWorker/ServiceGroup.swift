@@ -47,7 +47,7 @@ public struct ServiceGroup: Sendable {
             source.resume()
             return source
         }
-        defer { sources.forEach { $0.cancel() } }
+        defer { for source in sources { source.cancel() } }
         ready()
 
         let runner = Task { [services] in

@@ -127,8 +127,9 @@ public final class StatusRecorder: Service {
                 return
             }
             if storeFailures > 0 {
-                logger.notice("status store writable again after \(storeFailures) failed attempts; recording resumes",
-                              metadata: ["store.path": configuration.storePath])
+                logger.notice(
+                    "status store writable again after \(storeFailures) failed attempts; recording resumes",
+                    metadata: ["store.path": configuration.storePath])
             }
             storeFailures = 0
             storeRetryAt = nil
@@ -201,8 +202,9 @@ public final class StatusRecorder: Service {
                 if batch.count >= configuration.batchSize { try flush() }
             case .returned(let message) where message.exchange == intentsExchange:
                 // An expiry request nobody serves: the question stays open and is asked about again later.
-                logger.warning("no worker serves \(message.routingKey): its unanswered question is not expired yet",
-                               metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+                logger.warning(
+                    "no worker serves \(message.routingKey): its unanswered question is not expired yet",
+                    metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
             case .returned(let message):
                 logger.debug("an announcement found no queue: \(message.replyText)", metadata: ["intent.id": message.messageID ?? ""])
             case .confirmed, .rejected:
@@ -230,9 +232,10 @@ public final class StatusRecorder: Service {
         let topology = configuration.topology
         for question in questions {
             let request = IntentEnvelope.request(.expire, id: question.id, type: question.type, turn: question.turn + 1)
-            try connection.publish(OutgoingMessage(
-                exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
-                messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
+            try connection.publish(
+                OutgoingMessage(
+                    exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
+                    messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
         }
     }
 
@@ -254,9 +257,10 @@ public final class StatusRecorder: Service {
         } catch {
             result = .failure(error)
         }
-        try connection.publish(OutgoingMessage(
-            exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
-            correlationID: request.correlationID))
+        try connection.publish(
+            OutgoingMessage(
+                exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
+                correlationID: request.correlationID))
     }
 
     /// Publishes, on `intents.status`, the outcome only the recorder sees (a
@@ -286,9 +290,11 @@ public final class StatusRecorder: Service {
             case .needsInput:
                 metrics.increment("intentqueue_intents_needs_input_total", ["type": transition.type])
             case .success, .failure, .canceled:
-                metrics.increment("intentqueue_intents_finished_total", [
-                    "type": transition.type, "state": transition.to.rawValue, "code": transition.code ?? "",
-                ])
+                metrics.increment(
+                    "intentqueue_intents_finished_total",
+                    [
+                        "type": transition.type, "state": transition.to.rawValue, "code": transition.code ?? "",
+                    ])
                 if transition.code == FailureCode.deadLettered {
                     metrics.increment("intentqueue_intents_dead_lettered_total", ["type": transition.type])
                 }
@@ -335,21 +341,26 @@ public final class StatusRecorder: Service {
             let envelope = delivery.body.count <= 1 << 20 ? try? IntentEnvelope.decode(delivery.body) : nil
             if let request = envelope?.request {
                 // A request the workers could not take is not the intent's failure.
-                logger.warning("a \(request.rawValue) request was dead-lettered; the intent keeps its state",
-                               metadata: ["intent.id": envelope?.id ?? "", "intent.type": envelope?.type ?? ""])
+                logger.warning(
+                    "a \(request.rawValue) request was dead-lettered; the intent keeps its state",
+                    metadata: ["intent.id": envelope?.id ?? "", "intent.type": envelope?.type ?? ""])
                 return nil
             }
-            let id = envelope == nil && delivery.body.count > 1 << 20 ? DeadLetters.syntheticID(for: delivery.body) : DeadLetters.listedID(of: delivery)
+            let id =
+                envelope == nil && delivery.body.count > 1 << 20 ? DeadLetters.syntheticID(for: delivery.body) : DeadLetters.listedID(of: delivery)
             let candidate = envelope?.type ?? delivery.type ?? delivery.routingKey
             let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
             // It names its publisher as the owner: the store applies it to an intent of that owner only.
-            return .event(StatusEvent(
-                id: id, type: IntentEnvelope.problem(withType: candidate) == nil ? candidate : "unknown", state: .failure,
-                attempt: delivery.attempt,
-                response: IntentResponse(
-                    code: FailureCode.deadLettered,
-                    message: "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"),
-                owner: owner(ofDeadLetter: delivery)))
+            return .event(
+                StatusEvent(
+                    id: id, type: IntentEnvelope.problem(withType: candidate) == nil ? candidate : "unknown", state: .failure,
+                    attempt: delivery.attempt,
+                    response: IntentResponse(
+                        code: FailureCode.deadLettered,
+                        message:
+                            "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"
+                    ),
+                    owner: owner(ofDeadLetter: delivery)))
         }
         if delivery.exchange == intentsExchange {
             // A submission the broker accepted. One that cannot be read is the
@@ -368,22 +379,25 @@ public final class StatusRecorder: Service {
         guard delivery.exchange == configuration.topology.statusExchange else {
             // Only workers' events count: a message put straight into the ledger
             // (through the default exchange, say) is not a status.
-            logger.warning("skipping a message that did not come through \(configuration.topology.statusExchange)",
-                           metadata: ["amqp.exchange": delivery.exchange, "intent.id": delivery.messageID ?? ""])
+            logger.warning(
+                "skipping a message that did not come through \(configuration.topology.statusExchange)",
+                metadata: ["amqp.exchange": delivery.exchange, "intent.id": delivery.messageID ?? ""])
             return nil
         }
         guard isTrusted(delivery.userID) else {
             // The broker verified who published it, and it is not a worker.
-            logger.warning("skipping a status event from an untrusted user",
-                           metadata: ["amqp.user_id": delivery.userID ?? "none", "intent.id": delivery.messageID ?? ""])
+            logger.warning(
+                "skipping a status event from an untrusted user",
+                metadata: ["amqp.user_id": delivery.userID ?? "none", "intent.id": delivery.messageID ?? ""])
             return nil
         }
         do {
             let event = try StatusEvent.decode(delivery.body)
             return event.refused == true ? .refusal(event) : .event(event)
         } catch {
-            logger.warning("skipping an unreadable status event: \(error)",
-                           metadata: ["amqp.routing_key": delivery.routingKey, "intent.id": delivery.messageID ?? "", "intent.type": delivery.type ?? ""])
+            logger.warning(
+                "skipping an unreadable status event: \(error)",
+                metadata: ["amqp.routing_key": delivery.routingKey, "intent.id": delivery.messageID ?? "", "intent.type": delivery.type ?? ""])
             return nil
         }
     }

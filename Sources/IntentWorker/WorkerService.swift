@@ -65,16 +65,22 @@ public final class WorkerService: Service {
     }
 
     public func run() async throws {
-        logger.info("worker starting", metadata: [
-            "worker.types": registry.typeNames.joined(separator: ","),
-            "worker.concurrency": "\(configuration.concurrency)", "amqp.prefetch": "\(configuration.prefetch)",
-        ])
+        logger.info(
+            "worker starting",
+            metadata: [
+                "worker.types": registry.typeNames.joined(separator: ","),
+                "worker.concurrency": "\(configuration.concurrency)", "amqp.prefetch": "\(configuration.prefetch)",
+            ])
         loop.start()
         // Read back from the cancellation stream, this marker says the stream has
         // been read up to the moment the worker started.
-        loop.send(.publish([OutgoingMessage(
-            exchange: configuration.topology.cancelExchange, routingKey: "", body: [], persistent: true,
-            headers: [Topology.syncHeader: .string(cancellations.token)])], thenAck: nil))
+        loop.send(
+            .publish(
+                [
+                    OutgoingMessage(
+                        exchange: configuration.topology.cancelExchange, routingKey: "", body: [], persistent: true,
+                        headers: [Topology.syncHeader: .string(cancellations.token)])
+                ], thenAck: nil))
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for await delivery in loop.deliveries {
@@ -146,9 +152,11 @@ public final class WorkerService: Service {
         let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
         guard registry.serves(envelope.type), let ledger = registry.ledger(for: envelope.type) ?? ownLedger else {
             // Bound by another worker's registry: nothing of this type runs here.
-            let outcome = PipelineOutcome.failure(IntentFailure(
-                code: FailureCode.unknownIntentType,
-                message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"))
+            let outcome = PipelineOutcome.failure(
+                IntentFailure(
+                    code: FailureCode.unknownIntentType,
+                    message: "this worker has no handler for intent type '\(envelope.type)' (it serves \(registry.typeNames.joined(separator: ", ")))"
+                ))
             finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome, owner: sender.user, refused: true)
             return
         }
@@ -237,10 +245,13 @@ public final class WorkerService: Service {
             wanted = .canceled("canceled by request before it was handled")
             decider = .cancel
         case .deny:
-            wanted = .failure(IntentFailure(code: FailureCode.denied, message: "the user denied the confirmation asked at turn \(job.envelope.turn - 1)"))
+            wanted = .failure(
+                IntentFailure(code: FailureCode.denied, message: "the user denied the confirmation asked at turn \(job.envelope.turn - 1)"))
             decider = .answer(question: job.envelope.turn - 1)
         case .expire:
-            wanted = .failure(IntentFailure(code: FailureCode.expired, message: "the question asked at turn \(job.envelope.turn - 1) went unanswered past its time to live"))
+            wanted = .failure(
+                IntentFailure(
+                    code: FailureCode.expired, message: "the question asked at turn \(job.envelope.turn - 1) went unanswered past its time to live"))
             decider = .answer(question: job.envelope.turn - 1)
         }
         guard let standing = try await job.ledger.decide(job.id, wanted, attempt: job.attempt, by: decider) else {
@@ -249,7 +260,8 @@ public final class WorkerService: Service {
             return
         }
         if standing != wanted {
-            job.logger.info("\(request.rawValue) request came too late: the intent had already ended \(standing.state.rawValue) (\(standing.response.code))")
+            job.logger.info(
+                "\(request.rawValue) request came too late: the intent had already ended \(standing.state.rawValue) (\(standing.response.code))")
         } else {
             job.logger.info("\(request.rawValue) request decided: \(standing.state.rawValue) (\(standing.response.code))")
         }
@@ -271,16 +283,18 @@ public final class WorkerService: Service {
             return
         }
         if await cancellations.isCanceled(job.id, submittedAt: envelope.submittedAt, by: mayCancel(job)),
-           let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel) {
+            let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel)
+        {
             job.logger.info("canceled before it was handled")
             publish(standing, for: job)
             return
         }
         if registry.isRestricted(envelope.type), !(job.owner.map(configuration.allowedUsers.contains) ?? false) {
             job.logger.warning("restricted intent from a submitter not on the allow-list", metadata: ["amqp.user_id": job.owner ?? "none"])
-            let refused = DecidedOutcome.failure(IntentFailure(
-                code: FailureCode.failureRequiringAppAuthentication,
-                message: "\(envelope.type) is restricted: the submitter \(job.owner.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
+            let refused = DecidedOutcome.failure(
+                IntentFailure(
+                    code: FailureCode.failureRequiringAppAuthentication,
+                    message: "\(envelope.type) is restricted: the submitter \(job.owner.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
             if let standing = try await ledger.decide(job.id, refused, attempt: job.attempt, by: .run) {
                 publish(standing, for: job)
             } else {
@@ -337,11 +351,14 @@ public final class WorkerService: Service {
         configuration.faults.hit(.afterHandle, intentID: job.id)
         if let metrics = configuration.metrics {
             let elapsed = received.duration(to: .now)
-            metrics.observe("intentqueue_worker_handle_duration_seconds", ["type": job.envelope.type],
-                            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-            metrics.increment("intentqueue_worker_handled_total", [
-                "type": job.envelope.type, "state": outcome.retryReason == nil ? outcome.state.rawValue : "retry",
-            ])
+            metrics.observe(
+                "intentqueue_worker_handle_duration_seconds", ["type": job.envelope.type],
+                Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            metrics.increment(
+                "intentqueue_worker_handled_total",
+                [
+                    "type": job.envelope.type, "state": outcome.retryReason == nil ? outcome.state.rawValue : "retry",
+                ])
         }
         do {
             if let reason = outcome.retryReason {
@@ -357,9 +374,10 @@ public final class WorkerService: Service {
             if outcome.state == .needsInput {
                 if let size = oversized(outcome, job: job) {
                     // A question too large to publish: refused here, before anything was done.
-                    let failure = DecidedOutcome.failure(IntentFailure(
-                        code: FailureCode.outcomeTooLarge,
-                        message: "the question's status event would be \(size) bytes, over the limit of \(configuration.maxEventBytes)"))
+                    let failure = DecidedOutcome.failure(
+                        IntentFailure(
+                            code: FailureCode.outcomeTooLarge,
+                            message: "the question's status event would be \(size) bytes, over the limit of \(configuration.maxEventBytes)"))
                     if let standing = try await job.ledger.decide(job.id, failure, attempt: job.attempt, by: .run) {
                         publish(standing, for: job)
                     }
@@ -370,7 +388,8 @@ public final class WorkerService: Service {
                     return nil
                 }
                 if let decided = try await job.ledger.ask(
-                    job.id, turn: job.envelope.turn, confirmations: asked, granted: job.admission.confirmed) {
+                    job.id, turn: job.envelope.turn, confirmations: asked, granted: job.admission.confirmed)
+                {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)
                 } else {
@@ -398,8 +417,9 @@ public final class WorkerService: Service {
 
     /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
     private func publish(_ decided: DecidedOutcome, for job: Job) {
-        finish(job.delivery, envelope: job.envelope, attempt: job.attempt,
-               outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner)
+        finish(
+            job.delivery, envelope: job.envelope, attempt: job.attempt,
+            outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner)
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
@@ -411,9 +431,13 @@ public final class WorkerService: Service {
         _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false
     ) {
         // The app's own view, drawn here where the app is, from a run's resolutions.
-        let view = refused || outcome.resolutions.isEmpty ? nil : registry.render(IntentView(
-            type: envelope.type, state: outcome.state, parameters: envelope.parameters, resolutions: outcome.resolutions,
-            response: outcome.response))
+        let view =
+            refused || outcome.resolutions.isEmpty
+            ? nil
+            : registry.render(
+                IntentView(
+                    type: envelope.type, state: outcome.state, parameters: envelope.parameters, resolutions: outcome.resolutions,
+                    response: outcome.response))
         var event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
@@ -425,11 +449,14 @@ public final class WorkerService: Service {
             if event.encoded().count > configuration.maxEventBytes, let response = event.response {
                 event.response = IntentResponse(
                     code: response.code,
-                    message: "\(String((response.message ?? "").prefix(1_000))) [the response was \(size) bytes, over the \(configuration.maxEventBytes) a status event may carry: \(FailureCode.outcomeTooLarge)]")
+                    message:
+                        "\(String((response.message ?? "").prefix(1_000))) [the response was \(size) bytes, over the \(configuration.maxEventBytes) a status event may carry: \(FailureCode.outcomeTooLarge)]"
+                )
             }
             body = event.encoded()
-            logger.warning("an outcome of \(size) bytes was cut down to \(body.count) to be published",
-                           metadata: ["intent.id": envelope.id, "intent.type": envelope.type])
+            logger.warning(
+                "an outcome of \(size) bytes was cut down to \(body.count) to be published",
+                metadata: ["intent.id": envelope.id, "intent.type": envelope.type])
         }
         loop.send(.publish([message(for: event)], thenAck: delivery.tag))
     }
@@ -449,8 +476,9 @@ public final class WorkerService: Service {
         let policy = registry.retryPolicy(for: job.envelope.type)
         guard job.retries < policy.maxRetries else {
             job.logger.warning("giving up after \(job.retries) retries: \(reason)")
-            let failure = DecidedOutcome.failure(IntentFailure(
-                code: FailureCode.retriesExhausted, message: "gave up after \(job.retries) retries: \(reason)"))
+            let failure = DecidedOutcome.failure(
+                IntentFailure(
+                    code: FailureCode.retriesExhausted, message: "gave up after \(job.retries) retries: \(reason)"))
             if let standing = try await job.ledger.decide(job.id, failure, attempt: job.attempt, by: .run) {
                 publish(standing, for: job)
             } else {
@@ -465,8 +493,10 @@ public final class WorkerService: Service {
             id: job.id, type: job.envelope.type, state: .inProgress, attempt: job.attempt,
             progress: .init(fraction: nil, message: "retry \(job.retries + 1) of \(policy.maxRetries) in \(wait.seconds) s: \(reason)"),
             worker: configuration.workerName, turn: job.envelope.turn, owner: job.owner)
-        loop.send(.publish([message(for: progress), again(job, retries: job.retries + 1, storageWaits: job.storageWaits, bucket: wait.bucket)],
-                           thenAck: job.delivery.tag))
+        loop.send(
+            .publish(
+                [message(for: progress), again(job, retries: job.retries + 1, storageWaits: job.storageWaits, bucket: wait.bucket)],
+                thenAck: job.delivery.tag))
     }
 
     /// Storage failed (the app database or the ledger: a full disk, an I/O
@@ -482,7 +512,8 @@ public final class WorkerService: Service {
         let wait = configuration.topology.retryQueue(forDelay: delay)
         storageNotices.note { suppressed in
             job.logger.warning(
-                "waiting for storage: the intent is tried again in \(wait.seconds) s\(suppressed > 0 ? " (\(suppressed) more intents waiting since the last notice)" : ""): \(reason)")
+                "waiting for storage: the intent is tried again in \(wait.seconds) s\(suppressed > 0 ? " (\(suppressed) more intents waiting since the last notice)" : ""): \(reason)"
+            )
         }
         loop.send(.publish([again(job, retries: job.retries, storageWaits: job.storageWaits + 1, bucket: wait.bucket)], thenAck: job.delivery.tag))
     }
@@ -508,8 +539,9 @@ public final class WorkerService: Service {
     private func refuse(_ delivery: Delivery, error: EnvelopeError, sender: Sender) async {
         let messageID = delivery.messageID.flatMap { IntentEnvelope.problem(withID: $0) == nil ? $0 : nil }
         guard let id = error.id ?? messageID else {
-            logger.error("unreadable message with no usable id, dead-lettered: \(error.reason)",
-                         metadata: ["amqp.routing_key": delivery.routingKey, "amqp.user_id": sender.user ?? "none"])
+            logger.error(
+                "unreadable message with no usable id, dead-lettered: \(error.reason)",
+                metadata: ["amqp.routing_key": delivery.routingKey, "amqp.user_id": sender.user ?? "none"])
             loop.send(.reject(delivery.tag, requeue: false))
             return
         }
@@ -525,13 +557,14 @@ public final class WorkerService: Service {
         do {
             let admission = try await ledger.admit(id, type: type, sender: sender, turn: 0, request: nil, confirming: [])
             guard admission.refusal == nil, admission.isNew,
-                  let standing = try await ledger.decide(id, .failure(failure), attempt: delivery.attempt, by: .run)
+                let standing = try await ledger.decide(id, .failure(failure), attempt: delivery.attempt, by: .run)
             else {
                 finish(delivery, envelope: envelope, attempt: delivery.attempt, outcome: .failure(failure), owner: sender.user, refused: true)
                 return
             }
-            finish(delivery, envelope: envelope, attempt: delivery.attempt,
-                   outcome: PipelineOutcome(state: standing.state, response: standing.response), owner: admission.owner)
+            finish(
+                delivery, envelope: envelope, attempt: delivery.attempt,
+                outcome: PipelineOutcome(state: standing.state, response: standing.response), owner: admission.owner)
         } catch {
             // The ledger cannot be written: the message waits in a retry queue, as for any storage failure.
             let waits = Self.count(delivery.headers[Topology.storageRetriesHeader])
@@ -539,9 +572,13 @@ public final class WorkerService: Service {
             var headers = delivery.headers.filter { $0.key != Topology.retryBucketHeader && $0.key != Topology.storageRetriesHeader }
             headers[Topology.retryBucketHeader] = .string(wait.bucket)
             headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
-            loop.send(.publish([OutgoingMessage(
-                exchange: configuration.topology.retryExchange, routingKey: type, body: delivery.body, messageID: id, type: type,
-                persistent: true, mandatory: true, headers: headers)], thenAck: delivery.tag))
+            loop.send(
+                .publish(
+                    [
+                        OutgoingMessage(
+                            exchange: configuration.topology.retryExchange, routingKey: type, body: delivery.body, messageID: id, type: type,
+                            persistent: true, mandatory: true, headers: headers)
+                    ], thenAck: delivery.tag))
         }
     }
 

@@ -9,7 +9,8 @@ import IntentWorker
 @main
 struct BenchCommand: Command {
     static let tool = "intent-bench"
-    static let usage = "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
+    static let usage =
+        "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
         + "[--latency-intents M] [--skip-ceiling] [--timeout S] [--dir PATH] [--json] [--keep]"
     static let help = """
         Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
@@ -67,8 +68,10 @@ struct BenchCommand: Command {
     static func parse(_ words: [String]) throws(UsageError) -> BenchCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
-            options: ["--intents", "--producers", "--workers", "--concurrency", "--window", "--rate", "--latency-intents",
-                      "--timeout", "--dir"])
+            options: [
+                "--intents", "--producers", "--workers", "--concurrency", "--window", "--rate", "--latency-intents",
+                "--timeout", "--dir",
+            ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         let command = BenchCommand(
@@ -101,7 +104,8 @@ struct BenchCommand: Command {
             let connection = try AMQPConnection(url: url, connectTimeout: 3, rpcTimeout: 5)
             connection.close()
         } catch {
-            return Terminal.fail(Self.tool, "broker unreachable: \(error)", code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
+            return Terminal.fail(
+                Self.tool, "broker unreachable: \(error)", code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
         }
         let run: BenchRun
         do {
@@ -166,8 +170,10 @@ struct BenchCommand: Command {
                 afterEndToEnd: outcome.residentAfterFullSpeed, afterLatency: outcome.residentAfterFixedLoad,
                 end: end.residentBytes,
                 // VmHWM can trail VmRSS by a moment: the kernel syncs per-thread counters lazily.
-                peak: [end.peakResidentBytes, end.residentBytes, outcome.residentAfterFullSpeed,
-                       outcome.residentAfterFixedLoad ?? 0, afterCeiling ?? 0].max() ?? 0))
+                peak: [
+                    end.peakResidentBytes, end.residentBytes, outcome.residentAfterFullSpeed,
+                    outcome.residentAfterFixedLoad ?? 0, afterCeiling ?? 0,
+                ].max() ?? 0))
     }
 
     /// A progress line on standard error, so standard output holds only the result.

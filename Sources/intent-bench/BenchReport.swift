@@ -36,7 +36,8 @@ struct BenchReport {
     var latency: PhaseResult?
     var memory: Memory
 
-    static let latencyMode = "open loop: each producer sleeps until its intent's scheduled time and never waits for an earlier intent; "
+    static let latencyMode =
+        "open loop: each producer sleeps until its intent's scheduled time and never waits for an earlier intent; "
         + "windowed IntentPublisher.submit, so a confirm wait never delays the next publish"
 
     var ratio: Double? { ceiling.map { $0.perSecond > 0 ? endToEnd.perSecond / $0.perSecond : 0 } }
@@ -62,8 +63,9 @@ struct BenchReport {
             lines.append("ratio end to end / ceiling: \(Self.number(ratio, 2)) (target ≥ 0.50)")
         }
         if let latency, let summary = latency.latency {
-            lines.append("p99 at \(Self.number(s.rate, 0)) intents/s offered: \(Self.number(summary.p99, 1)) ms (target ≤ 10 ms); "
-                + "max lag behind schedule \(Self.number(latency.maxScheduleLagMilliseconds ?? 0, 1)) ms")
+            lines.append(
+                "p99 at \(Self.number(s.rate, 0)) intents/s offered: \(Self.number(summary.p99, 1)) ms (target ≤ 10 ms); "
+                    + "max lag behind schedule \(Self.number(latency.maxScheduleLagMilliseconds ?? 0, 1)) ms")
             lines.append("latency = finished_at − submitted_at in the status store; fixed load is \(Self.latencyMode)")
         }
         let m = memory
@@ -75,13 +77,16 @@ struct BenchReport {
         memoryParts += ["end \(Self.mb(m.end))", "peak \(Self.mb(m.peak))"]
         lines.append("memory (VmRSS of this process: producers, workers, recorder): " + memoryParts.joined(separator: ", "))
         let cores = Double(ProcessInfo.processInfo.activeProcessorCount)
-        lines.append("cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:")
+        lines.append(
+            "cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:"
+        )
         for phase in [ceiling, endToEnd, latency].compactMap({ $0 }) {
             let broker = phase.brokerCPUSeconds.map { Self.number(phase.perThousand($0), 3) } ?? "?"
             let services = phase.servicesCPUSeconds.map { " [\(Self.number(phase.perThousand($0), 3))]" } ?? ""
-            lines.append("  \(phase.name): \(Self.number(phase.perThousand(phase.processCPUSeconds), 3))\(services) / \(broker) / "
-                + "\(Self.number(phase.perThousand(phase.machineCPUSeconds), 3)) of \(Self.number(phase.perThousand(phase.seconds * cores), 3)) available "
-                + "(\(Int(cores)) cores)")
+            lines.append(
+                "  \(phase.name): \(Self.number(phase.perThousand(phase.processCPUSeconds), 3))\(services) / \(broker) / "
+                    + "\(Self.number(phase.perThousand(phase.machineCPUSeconds), 3)) of \(Self.number(phase.perThousand(phase.seconds * cores), 3)) available "
+                    + "(\(Int(cores)) cores)")
         }
         let submits = [ceiling, endToEnd].compactMap { $0 }.map { "\($0.name) \(Self.number($0.submitSeconds, 3)) s" }
         lines.append("producers done (last confirm): " + submits.joined(separator: ", "))

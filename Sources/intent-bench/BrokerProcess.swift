@@ -11,15 +11,16 @@ struct BrokerProcess: Sendable {
         guard ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()) else { return nil }
         let inodes = listeningInodes(port: port)
         guard !inodes.isEmpty,
-              let processes = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
+            let processes = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
         else { return nil }
         for entry in processes {
             guard let pid = Int32(entry),
-                  let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+                let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
             else { continue }
             for descriptor in descriptors {
                 if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
-                   target.hasPrefix("socket:["), inodes.contains(String(target.dropFirst(8).dropLast())) {
+                    target.hasPrefix("socket:["), inodes.contains(String(target.dropFirst(8).dropLast()))
+                {
                     return BrokerProcess(pid: pid)
                 }
             }
@@ -45,7 +46,7 @@ struct BrokerProcess: Sendable {
     /// User + system CPU seconds the process has used so far (nil once it is gone).
     var cpuSeconds: Double? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
+            let close = text.lastIndex(of: ")")
         else { return nil }
         // Fields after "(comm)": state is field 3, utime 14 and stime 15.
         let fields = text[text.index(after: close)...].split(separator: " ")

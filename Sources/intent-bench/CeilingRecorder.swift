@@ -33,8 +33,9 @@ struct CeilingRecorder: Sendable {
             guard let last = batch.last else { return }
             try database.transaction { db in
                 for delivery in batch {
-                    try db.run("INSERT INTO ledger(routing_key, body) VALUES (?, ?)",
-                               [.text(delivery.routingKey), .text(String(decoding: delivery.body, as: UTF8.self))])
+                    try db.run(
+                        "INSERT INTO ledger(routing_key, body) VALUES (?, ?)",
+                        [.text(delivery.routingKey), .text(String(decoding: delivery.body, as: UTF8.self))])
                 }
             }
             try connection.ack(last.tag.value, multiple: true)

@@ -33,9 +33,10 @@ struct CeilingWorker: Sendable {
                 case .delivery(let delivery):
                     var last: UInt64 = 0
                     for index in bodies.indices {
-                        last = try connection.publish(OutgoingMessage(
-                            exchange: topology.statusExchange, routingKey: keys[index], body: bodies[index],
-                            messageID: delivery.messageID, type: Workload.type, persistent: true))
+                        last = try connection.publish(
+                            OutgoingMessage(
+                                exchange: topology.statusExchange, routingKey: keys[index], body: bodies[index],
+                                messageID: delivery.messageID, type: Workload.type, persistent: true))
                         tracker.published(last)
                     }
                     waiting.append((last, delivery.tag.value))

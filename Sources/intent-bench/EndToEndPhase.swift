@@ -48,8 +48,9 @@ struct EndToEndPhase {
         let probe = StoreProbe(statusPath: statusPath, appPath: appPath)
         let ready = ProcessMetrics.sample().residentBytes
 
-        let (fullSpeed, fullIDs) = try load("end to end", count: intents, rate: nil, before: 0, timeout: timeout,
-                                            probe: probe, services: services)
+        let (fullSpeed, fullIDs) = try load(
+            "end to end", count: intents, rate: nil, before: 0, timeout: timeout,
+            probe: probe, services: services)
         try probe.verifyEffects(ids: fullIDs, phase: "end to end")
         var outcome = Outcome(
             fullSpeed: fullSpeed, residentReady: ready,
@@ -66,8 +67,10 @@ struct EndToEndPhase {
 
     /// Submits `count` new intents and waits until the store shows them all `success`
     /// (`before` intents of earlier phases are already there).
-    private func load(_ name: String, count: Int, rate: Double?, before: Int, timeout: Double, probe: StoreProbe,
-                      services: InProcessServices) throws -> (PhaseResult, [String]) {
+    private func load(
+        _ name: String, count: Int, rate: Double?, before: Int, timeout: Double, probe: StoreProbe,
+        services: InProcessServices
+    ) throws -> (PhaseResult, [String]) {
         let control = PhaseControl(phase: name, timeout: timeout)
         let ids = (0..<count).map { _ in Workload.newID() }
         let parts = min(producers, count)

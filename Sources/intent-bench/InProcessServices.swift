@@ -16,8 +16,10 @@ final class InProcessServices: Sendable {
     private let exits = DispatchSemaphore(value: 0)
     private let state = Mutex<(stopping: Bool, failure: String?)>((false, nil))
 
-    init(url: BrokerURL, topology: Topology, workers count: Int, concurrency: Int, statusPath: String, appPath: String,
-         logger: Logger) throws {
+    init(
+        url: BrokerURL, topology: Topology, workers count: Int, concurrency: Int, statusPath: String, appPath: String,
+        logger: Logger
+    ) throws {
         workers = try (0..<count).map { index in
             var registry = IntentRegistry()
             try HairdressersApp.register(into: &registry, database: HairdressersDatabase.open(path: appPath))

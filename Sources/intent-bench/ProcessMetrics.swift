@@ -45,7 +45,7 @@ struct ProcessMetrics: Sendable {
     /// From the first line of /proc/stat: user nice system idle iowait irq softirq steal, in clock ticks.
     private static func machineBusySeconds() -> Double {
         guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+            let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
         else { return 0 }
         let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard ticks.count >= 8 else { return 0 }

@@ -9,7 +9,8 @@ import IntentStore
 @main
 struct StatusCommand: Command {
     static let tool = "intent-status"
-    static let usage = "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
+    static let usage =
+        "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
@@ -86,7 +87,9 @@ struct StatusCommand: Command {
             switch command.action {
             case .list(_, _, let limit), .dead(let limit):
                 guard limit <= StatusQuery.maximumLimit else {
-                    throw UsageError("--limit with --remote is at most \(StatusQuery.maximumLimit) (the answer travels as one message); read the store locally for more")
+                    throw UsageError(
+                        "--limit with --remote is at most \(StatusQuery.maximumLimit) (the answer travels as one message); read the store locally for more"
+                    )
                 }
             default:
                 break
@@ -186,7 +189,7 @@ struct StatusCommand: Command {
                 } else if statuses.isEmpty {
                     Terminal.write("no intents")
                 } else {
-                    statuses.forEach { Terminal.write(StatusReport.line($0)) }
+                    for status in statuses { Terminal.write(StatusReport.line(status)) }
                 }
                 return ExitCode.success
             case .dead(let limit):
@@ -196,7 +199,9 @@ struct StatusCommand: Command {
                 } else if statuses.isEmpty {
                     Terminal.write("no dead-lettered intents")
                 } else {
-                    statuses.forEach { Terminal.write(StatusReport.line($0) + "  " + ($0.response?.message ?? "").escapingControlCharacters) }
+                    for status in statuses {
+                        Terminal.write(StatusReport.line(status) + "  " + (status.response?.message ?? "").escapingControlCharacters)
+                    }
                 }
                 return ExitCode.success
             case .watch(let type, let state, let everyone):
@@ -214,7 +219,8 @@ struct StatusCommand: Command {
             case .delete(let ids, let group):
                 // Through the recorder, the store's only writer.
                 let removed = try client.delete(ids: ids, group: group)
-                Terminal.write(json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
+                Terminal.write(
+                    json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
                 return ExitCode.success
             }
         } catch {
@@ -233,12 +239,16 @@ struct StatusCommand: Command {
             let outcome = status.state.rawValue + (status.response.map { " (\($0.code))" } ?? "")
             if json { Terminal.write(StatusReport.jsonString(status)) }
             return Terminal.fail(
-                Self.tool, status.state == .canceled
+                Self.tool,
+                status.state == .canceled
                     ? "\(status.id) was already canceled"
                     : "\(status.id) had already been handled: it ended \(outcome); a cancel cannot undo that", code: ExitCode.failed)
         case .undecided(let status):
-            Terminal.write(json ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(status?.state.rawValue ?? "unknown")]).jsonString
-                                : "\(id): cancel requested; no worker decided it within \(JSONValue.formatNumber(timeout)) s (it is canceled when one does, unless its outcome is decided first)")
+            Terminal.write(
+                json
+                    ? JSONValue.object(["id": .string(id), "cancel": "requested", "state": .string(status?.state.rawValue ?? "unknown")]).jsonString
+                    : "\(id): cancel requested; no worker decided it within \(JSONValue.formatNumber(timeout)) s (it is canceled when one does, unless its outcome is decided first)"
+            )
             return ExitCode.notTerminal
         case .refused(let status):
             return Terminal.fail(Self.tool, "the cancel was refused: \(status.response?.message ?? "")", code: ExitCode.forbidden)

@@ -8,7 +8,8 @@ import IntentKit
 @main
 struct SubmitCommand: Command {
     static let tool = "intent-submit"
-    static let usage = "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
+    static let usage =
+        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
         Submit an intent to IntentQueue and print its id once the broker has confirmed it.
 
@@ -98,7 +99,7 @@ struct SubmitCommand: Command {
         } else {
             guard let first = arguments.positionals.first else { throw UsageError("missing the intent type") }
             guard !first.contains("="), first.utf8.count <= 255,
-                  first.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+                first.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
             else {
                 throw UsageError("'\(first)' is not an intent type name (letters, digits, '_' and '-' only)")
             }
@@ -160,8 +161,9 @@ struct SubmitCommand: Command {
             let json = self.json
             let status = try client.submit(envelope, waitingUpTo: timeout, asOperator: asOperator) { if !json { Terminal.write(id) } }
             if json {
-                Terminal.write(status.map { StatusReport.jsonString($0) }
-                    ?? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString)
+                Terminal.write(
+                    status.map { StatusReport.jsonString($0) }
+                        ?? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString)
             } else {
                 Terminal.write(status.map { StatusReport.human($0, id: id) } ?? "\(id): no status recorded within \(timeout) s")
             }

@@ -47,11 +47,14 @@ struct VocabularyCommand {
             case .list(let json):
                 let terms = try database.queue.sync { db in try Vocabulary.list(in: db) }
                 if json {
-                    Terminal.write(JSONValue.array(terms.map { .object(["kind": .string($0.kind.rawValue), "term": .string($0.term), "value": .string($0.value)]) }).jsonString)
+                    Terminal.write(
+                        JSONValue.array(
+                            terms.map { .object(["kind": .string($0.kind.rawValue), "term": .string($0.term), "value": .string($0.value)]) }
+                        ).jsonString)
                 } else if terms.isEmpty {
                     Terminal.write("no terms")
                 } else {
-                    terms.forEach { Terminal.write("\($0.kind.rawValue)  \($0.term) → \($0.value)") }
+                    for term in terms { Terminal.write("\(term.kind.rawValue)  \(term.term) → \(term.value)") }
                 }
             case .clear(let term):
                 let removed = try database.queue.sync { db in try Vocabulary.clear(term, in: db) }

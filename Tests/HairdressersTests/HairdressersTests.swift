@@ -35,8 +35,10 @@ import Testing
 
     // MARK: Helpers
 
-    func run(_ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1,
-             confirmed: [String]? = nil, lenient: Bool = false) async -> PipelineOutcome {
+    func run(
+        _ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString, attempt: Int = 1,
+        confirmed: [String]? = nil, lenient: Bool = false
+    ) async -> PipelineOutcome {
         var envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: 1_700_000_000, confirmed: confirmed)
         envelope.lenientParameters = lenient
         let context = IntentContext(intentID: id, intentType: type, attempt: attempt, submittedAt: envelope.submittedAt)
@@ -99,10 +101,11 @@ import Testing
         #expect(outcome.response?.payload == ["recipients": ["Alice Smith", "Bob Jones"], "content": "Running late"])
         #expect(resolution(outcome, "recipients", index: 0) == .success("Alice Smith"))
         #expect(resolution(outcome, "recipients", index: 1) == .success("Bob Jones"))
-        #expect(try messages(for: "m-1") == [
-            MessageRow(hairdresser: "Alice Smith", content: "Running late"),
-            MessageRow(hairdresser: "Bob Jones", content: "Running late"),
-        ])
+        #expect(
+            try messages(for: "m-1") == [
+                MessageRow(hairdresser: "Alice Smith", content: "Running late"),
+                MessageRow(hairdresser: "Bob Jones", content: "Running late"),
+            ])
     }
 
     @Test func commaSeparatedRecipientsFromTheCommandLineWork() async throws {
@@ -158,11 +161,12 @@ import Testing
         #expect(outcome.state == .success)
         #expect(resolution(outcome, "groupName") == .success("coworkers"))
         #expect(resolution(outcome, "recipients") == .notRequired)
-        #expect(try messages(for: "m-group") == [
-            MessageRow(hairdresser: "Carol White", content: "Team meeting", group: "coworkers"),
-            MessageRow(hairdresser: "Dan Brown", content: "Team meeting", group: "coworkers"),
-            MessageRow(hairdresser: "Jeff Baker", content: "Team meeting", group: "coworkers"),
-        ])
+        #expect(
+            try messages(for: "m-group") == [
+                MessageRow(hairdresser: "Carol White", content: "Team meeting", group: "coworkers"),
+                MessageRow(hairdresser: "Dan Brown", content: "Team meeting", group: "coworkers"),
+                MessageRow(hairdresser: "Jeff Baker", content: "Team meeting", group: "coworkers"),
+            ])
     }
 
     @Test func aGroupAndANamedRecipientAreCombinedWithoutDuplicates() async throws {

@@ -10,7 +10,12 @@ struct BrokerOutageTests {
         let broker = TestBroker(node: "iqtest-restart", port: 5691)
         if TestBroker.answers(port: 5691) { try await broker.stop() }
         let sandbox = try await Sandbox("outage", broker: broker)
-        defer { Task { await sandbox.tearDown(); try? await broker.stop() } }
+        defer {
+            Task {
+                await sandbox.tearDown()
+                try? await broker.stop()
+            }
+        }
 
         // Served while the broker is up.
         let worker = try await sandbox.startWorker()
@@ -60,7 +65,12 @@ struct FrozenBrokerTests {
         let broker = TestBroker(node: "iqtest-freeze", port: 5692)
         if TestBroker.answers(port: 5692) { try await broker.stop() }
         let sandbox = try await Sandbox("freeze", broker: broker)
-        defer { Task { await sandbox.tearDown(); try? await broker.stop() } }
+        defer {
+            Task {
+                await sandbox.tearDown()
+                try? await broker.stop()
+            }
+        }
         let heartbeat = 2
         let worker = try await sandbox.startWorker(["--with-recorder", "--heartbeat", "\(heartbeat)"])
         let before = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=before", "--wait"])

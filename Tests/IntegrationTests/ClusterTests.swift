@@ -23,8 +23,8 @@ struct ClusterTests {
     static func runningNodes(asking node: Int) async throws -> Int {
         let status = try await run(Paths.brokerScript, ["ctl", "\(name)\(node)", "cluster_status", "--formatter", "json"], timeout: 60)
         guard status.exitCode == 0, let data = status.stdout.data(using: .utf8),
-              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let running = object["running_nodes"] as? [String]
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let running = object["running_nodes"] as? [String]
         else { throw BrokerFailure(message: "cluster_status: \(status)") }
         return running.count
     }
@@ -77,35 +77,36 @@ struct ClusterTests {
         let producing = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 Thread {
-                    continuation.resume(with: Result {
-                        var publisher: IntentPublisher?
-                        for index in 0..<count {
-                            let envelope = IntentEnvelope(
-                                id: String(format: "cluster-%05d", index), type: "SendMessage",
-                                parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")],
-                                submittedAt: Date().timeIntervalSince1970)
-                            var tries = 0
-                            while true {
-                                do {
-                                    let live = try publisher ?? IntentPublisher(url: producer)
-                                    publisher = live
-                                    try live.submit(envelope)
-                                    confirmed.withLock { _ = $0.insert(envelope.id) }
-                                    break
-                                } catch {
-                                    publisher?.close()
-                                    publisher = nil
-                                    tries += 1
-                                    resubmissions.add(1, ordering: .relaxed)
-                                    guard tries < 60 else { throw error }
-                                    Thread.sleep(forTimeInterval: 0.25)
+                    continuation.resume(
+                        with: Result {
+                            var publisher: IntentPublisher?
+                            for index in 0..<count {
+                                let envelope = IntentEnvelope(
+                                    id: String(format: "cluster-%05d", index), type: "SendMessage",
+                                    parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")],
+                                    submittedAt: Date().timeIntervalSince1970)
+                                var tries = 0
+                                while true {
+                                    do {
+                                        let live = try publisher ?? IntentPublisher(url: producer)
+                                        publisher = live
+                                        try live.submit(envelope)
+                                        confirmed.withLock { _ = $0.insert(envelope.id) }
+                                        break
+                                    } catch {
+                                        publisher?.close()
+                                        publisher = nil
+                                        tries += 1
+                                        resubmissions.add(1, ordering: .relaxed)
+                                        guard tries < 60 else { throw error }
+                                        Thread.sleep(forTimeInterval: 0.25)
+                                    }
                                 }
+                                // About 150 a second: the run lasts about ten seconds, the node stops in its middle.
+                                Thread.sleep(forTimeInterval: 0.005)
                             }
-                            // About 150 a second: the run lasts about ten seconds, the node stops in its middle.
-                            Thread.sleep(forTimeInterval: 0.005)
-                        }
-                        publisher?.close()
-                    })
+                            publisher?.close()
+                        })
                 }.start()
             }
         }
@@ -124,7 +125,8 @@ struct ClusterTests {
         #expect(running == 2, "node 2 still sees \(running) running nodes")
         // The work, ledger and retry queues are quorum queues with a member on every node
         // (node 1 stays a member while it is down).
-        let listed = try await run(Paths.brokerScript, ["ctl", "\(Self.name)2", "list_queues", "name", "type", "members", "--formatter", "json"], timeout: 60)
+        let listed = try await run(
+            Paths.brokerScript, ["ctl", "\(Self.name)2", "list_queues", "name", "type", "members", "--formatter", "json"], timeout: 60)
         let queues = (try? JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]) ?? []
         for name in ["intents.work", "intents.ledger", "intents.dead", "intents.retry.1s"] {
             let queue = queues.first { $0["name"] as? String == name }
@@ -145,12 +147,17 @@ struct ClusterTests {
             // What a failure needs to be understood: each process's last lines, the store, the queues.
             for process in processes {
                 let lines = process.log.split(separator: "\n")
-                let notable = lines.filter { $0.contains("refused") || $0.contains("connect") || $0.contains("interrupted") || $0.contains("unavailable") }
-                print("── \(process.logPath): \(lines.count) lines, \(lines.filter { $0.contains("refused") }.count) refusals\n"
-                      + notable.prefix(25).joined(separator: "\n") + "\n…\n" + lines.suffix(5).joined(separator: "\n"))
+                let notable = lines.filter {
+                    $0.contains("refused") || $0.contains("connect") || $0.contains("interrupted") || $0.contains("unavailable")
+                }
+                print(
+                    "── \(process.logPath): \(lines.count) lines, \(lines.filter { $0.contains("refused") }.count) refusals\n"
+                        + notable.prefix(25).joined(separator: "\n") + "\n…\n" + lines.suffix(5).joined(separator: "\n"))
             }
             print("store: \(String(describing: try? StatusReader(path: storePath).counts()))")
-            let queues = try? await run(Paths.brokerScript, ["ctl", "\(Self.name)2", "list_queues", "name", "messages_ready", "messages_unacknowledged", "consumers", "members"], timeout: 60)
+            let queues = try? await run(
+                Paths.brokerScript,
+                ["ctl", "\(Self.name)2", "list_queues", "name", "messages_ready", "messages_unacknowledged", "consumers", "members"], timeout: 60)
             print("queues: \(queues?.stdout ?? "?")")
             throw error
         }
@@ -170,11 +177,14 @@ struct ClusterTests {
             #expect(!reconnected.contains(":\(Self.basePort)/"), "still on the stopped node: \(reconnected)")
         }
         let refusals = processes.map { $0.log.components(separatedBy: "refused a status event").count - 1 }.reduce(0, +)
-        print("cluster (\(fault)) at \(Date()): node 1 down after \(confirmedAtStop) of \(count) confirmed; \(resubmissions.load(ordering: .relaxed)) resubmissions; \(moved.count) processes failed over; \(refusals) refused status events (each answered by a fresh connection)")
+        print(
+            "cluster (\(fault)) at \(Date()): node 1 down after \(confirmedAtStop) of \(count) confirmed; \(resubmissions.load(ordering: .relaxed)) resubmissions; \(moved.count) processes failed over; \(refusals) refused status events (each answered by a fresh connection)"
+        )
 
         // A status client given the stopped node first reaches the recorder through another.
-        let remote = try await run(Paths.tool("intent-status"), [ids.sorted()[0], "--remote", "--json"],
-                                   environment: ["INTENT_BROKER_URL": urls(startingAt: 0)], timeout: 30)
+        let remote = try await run(
+            Paths.tool("intent-status"), [ids.sorted()[0], "--remote", "--json"],
+            environment: ["INTENT_BROKER_URL": urls(startingAt: 0)], timeout: 30)
         #expect(remote.exitCode == 0 && remote.stdout.contains("\"state\":\"success\""), "\(remote)")
 
         // The node comes back and rejoins.

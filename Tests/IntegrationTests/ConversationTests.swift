@@ -32,7 +32,8 @@ struct ConversationTests {
         #expect(history[0].question.contains { $0.result == .disambiguation(["Jeff Baker", "Jeff Chen"]) })
         #expect(history[0].answer == ["recipients": "Jeff Baker"])
         let shown = try await sandbox.status(["jeff"])
-        #expect(shown.stdout.contains("asked: Which Jeff do you mean: Jeff Baker or Jeff Chen?")
+        #expect(
+            shown.stdout.contains("asked: Which Jeff do you mean: Jeff Baker or Jeff Chen?")
                 && shown.stdout.contains("answered: recipients=Jeff Baker"), "\(shown.stdout)")
 
         // An intent that is not waiting refuses an answer.
@@ -203,11 +204,13 @@ struct ConversationTests {
         try await sandbox.startWorker(["--with-recorder", "--allow-user", owner])
         func url(_ user: String) -> String { "amqp://\(user):pw-\(user)@127.0.0.1:5690/\(vhost)" }
 
-        let paid = try await run(Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-ok", "--wait"],
-                                 environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(owner)]) { _, new in new })
+        let paid = try await run(
+            Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-ok", "--wait"],
+            environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(owner)]) { _, new in new })
         #expect(paid.exitCode == 0, "\(paid)")
-        let refused = try await run(Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-no", "--wait"],
-                                    environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(stranger)]) { _, new in new })
+        let refused = try await run(
+            Paths.tool("intent-submit"), ["SendPayment", "hairdresser=Alice", "amount=20", "--id", "pay-no", "--wait"],
+            environment: sandbox.environment.merging(["INTENT_BROKER_URL": url(stranger)]) { _, new in new })
         #expect(refused.exitCode == 1, "\(refused)")
         #expect(try sandbox.statusStore().status(id: "pay-no")?.response?.code == FailureCode.failureRequiringAppAuthentication)
         let payments = try Database(path: sandbox.appDatabasePath, mode: .readOnly)

@@ -33,7 +33,9 @@ struct DefinitionsBrokerTests {
 
     /// Publishes with confirms and waits for the broker to take it (a refusal closes the channel: an error).
     static func publish(_ connection: AMQPConnection, _ message: OutgoingMessage) throws {
-        let result = Result { () throws(AMQPError) in try connection.publishConfirmed([message], timeout: 5, context: "publishing to \(message.exchange)") }
+        let result = Result { () throws(AMQPError) in
+            try connection.publishConfirmed([message], timeout: 5, context: "publishing to \(message.exchange)")
+        }
         guard case .failure(let error) = result else { return }
         // Taken by the broker and routed nowhere is fine: what this checks is the grant, not a binding.
         if error.kind == .unroutable { return }
@@ -57,26 +59,36 @@ struct DefinitionsBrokerTests {
                     try t.checkExchanges(on: connection)
                     try publish(connection, OutgoingMessage(exchange: t.intentsExchange, routingKey: "SendMessage", body: envelope, userID: user))
                 },
-                Command(name: "the cancel hint (intent-status cancel)", needs: [Need(kind: .write, objects: #"intents\.cancel"#)]) { connection, user in
+                Command(name: "the cancel hint (intent-status cancel)", needs: [Need(kind: .write, objects: #"intents\.cancel"#)]) {
+                    connection, user in
                     try publish(connection, OutgoingMessage(exchange: t.cancelExchange, routingKey: "", body: envelope, userID: user))
                 },
-                Command(name: "a remote status request (--remote)", needs: [Need(kind: .write, objects: #"intents\.status\.requests"#)]) { connection, user in
-                    try publish(connection, OutgoingMessage(
-                        exchange: t.statusRequestExchange, routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
+                Command(name: "a remote status request (--remote)", needs: [Need(kind: .write, objects: #"intents\.status\.requests"#)]) {
+                    connection, user in
+                    try publish(
+                        connection,
+                        OutgoingMessage(
+                            exchange: t.statusRequestExchange, routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
                 },
-                Command(name: "follow its own events (--wait, watch)", needs: [
-                    Need(kind: .configure, objects: #"amq\.gen-.*"#), Need(kind: .write, objects: #"amq\.gen-.*"#),
-                    Need(kind: .read, objects: #"amq\.gen-.*"#), Need(kind: .read, objects: #"intents\.status"#),
-                    Need(kind: .topic, objects: ""),
-                ]) { connection, user in
+                Command(
+                    name: "follow its own events (--wait, watch)",
+                    needs: [
+                        Need(kind: .configure, objects: #"amq\.gen-.*"#), Need(kind: .write, objects: #"amq\.gen-.*"#),
+                        Need(kind: .read, objects: #"amq\.gen-.*"#), Need(kind: .read, objects: #"intents\.status"#),
+                        Need(kind: .topic, objects: ""),
+                    ]
+                ) { connection, user in
                     try followQueue(connection, key: "\(user).#")
                 },
             ]
         case .operator:
             return [
-                Command(name: "requeue a dead letter", needs: [
-                    Need(kind: .read, objects: #"intents\.dead"#), Need(kind: .write, objects: "intents"),
-                ]) { connection, user in
+                Command(
+                    name: "requeue a dead letter",
+                    needs: [
+                        Need(kind: .read, objects: #"intents\.dead"#), Need(kind: .write, objects: "intents"),
+                    ]
+                ) { connection, user in
                     _ = try connection.get(t.deadLetterQueue)
                     try publish(connection, OutgoingMessage(exchange: t.intentsExchange, routingKey: "SendMessage", body: envelope, userID: user))
                 },
@@ -85,22 +97,31 @@ struct DefinitionsBrokerTests {
                     try publish(connection, OutgoingMessage(exchange: t.cancelExchange, routingKey: "", body: envelope, userID: user))
                 },
                 Command(name: "a remote status request", needs: [Need(kind: .write, objects: #"intents\.status\.requests"#)]) { connection, user in
-                    try publish(connection, OutgoingMessage(
-                        exchange: t.statusRequestExchange, routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
+                    try publish(
+                        connection,
+                        OutgoingMessage(
+                            exchange: t.statusRequestExchange, routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
                 },
-                Command(name: "follow everyone's events (watch --all)", needs: [
-                    Need(kind: .configure, objects: #"amq\.gen-.*"#), Need(kind: .write, objects: #"amq\.gen-.*"#),
-                    Need(kind: .read, objects: #"amq\.gen-.*"#), Need(kind: .read, objects: #"intents\.status"#),
-                    Need(kind: .topic, objects: ""),
-                ]) { connection, _ in
+                Command(
+                    name: "follow everyone's events (watch --all)",
+                    needs: [
+                        Need(kind: .configure, objects: #"amq\.gen-.*"#), Need(kind: .write, objects: #"amq\.gen-.*"#),
+                        Need(kind: .read, objects: #"amq\.gen-.*"#), Need(kind: .read, objects: #"intents\.status"#),
+                        Need(kind: .topic, objects: ""),
+                    ]
+                ) { connection, _ in
                     try followQueue(connection, key: "#")
                 },
             ]
         case .worker:
-            let shared = ["intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
-                          #"intents\.work"#, #"intents\.ledger"#, #"intents\.cancel"#, #"intents\.cancellations"#]
-            let reads = ["intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
-                         #"intents\.work"#, #"intents\.cancel"#, #"intents\.cancellations"#]
+            let shared = [
+                "intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
+                #"intents\.work"#, #"intents\.ledger"#, #"intents\.cancel"#, #"intents\.cancellations"#,
+            ]
+            let reads = [
+                "intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
+                #"intents\.work"#, #"intents\.cancel"#, #"intents\.cancellations"#,
+            ]
             return [
                 Command(
                     name: "declare the topology, consume, publish outcomes and retries",
@@ -115,11 +136,13 @@ struct DefinitionsBrokerTests {
                     var status = t.statusMessage(for: event)
                     status.userID = user
                     try publish(connection, status)
-                    try publish(connection, OutgoingMessage(
-                        exchange: t.retryExchange, routingKey: "SendMessage", body: envelope, userID: user,
-                        headers: [Topology.retryBucketHeader: .string("1s")]))
+                    try publish(
+                        connection,
+                        OutgoingMessage(
+                            exchange: t.retryExchange, routingKey: "SendMessage", body: envelope, userID: user,
+                            headers: [Topology.retryBucketHeader: .string("1s")]))
                     try publish(connection, OutgoingMessage(exchange: t.cancelExchange, routingKey: "", body: [], userID: user))
-                },
+                }
             ]
         case .recorder:
             let configures = ["intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.ledger"#, #"intents\.status\.requests"#]
@@ -128,9 +151,9 @@ struct DefinitionsBrokerTests {
                     name: "declare the ledger and the request queue, consume, announce, ask for expiries, answer",
                     needs: configures.map { Need(kind: .configure, objects: $0) }
                         + ["intents", #"intents\.ledger"#, #"intents\.status"#, #"intents\.status\.requests"#, #"amq\.default"#]
-                            .map { Need(kind: .write, objects: $0) }
+                        .map { Need(kind: .write, objects: $0) }
                         + [#"intents\.status"#, #"intents\.dead"#, #"intents\.ledger"#, #"intents\.status\.requests"#]
-                            .map { Need(kind: .read, objects: $0) }
+                        .map { Need(kind: .read, objects: $0) }
                 ) { connection, user in
                     try t.declareLedger(on: connection)
                     try t.declareStatusRequests(on: connection)
@@ -140,12 +163,15 @@ struct DefinitionsBrokerTests {
                     var announcement = t.statusMessage(for: event, persistent: false)
                     announcement.userID = user
                     try publish(connection, announcement)
-                    try publish(connection, OutgoingMessage(
-                        exchange: t.intentsExchange, routingKey: "SendMessage",
-                        body: IntentEnvelope.request(.expire, id: "probe", type: "SendMessage", turn: 1).encoded(), userID: user))
+                    try publish(
+                        connection,
+                        OutgoingMessage(
+                            exchange: t.intentsExchange, routingKey: "SendMessage",
+                            body: IntentEnvelope.request(.expire, id: "probe", type: "SendMessage", turn: 1).encoded(), userID: user))
                     // An answer goes to the requester's reply-to address through the default exchange.
-                    try publish(connection, OutgoingMessage(exchange: "", routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
-                },
+                    try publish(
+                        connection, OutgoingMessage(exchange: "", routingKey: t.statusRequestQueue, body: [], userID: user, persistent: false))
+                }
             ]
         }
     }
@@ -154,18 +180,24 @@ struct DefinitionsBrokerTests {
     static func forbidden(_ role: Role, otherUser: String) -> [(String, @Sendable (AMQPConnection, String) throws -> Void)] {
         let t = topology
         let common: [(String, @Sendable (AMQPConnection, String) throws -> Void)] = [
-            ("publish a status event", { connection, user in
-                var message = t.statusMessage(for: StatusEvent(id: "x", type: "SendMessage", state: .success, attempt: 1, owner: user))
-                message.userID = user
-                try publish(connection, message)
-            }),
+            (
+                "publish a status event",
+                { connection, user in
+                    var message = t.statusMessage(for: StatusEvent(id: "x", type: "SendMessage", state: .success, attempt: 1, owner: user))
+                    message.userID = user
+                    try publish(connection, message)
+                }
+            ),
             ("delete intents.dead", { connection, _ in try connection.deleteQueue(t.deadLetterQueue) }),
             ("delete intents.status", { connection, _ in try connection.deleteExchange(t.statusExchange) }),
             ("declare intents.work", { connection, _ in _ = try connection.declareQueue(t.workQueue) }),
             ("declare a queue named intents.status", { connection, _ in _ = try connection.declareQueue(t.statusExchange) }),
-            ("publish through the default exchange", { connection, user in
-                try publish(connection, OutgoingMessage(exchange: "", routingKey: t.workQueue, body: envelope, userID: user))
-            }),
+            (
+                "publish through the default exchange",
+                { connection, user in
+                    try publish(connection, OutgoingMessage(exchange: "", routingKey: t.workQueue, body: envelope, userID: user))
+                }
+            ),
         ]
         let other: @Sendable (AMQPConnection, String) throws -> Void = { connection, _ in try followQueue(connection, key: "\(otherUser).#") }
         let everyone: @Sendable (AMQPConnection, String) throws -> Void = { connection, _ in try followQueue(connection, key: "#") }
@@ -193,7 +225,8 @@ struct DefinitionsBrokerTests {
         return reduced
     }
 
-    func run(_ command: @escaping @Sendable (AMQPConnection, String) throws -> Void, as user: String, in secure: SecureSandbox) async -> (any Error)? {
+    func run(_ command: @escaping @Sendable (AMQPConnection, String) throws -> Void, as user: String, in secure: SecureSandbox) async -> (any Error)?
+    {
         let url = secure.url(user)
         return await withCheckedContinuation { (done: CheckedContinuation<(any Error)?, Never>) in
             Thread {
@@ -214,12 +247,13 @@ struct DefinitionsBrokerTests {
     func eachRoleMayDoWhatItsProcessesDoAndNothingElseAndNeedsEveryGrant(_ role: Role) async throws {
         let secure = try await SecureSandbox("definitions-\(role.rawValue.dropFirst(7))")
         defer { Task { await secure.tearDown() } }
-        let user = switch role {
-        case .producer: secure.alice
-        case .worker: secure.workerUser
-        case .recorder: secure.recorderUser
-        case .operator: secure.operatorUser
-        }
+        let user =
+            switch role {
+            case .producer: secure.alice
+            case .worker: secure.workerUser
+            case .recorder: secure.recorderUser
+            case .operator: secure.operatorUser
+            }
         // The topology the worker and the recorder declare, for the other roles to use.
         if role != .worker, let declare = Self.commands(.worker).first {
             #expect(await run(declare.run, as: secure.workerUser, in: secure) == nil, "the worker declares the topology")
@@ -254,6 +288,8 @@ struct DefinitionsBrokerTests {
                 checked += 1
             }
         }
-        print("definitions: \(role.rawValue): \(Self.commands(role).count) commands allowed, \(Self.forbidden(role, otherUser: "").count) refused, \(checked) grants each needed")
+        print(
+            "definitions: \(role.rawValue): \(Self.commands(role).count) commands allowed, \(Self.forbidden(role, otherUser: "").count) refused, \(checked) grants each needed"
+        )
     }
 }

@@ -18,14 +18,18 @@ import Testing
         #expect(Set(try #require(compose.entries).keys).isSubset(of: topLevel))
         for (name, service) in services {
             let keys = Set(try #require(service.entries, "service \(name) is not a mapping").keys)
-            #expect(keys.isSubset(of: Deploy.composeServiceKeys), "service \(name) has unknown keys \(keys.subtracting(Deploy.composeServiceKeys).sorted())")
+            #expect(
+                keys.isSubset(of: Deploy.composeServiceKeys),
+                "service \(name) has unknown keys \(keys.subtracting(Deploy.composeServiceKeys).sorted())")
             if let restart = service["restart"]?.string {
                 #expect(["no", "always", "on-failure", "unless-stopped"].contains(restart), "\(name): restart \(restart)")
             }
             for (dependency, condition) in service["depends_on"]?.entries ?? [:] {
                 #expect(services[dependency] != nil, "\(name) depends on a missing service \(dependency)")
                 let kind = condition["condition"]?.string ?? ""
-                #expect(["service_started", "service_healthy", "service_completed_successfully"].contains(kind), "\(name) → \(dependency): condition '\(kind)'")
+                #expect(
+                    ["service_started", "service_healthy", "service_completed_successfully"].contains(kind),
+                    "\(name) → \(dependency): condition '\(kind)'")
             }
             if let healthcheck = service["healthcheck"]?.entries {
                 #expect(Set(healthcheck.keys).isSubset(of: ["test", "interval", "timeout", "retries", "start_period", "start_interval", "disable"]))
@@ -71,7 +75,8 @@ import Testing
     }
 
     @Test func theComposeParserReadsBlockScalarsAndItemMappings() throws {
-        let node = try YAMLNode.parse("""
+        let node = try YAMLNode.parse(
+            """
             a:
               - |
                 line one
@@ -281,8 +286,9 @@ import Testing
             #expect(packages.contains(library), "the runtime stage lacks \(library) (for \(provider))")
         }
         #expect(packages.filter { $0.hasSuffix("-dev") }.isEmpty, "headers in the runtime image: \(packages.sorted())")
-        #expect(runtime.arguments(of: "COPY").contains { $0.contains("--from=build") && $0.contains("/usr/lib/swift/linux/") },
-                "the Swift runtime libraries are not copied from the build stage")
+        #expect(
+            runtime.arguments(of: "COPY").contains { $0.contains("--from=build") && $0.contains("/usr/lib/swift/linux/") },
+            "the Swift runtime libraries are not copied from the build stage")
         let user = try #require(runtime.arguments(of: "USER").last, "the image runs as root")
         #expect(!["root", "0"].contains(user.split(separator: ":").first.map(String.init) ?? ""), "USER \(user)")
         #expect(runtime.arguments(of: "VOLUME").contains { $0.contains("/var/lib/intentqueue") })
@@ -318,16 +324,18 @@ import Testing
         for exchange in definitions["exchanges"] as? [[String: Any]] ?? [] {
             let name = exchange["name"] as? String ?? "?"
             exchanges[name] = exchange["type"] as? String
-            #expect(exchange["vhost"] as? String == "/" && exchange["durable"] as? Bool == true && exchange["auto_delete"] as? Bool == false,
-                    "exchange \(name) is not durable in /")
+            #expect(
+                exchange["vhost"] as? String == "/" && exchange["durable"] as? Bool == true && exchange["auto_delete"] as? Bool == false,
+                "exchange \(name) is not durable in /")
         }
         #expect(exchanges == expected.exchanges)
         var queues: [String: [String: Deploy.Argument]] = [:]
         for queue in definitions["queues"] as? [[String: Any]] ?? [] {
             let name = queue["name"] as? String ?? "?"
             queues[name] = try Deploy.arguments(queue["arguments"])
-            #expect(queue["vhost"] as? String == "/" && queue["durable"] as? Bool == true && queue["auto_delete"] as? Bool == false,
-                    "queue \(name) is not durable in /")
+            #expect(
+                queue["vhost"] as? String == "/" && queue["durable"] as? Bool == true && queue["auto_delete"] as? Bool == false,
+                "queue \(name) is not durable in /")
         }
         #expect(Set(queues.keys) == Set(expected.queues.keys))
         for (name, arguments) in expected.queues {
@@ -341,9 +349,10 @@ import Testing
         var bindings: Set<Deploy.Binding> = []
         for binding in definitions["bindings"] as? [[String: Any]] ?? [] {
             #expect(binding["vhost"] as? String == "/" && binding["destination_type"] as? String == "queue")
-            bindings.insert(Deploy.Binding(
-                source: binding["source"] as? String ?? "?", destination: binding["destination"] as? String ?? "?",
-                key: binding["routing_key"] as? String ?? "?", arguments: try Deploy.arguments(binding["arguments"])))
+            bindings.insert(
+                Deploy.Binding(
+                    source: binding["source"] as? String ?? "?", destination: binding["destination"] as? String ?? "?",
+                    key: binding["routing_key"] as? String ?? "?", arguments: try Deploy.arguments(binding["arguments"])))
         }
         #expect(bindings.subtracting(expected.bindings).isEmpty, "bindings Topology does not make: \(bindings.subtracting(expected.bindings))")
         #expect(expected.bindings.subtracting(bindings).isEmpty, "bindings missing: \(expected.bindings.subtracting(bindings))")
@@ -355,18 +364,25 @@ import Testing
     @Test func topologySourceDeclaresNothingTheDefinitionsMiss() throws {
         let source = try Deploy.read("Sources/IntentAMQP/Topology.swift")
         let expected = try Deploy.expectedTopology()
-        let types = Set(source.matches(of: try Regex(#"declareExchange\(\s*\w+\s*,\s*type:\s*"(\w+)""#)).compactMap { $0.output[1].substring.map(String.init) })
+        let types = Set(
+            source.matches(of: try Regex(#"declareExchange\(\s*\w+\s*,\s*type:\s*"(\w+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         #expect(types == Set(expected.exchanges.values), "exchange types in Topology.swift: \(types.sorted())")
         let keys = Set(source.matches(of: try Regex(#""(x-[a-z-]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
         let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader, Topology.ownerHeader]
-        let known: Set<String> = ["x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
-                                  Topology.retryBucketHeader]
+        let known: Set<String> = [
+            "x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
+            Topology.retryBucketHeader,
+        ]
         let unknown = keys.subtracting(known).subtracting(messageHeaders)
         #expect(unknown.isEmpty, "arguments the definitions do not model: \(unknown.sorted())")
         #expect(source.matches(of: try Regex(#"\.declareExchange\("#)).count == 7, "Topology declares (or looks for) another number of exchanges")
-        #expect(source.matches(of: try Regex(#"\.declareQueue\("#)).count == 6, "Topology declares another number of queues (one is the recorder's request queue, which lives with it)")
-        #expect(source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8, "Topology makes another number of bindings (one binds the recorder's request queue)")
+        #expect(
+            source.matches(of: try Regex(#"\.declareQueue\("#)).count == 6,
+            "Topology declares another number of queues (one is the recorder's request queue, which lives with it)")
+        #expect(
+            source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8,
+            "Topology makes another number of bindings (one binds the recorder's request queue)")
     }
 
     @Test func theDefinitionsHoldNoPasswordAndGrantLeastPrivilege() throws {

@@ -46,14 +46,16 @@ struct DiskFullTests {
         let submitting = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
                 Thread {
-                    continuation.resume(with: Result {
-                        let publisher = try IntentPublisher(url: url)
-                        defer { publisher.close() }
-                        return try publisher.submit(envelopes.lazy.map { envelope in
-                            Thread.sleep(forTimeInterval: 0.004)
-                            return envelope
-                        }, window: 16)
-                    })
+                    continuation.resume(
+                        with: Result {
+                            let publisher = try IntentPublisher(url: url)
+                            defer { publisher.close() }
+                            return try publisher.submit(
+                                envelopes.lazy.map { envelope in
+                                    Thread.sleep(forTimeInterval: 0.004)
+                                    return envelope
+                                }, window: 16)
+                        })
                 }.start()
             }
         }

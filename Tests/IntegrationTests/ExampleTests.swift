@@ -52,7 +52,9 @@ struct ExampleTests {
         let sources = try FileManager.default.subpathsOfDirectory(atPath: Self.todo.appendingPathComponent("Sources").path)
             .filter { $0.hasSuffix(".swift") }
         let lines = try sources.map {
-            try String(contentsOf: Self.todo.appendingPathComponent("Sources/\($0)"), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count - 1
+            try String(contentsOf: Self.todo.appendingPathComponent("Sources/\($0)"), encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).count - 1
         }.reduce(0, +)
         #expect(lines <= 25, "the TodoWorker example has \(lines) lines")
         let manifest = try String(contentsOf: Self.todo.appendingPathComponent("Package.swift"), encoding: .utf8)

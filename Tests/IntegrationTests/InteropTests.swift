@@ -17,10 +17,12 @@ struct InteropTests {
             {"version":1,"id":"\(id)","type":"SendMessage","submittedAt":\(Date().timeIntervalSince1970),
              "parameters":{"recipients":["Carol"],"content":"Hello from C"}}
             """
-        let result = try await run(publisher, [
-            "--url", sandbox.brokerURL, "--exchange", "intents", "--routing-key", "SendMessage",
-            "--persistent", "--content-type", "application/json", "--body", body,
-        ], timeout: 20)
+        let result = try await run(
+            publisher,
+            [
+                "--url", sandbox.brokerURL, "--exchange", "intents", "--routing-key", "SendMessage",
+                "--persistent", "--content-type", "application/json", "--body", body,
+            ], timeout: 20)
         #expect(result.exitCode == 0, "\(result)")
 
         let waited = try await sandbox.status([id, "--wait", "--timeout", "20", "--json"])
@@ -38,9 +40,11 @@ struct InteropTests {
 
         let id = "bad-\(UUID().uuidString.prefix(8))"
         let body = #"{"version":1,"id":"\#(id)","type":"OrderSoup","parameters":{"soup":"Tomato Soup","quantity":"lots"}}"#
-        let published = try await run(publisher, [
-            "--url", sandbox.brokerURL, "-e", "intents", "-r", "OrderSoup", "-p", "-b", body,
-        ], timeout: 20)
+        let published = try await run(
+            publisher,
+            [
+                "--url", sandbox.brokerURL, "-e", "intents", "-r", "OrderSoup", "-p", "-b", body,
+            ], timeout: 20)
         #expect(published.exitCode == 0, "\(published)")
         let waited = try await sandbox.status([id, "--wait", "--timeout", "20", "--json"])
         #expect(waited.exitCode == 1, "\(waited)")

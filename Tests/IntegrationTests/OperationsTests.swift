@@ -14,11 +14,12 @@ struct OperationsTests {
         let broker = try BrokerURL(url)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread {
-                continuation.resume(with: Result {
-                    let publisher = try IntentPublisher(url: broker)
-                    defer { publisher.close() }
-                    for envelope in envelopes { try publisher.submit(envelope) }
-                })
+                continuation.resume(
+                    with: Result {
+                        let publisher = try IntentPublisher(url: broker)
+                        defer { publisher.close() }
+                        for envelope in envelopes { try publisher.submit(envelope) }
+                    })
             }.start()
         }
     }
@@ -34,7 +35,8 @@ struct OperationsTests {
             case 7:
                 return IntentEnvelope(id: id, type: "OrderSoup", parameters: ["soup": "Minestrone", "quantity": 1], submittedAt: now)
             default:
-                return IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")], submittedAt: now)
+                return IntentEnvelope(
+                    id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")], submittedAt: now)
             }
         }
     }
@@ -58,16 +60,19 @@ struct OperationsTests {
         // A machine without the database file: it asks the recorder, with or without --remote.
         let elsewhere = sandbox.directory.appendingPathComponent("no-such-folder/status.sqlite").path
         func remote(_ arguments: [String]) async throws -> ToolResult {
-            try await run(Paths.tool("intent-status"), arguments + ["--remote"],
-                          environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
+            try await run(
+                Paths.tool("intent-status"), arguments + ["--remote"],
+                environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
         }
         let blind = try await run(
-            Paths.tool("intent-status"), ["remote-ok", "--json"], environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
+            Paths.tool("intent-status"), ["remote-ok", "--json"],
+            environment: sandbox.environment.merging(["INTENT_STATUS_DB": elsewhere]) { _, new in new })
         #expect(blind.exitCode == 0, "\(blind)")
         #expect(blind.stdout == (try await remote(["remote-ok", "--json"])).stdout)
         // A broker no recorder answers on: the read fails as unavailable.
         let unanswered = try await run(
-            Paths.tool("intent-status"), ["remote-ok"], environment: ["INTENT_STATUS_DB": elsewhere, "INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f"])
+            Paths.tool("intent-status"), ["remote-ok"],
+            environment: ["INTENT_STATUS_DB": elsewhere, "INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f"])
         #expect(unanswered.exitCode == 69, "\(unanswered)")
 
         for (id, code) in [("remote-ok", Int32(0)), ("remote-jeff", 3), ("remote-unknown", 4)] {
@@ -140,8 +145,9 @@ struct OperationsTests {
             // Started, then the outcome the store holds, never moving backwards.
             #expect(events.first?.state == .inProgress, "\(id): \(events.map(\.state))")
             #expect(events.last?.state == stored.state, "\(id): \(events.map(\.state)) vs stored \(stored.state)")
-            #expect(zip(events, events.dropFirst()).allSatisfy { $0.state.rank <= $1.state.rank && $0.at <= $1.at },
-                    "\(id): \(events.map(\.state))")
+            #expect(
+                zip(events, events.dropFirst()).allSatisfy { $0.state.rank <= $1.state.rank && $0.at <= $1.at },
+                "\(id): \(events.map(\.state))")
         }
         #expect(seen.values.filter { $0.last?.state == .success }.count == 80)
         #expect(seen.values.filter { $0.last?.state == .needsInput }.count == 10)
@@ -188,14 +194,17 @@ struct OperationsTests {
         var environment = sandbox.environment
         if remote { environment["INTENT_STATUS_DB"] = sandbox.directory.appendingPathComponent("absent/status.sqlite").path }
         let tool = [Paths.tool("intent-status"), id, "--wait", "--json", "--timeout", "20"] + (remote ? ["--remote"] : [])
-        let waited = try await run("/bin/bash", ["-c", #""$@"; code=$?; echo "exited $EPOCHREALTIME" >&2; exit $code"#, "wait"] + tool,
-                                   environment: environment, timeout: 30)
+        let waited = try await run(
+            "/bin/bash", ["-c", #""$@"; code=$?; echo "exited $EPOCHREALTIME" >&2; exit $code"#, "wait"] + tool,
+            environment: environment, timeout: 30)
         #expect(waited.exitCode == 0, "\(waited)")
         #expect(waited.stdout.contains("\"state\":\"success\""))
         let event = try #require(terminal.withLock { $0 })
         let exited = try #require(waited.stderr.split(separator: "\n").last { $0.hasPrefix("exited ") }.flatMap { Double($0.dropFirst(7)) })
         let lag = exited - event.at
-        print("intent-status --wait\(remote ? " --remote" : ""): exited \(String(format: "%.1f", lag * 1000)) ms after the worker published the terminal event")
+        print(
+            "intent-status --wait\(remote ? " --remote" : ""): exited \(String(format: "%.1f", lag * 1000)) ms after the worker published the terminal event"
+        )
         #expect(lag > 0, "the wait ended \(-lag * 1000) ms before the worker published the outcome it reported")
     }
 
@@ -290,7 +299,9 @@ struct OperationsTests {
         }
         // A retry waiting in the 256 s queue.
         try old.enableConfirms()
-        #expect(try old.publishConfirmed([OutgoingMessage(exchange: "", routingKey: "intents.retry.256s", body: Array("{}".utf8))], timeout: 5, context: "a retry") == 1)
+        #expect(
+            try old.publishConfirmed(
+                [OutgoingMessage(exchange: "", routingKey: "intents.retry.256s", body: Array("{}".utf8))], timeout: 5, context: "a retry") == 1)
         #expect(try old.inspectQueue("intents.retry.256s").messages == 1)
         old.close()
 
@@ -299,17 +310,21 @@ struct OperationsTests {
             let check = try AMQPConnection(url: url)
             defer { check.close() }
             do {
-                try check.declareQueue(queue, arguments: [
-                    .string("x-queue-type", "quorum"), .integer("x-message-ttl", ttl), .string("x-dead-letter-exchange", "intents"),
-                ])
+                try check.declareQueue(
+                    queue,
+                    arguments: [
+                        .string("x-queue-type", "quorum"), .integer("x-message-ttl", ttl), .string("x-dead-letter-exchange", "intents"),
+                    ])
                 return true
-            } catch where error.replyCode == 406 {
+            } catch  where error.replyCode == 406 {
                 return false
             }
         }
         #expect(try acceptsQuorum("intents.retry.1s", ttl: 1_000), "the empty classic queue was replaced")
         #expect(try !acceptsQuorum("intents.retry.256s", ttl: 256_000), "the classic queue holding a retry was kept")
-        let booked = try await sandbox.submit(["BookAppointment", "hairdresser=Alice", "time=3pm", "callSeconds=0.1", "busyCalls=1", "--wait", "--timeout", "20"])
+        let booked = try await sandbox.submit([
+            "BookAppointment", "hairdresser=Alice", "time=3pm", "callSeconds=0.1", "busyCalls=1", "--wait", "--timeout", "20",
+        ])
         #expect(booked.exitCode == 0, "a retry goes through the new quorum queue: \(booked)")
     }
 
@@ -405,7 +420,10 @@ enum PrometheusText {
             let buckets = samples.filter { $0.name == family + "_bucket" }
             for series in Set(buckets.map { $0.labels.filter { $0.key != "le" } }) {
                 let ordered = buckets.filter { $0.labels.filter { $0.key != "le" } == series }
-                    .sorted { (Double($0.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0) < (Double($1.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0) }
+                    .sorted {
+                        (Double($0.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0)
+                            < (Double($1.labels["le"]!.replacingOccurrences(of: "+Inf", with: "inf")) ?? 0)
+                    }
                 guard zip(ordered, ordered.dropFirst()).allSatisfy({ $0.value <= $1.value }), ordered.last?.labels["le"] == "+Inf" else {
                     throw Malformed(description: "\(family) buckets are not cumulative up to +Inf for \(series)")
                 }

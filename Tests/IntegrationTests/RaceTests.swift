@@ -65,7 +65,8 @@ struct RaceTests {
                     parameters: ["hairdresser": "Alice", "time": "15:00", "callSeconds": .number((seconds * 1000).rounded() / 1000)],
                     submittedAt: now)
             case .fastVersusCancel:
-                submission = IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "hi"], submittedAt: now)
+                submission = IntentEnvelope(
+                    id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "hi"], submittedAt: now)
             }
             return Plan(id: id, scenario: scenario, submission: submission)
         }
@@ -91,8 +92,10 @@ struct RaceTests {
         func at(_ seconds: Double) -> Date { base.addingTimeInterval(seconds) }
         switch plan.scenario {
         case .answerVersusCancel:
-            return [Action(due: at(random.unit() * 0.04), id: plan.id, kind: .submit(answer(plan))),
-                    Action(due: at(random.unit() * 0.04), id: plan.id, kind: .cancel(type: plan.submission.type))]
+            return [
+                Action(due: at(random.unit() * 0.04), id: plan.id, kind: .submit(answer(plan))),
+                Action(due: at(random.unit() * 0.04), id: plan.id, kind: .cancel(type: plan.submission.type)),
+            ]
         case .confirmVersusDeny:
             var actions = [
                 Action(due: at(random.unit() * 0.04), id: plan.id, kind: .submit(confirmation(plan))),
@@ -106,8 +109,10 @@ struct RaceTests {
             return [Action(due: at(1.5 + random.unit() * 1.5), id: plan.id, kind: .submit(answer(plan)))]
         case .doubleAnswer:
             let first = random.unit() * 0.01
-            return [Action(due: at(first), id: plan.id, kind: .submit(answer(plan))),
-                    Action(due: at(first + random.unit() * 0.01), id: plan.id, kind: .submit(answer(plan)))]
+            return [
+                Action(due: at(first), id: plan.id, kind: .submit(answer(plan))),
+                Action(due: at(first + random.unit() * 0.01), id: plan.id, kind: .submit(answer(plan))),
+            ]
         case .slowCallVersusCancelAndTimeLimit, .fastVersusCancel:
             return []
         }
@@ -137,14 +142,17 @@ struct RaceTests {
             Action(due: start.addingTimeInterval(Double(index) / 200), id: plan.id, kind: .submit(plan.submission))
         }
         let byID = Dictionary(uniqueKeysWithValues: plans.map { ($0.id, $0) })
-        var awaitingQuestion = Set(plans.filter { plan in
-            [.answerVersusCancel, .confirmVersusDeny, .answerVersusExpiry, .doubleAnswer].contains(plan.scenario)
-        }.map(\.id))
+        var awaitingQuestion = Set(
+            plans.filter { plan in
+                [.answerVersusCancel, .confirmVersusDeny, .answerVersusExpiry, .doubleAnswer].contains(plan.scenario)
+            }.map(\.id))
         var store: StatusReader?
         var nextLook = Date()
         let deadline = Date().addingTimeInterval(Double(plans.count) / 20 + 120)
         while !actions.isEmpty || !awaitingQuestion.isEmpty {
-            guard Date() < deadline else { throw BrokerFailure(message: "the race driver ran out of time: \(awaitingQuestion.count) questions never seen") }
+            guard Date() < deadline else {
+                throw BrokerFailure(message: "the race driver ran out of time: \(awaitingQuestion.count) questions never seen")
+            }
             actions.sort { $0.due < $1.due }
             let now = Date()
             var fired = 0
@@ -203,14 +211,16 @@ struct RaceTests {
         let store = try sandbox.statusStore()
         let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
         func rows(_ table: String) throws -> [String: Int] {
-            Dictionary(uniqueKeysWithValues: try app.query("SELECT intent_id, count(*) FROM \(table) GROUP BY intent_id") { ($0.string(0), $0.int(1)) })
+            Dictionary(
+                uniqueKeysWithValues: try app.query("SELECT intent_id, count(*) FROM \(table) GROUP BY intent_id") { ($0.string(0), $0.int(1)) })
         }
         let effects = [
             "SendMessage": try rows("message"), "OrderSoup": try rows("soup_order"), "BookAppointment": try rows("appointment"),
         ]
-        let ledger = Dictionary(uniqueKeysWithValues: try app.query("SELECT intent_id, state, code FROM intent_effect") {
-            ($0.string(0), "\($0.string(1))/\($0.string(2))")
-        })
+        let ledger = Dictionary(
+            uniqueKeysWithValues: try app.query("SELECT intent_id, state, code FROM intent_effect") {
+                ($0.string(0), "\($0.string(1))/\($0.string(2))")
+            })
         var contradictions: [String] = []
         var duplicated: [String] = []
         var outcomes: [Scenario: [String: Int]] = [:]
@@ -231,7 +241,9 @@ struct RaceTests {
         let summary = Scenario.allCases.map { scenario in
             "\(scenario.rawValue): " + (outcomes[scenario] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }.joined(separator: "; ")
-        print("race: \(plans.count) intents, seed \(seed); \(summary); contradictions \(contradictions.count), duplicated \(duplicated.count), conflicts \(conflicts), lost 0")
+        print(
+            "race: \(plans.count) intents, seed \(seed); \(summary); contradictions \(contradictions.count), duplicated \(duplicated.count), conflicts \(conflicts), lost 0"
+        )
         #expect(contradictions.isEmpty, "seed \(seed): \(contradictions.prefix(20))")
         #expect(duplicated.isEmpty, "seed \(seed): \(duplicated.prefix(20))")
         #expect(conflicts == 0, "seed \(seed): terminal events that disagreed")

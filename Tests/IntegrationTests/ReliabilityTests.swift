@@ -65,7 +65,8 @@ struct ReliabilityTests {
 
         try await publishRaw(
             url: sandbox.brokerURL, routingKey: "SendMessage",
-            body: IntentEnvelope(id: "poison-1", type: "SendMessage", parameters: ["recipients": ["Alice"], "content": "boom"], submittedAt: 0).encoded(),
+            body: IntentEnvelope(id: "poison-1", type: "SendMessage", parameters: ["recipients": ["Alice"], "content": "boom"], submittedAt: 0)
+                .encoded(),
             messageID: "poison-1")
         for index in 0..<20 {
             let result = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=fine \(index)", "--id", "fine-\(index)"])
@@ -120,25 +121,56 @@ struct ReliabilityTests {
             ("bad-version", envelope(#"{"version":2,"id":"bad-version","type":"SendMessage","parameters":{}}"#), "version 2"),
             ("bad-type", envelope(#"{"version":1,"id":"bad-type","parameters":{}}"#), "'type'"),
             ("bad-parameters", envelope(#"{"version":1,"id":"bad-parameters","type":"SendMessage","parameters":[1]}"#), "'parameters'"),
-            ("bad-field", envelope(#"{"version":1,"id":"bad-field","type":"SendMessage","parameters":{"recipients":{"a":1},"content":"x"}}"#), "recipients"),
-            ("too-big", envelope(#"{"version":1,"id":"too-big","type":"SendMessage","parameters":{"content":""# + String(repeating: "x", count: 1_100_000) + "\"}}"), "over the limit"),
-            ("duplicate-keys", envelope(#"{"version":1,"id":"duplicate-keys","type":"SendMessage","type":"OrderSoup","parameters":{}}"#), "appears twice"),
-            ("deeply-nested", envelope(#"{"version":1,"id":"deeply-nested","type":"SendMessage","parameters":{"content":"#) + envelope(deep) + envelope("}}"), "nested more than"),
-            ("string-submitted-at", envelope(#"{"version":1,"id":"string-submitted-at","type":"SendMessage","submittedAt":"yesterday","parameters":{}}"#), "'submittedAt'"),
-            ("long-type", envelope(#"{"version":1,"id":"long-type","type":""# + String(repeating: "T", count: 300) + #"","parameters":{}}"#), "over the limit of 100"),
+            (
+                "bad-field", envelope(#"{"version":1,"id":"bad-field","type":"SendMessage","parameters":{"recipients":{"a":1},"content":"x"}}"#),
+                "recipients"
+            ),
+            (
+                "too-big",
+                envelope(
+                    #"{"version":1,"id":"too-big","type":"SendMessage","parameters":{"content":""# + String(repeating: "x", count: 1_100_000) + "\"}}"
+                ), "over the limit"
+            ),
+            (
+                "duplicate-keys", envelope(#"{"version":1,"id":"duplicate-keys","type":"SendMessage","type":"OrderSoup","parameters":{}}"#),
+                "appears twice"
+            ),
+            (
+                "deeply-nested",
+                envelope(#"{"version":1,"id":"deeply-nested","type":"SendMessage","parameters":{"content":"#) + envelope(deep) + envelope("}}"),
+                "nested more than"
+            ),
+            (
+                "string-submitted-at",
+                envelope(#"{"version":1,"id":"string-submitted-at","type":"SendMessage","submittedAt":"yesterday","parameters":{}}"#), "'submittedAt'"
+            ),
+            (
+                "long-type", envelope(#"{"version":1,"id":"long-type","type":""# + String(repeating: "T", count: 300) + #"","parameters":{}}"#),
+                "over the limit of 100"
+            ),
             ("crlf-type", envelope(#"{"version":1,"id":"crlf-type","type":"Send\r\nMessage","parameters":{}}"#), "not made of ASCII letters"),
-            ("huge-list", envelope(#"{"version":1,"id":"huge-list","type":"SendMessage","parameters":{"recipients":"# + manyRecipients + #","content":"x"}}"#), "over the limit of 1000"),
+            (
+                "huge-list",
+                envelope(#"{"version":1,"id":"huge-list","type":"SendMessage","parameters":{"recipients":"# + manyRecipients + #","content":"x"}}"#),
+                "over the limit of 1000"
+            ),
             // The wire is strict: a list written as text is a command line's shorthand, not JSON's.
-            ("text-for-list", envelope(#"{"version":1,"id":"text-for-list","type":"SendMessage","parameters":{"recipients":"Alice, Bob","content":"x"}}"#), "expected an array"),
+            (
+                "text-for-list",
+                envelope(#"{"version":1,"id":"text-for-list","type":"SendMessage","parameters":{"recipients":"Alice, Bob","content":"x"}}"#),
+                "expected an array"
+            ),
         ]
         // Innocent intents before, between and after the hostile ones.
         var innocents: [String] = []
         func innocent() async throws {
             let id = "innocent-\(innocents.count)"
             innocents.append(id)
-            try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage",
-                                 body: IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "hi"], submittedAt: 0).encoded(),
-                                 messageID: id, userID: "guest")
+            try await publishRaw(
+                url: sandbox.brokerURL, routingKey: "SendMessage",
+                body: IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "hi"], submittedAt: 0)
+                    .encoded(),
+                messageID: id, userID: "guest")
         }
         try await innocent()
         for item in cases {
@@ -158,7 +190,8 @@ struct ReliabilityTests {
         // A retry counter of 2^63 - 1 is clamped, not added into an overflow.
         try await publishRaw(
             url: sandbox.brokerURL, routingKey: "SendMessage",
-            body: IntentEnvelope(id: "huge-retries", type: "SendMessage", parameters: ["recipients": ["Bob Jones"], "content": "x"], submittedAt: 0).encoded(),
+            body: IntentEnvelope(id: "huge-retries", type: "SendMessage", parameters: ["recipients": ["Bob Jones"], "content": "x"], submittedAt: 0)
+                .encoded(),
             messageID: "huge-retries", headers: [Topology.retriesHeader: .integer(.max), "x-delivery-count": .integer(.max)], userID: "guest")
         try await innocent()
 
@@ -176,7 +209,8 @@ struct ReliabilityTests {
         for index in 0..<500 { headers["h\(index)"] = .string(String(repeating: "v", count: 20)) }
         try await publishRaw(
             url: sandbox.brokerURL, routingKey: "SendMessage",
-            body: IntentEnvelope(id: "nested-headers", type: "SendMessage", parameters: ["recipients": ["Dan"], "content": "deep"], submittedAt: 0).encoded(),
+            body: IntentEnvelope(id: "nested-headers", type: "SendMessage", parameters: ["recipients": ["Dan"], "content": "deep"], submittedAt: 0)
+                .encoded(),
             messageID: "nested-headers", headers: headers)
         let nestedResult = try await sandbox.status(["nested-headers", "--wait", "--timeout", "20"])
         #expect(nestedResult.exitCode == 0, "\(nestedResult)")
@@ -194,7 +228,10 @@ struct ReliabilityTests {
 
         // Strings are stored verbatim, however hostile or long.
         let hostile = "Robert'); DROP TABLE message;-- \"quoted\" % _ \\ 🙂 " + String(repeating: "é", count: 50_000)
-        let verbatim = try await sandbox.submit(["SendMessage", "recipients=Alice", "--parameters", JSONValue.object(["content": .string(hostile)]).jsonString, "--id", "hostile", "--wait"])
+        let verbatim = try await sandbox.submit([
+            "SendMessage", "recipients=Alice", "--parameters", JSONValue.object(["content": .string(hostile)]).jsonString, "--id", "hostile",
+            "--wait",
+        ])
         #expect(verbatim.exitCode == 0, "\(verbatim.stderr)")
         let stored = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
             .queryFirst("SELECT content FROM message WHERE intent_id = 'hostile'") { $0.text(0) }
@@ -249,16 +286,18 @@ struct ReliabilityTests {
         let url = try BrokerURL(sandbox.brokerURL)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread {
-                continuation.resume(with: Result {
-                    let publisher = try IntentPublisher(url: url)
-                    defer { publisher.close() }
-                    for index in 0..<count {
-                        try publisher.submit(IntentEnvelope(
-                            id: "load-\(index)", type: "BookAppointment",
-                            parameters: ["hairdresser": "Carol", "time": "10:00", "callSeconds": .number(0.01)],
-                            submittedAt: Date().timeIntervalSince1970))
-                    }
-                })
+                continuation.resume(
+                    with: Result {
+                        let publisher = try IntentPublisher(url: url)
+                        defer { publisher.close() }
+                        for index in 0..<count {
+                            try publisher.submit(
+                                IntentEnvelope(
+                                    id: "load-\(index)", type: "BookAppointment",
+                                    parameters: ["hairdresser": "Carol", "time": "10:00", "callSeconds": .number(0.01)],
+                                    submittedAt: Date().timeIntervalSince1970))
+                        }
+                    })
             }.start()
         }
         try await eventually(timeout: 60, "some intents to be handled") {

@@ -33,15 +33,19 @@ struct RemoteClientTests {
         #expect(answered.exitCode == 0, "\(answered)")
 
         // A confirmation, and a denial.
-        #expect(try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-soup", "--wait"]).exitCode == 3)
+        #expect(
+            try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-soup", "--wait"]).exitCode == 3)
         let confirmed = try await tool("intent-submit", as: secure.alice, ["--confirm", "r-soup", "--wait"])
         #expect(confirmed.exitCode == 0, "\(confirmed)")
-        #expect(try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-deny", "--wait"]).exitCode == 3)
+        #expect(
+            try await tool("intent-submit", as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "r-deny", "--wait"]).exitCode == 3)
         let denied = try await tool("intent-submit", as: secure.alice, ["--deny", "r-deny", "--wait", "--json"])
         #expect(denied.exitCode == 1 && denied.stdout.contains(FailureCode.denied), "\(denied)")
 
         // A cancel of a waiting intent.
-        #expect(try await tool("intent-submit", as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "r-cancel", "--wait"]).exitCode == 3)
+        #expect(
+            try await tool("intent-submit", as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "r-cancel", "--wait"]).exitCode
+                == 3)
         let canceled = try await tool("intent-status", as: secure.alice, ["cancel", "r-cancel"])
         #expect(canceled.exitCode == 0, "\(canceled)")
 

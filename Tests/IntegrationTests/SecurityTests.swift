@@ -28,14 +28,16 @@ struct SecurityTests {
         let sneaky = IntentEnvelope(
             id: "soup-15", type: "OrderSoup", parameters: ["soup": "Tomato Soup", "quantity": 15], submittedAt: 0,
             confirmed: [IntentPipeline.wholeIntent])
-        try await publishRaw(url: secure.url(secure.alice), routingKey: "OrderSoup", body: sneaky.encoded(), messageID: "soup-15", userID: secure.alice)
+        try await publishRaw(
+            url: secure.url(secure.alice), routingKey: "OrderSoup", body: sneaky.encoded(), messageID: "soup-15", userID: secure.alice)
         try await eventually(timeout: 20, "the order to ask") { try stored(secure, "soup-15")?.state == .needsInput }
         #expect(try rows(secure, "soup_order", "soup-15") == 0)
         // A second turn that "confirms" the quantity, which was never asked, still asks for the order.
         let wrongAnswer = IntentEnvelope(
             id: "soup-15", type: "OrderSoup", parameters: ["soup": "Tomato Soup", "quantity": 15], submittedAt: 0, turn: 1,
             answers: [:], confirmed: ["quantity"])
-        try await publishRaw(url: secure.url(secure.alice), routingKey: "OrderSoup", body: wrongAnswer.encoded(), messageID: "soup-15", userID: secure.alice)
+        try await publishRaw(
+            url: secure.url(secure.alice), routingKey: "OrderSoup", body: wrongAnswer.encoded(), messageID: "soup-15", userID: secure.alice)
         try await eventually(timeout: 20, "the second question") {
             let status = try stored(secure, "soup-15")
             return status?.state == .needsInput && status?.turn == 1
@@ -51,16 +53,19 @@ struct SecurityTests {
         let secure = try await SecureSandbox("outcomes")
         defer { Task { await secure.tearDown() } }
         try await secure.startServices()
-        #expect(try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "victim", "--wait"]).exitCode == 3)
+        #expect(
+            try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "victim", "--wait"]).exitCode == 3)
         let forged = StatusEvent(
             id: "victim", type: "SendMessage", state: .success, attempt: 1, response: .success("done"), owner: secure.alice)
         await #expect(throws: (any Error).self, "the broker refuses bob's publish to intents.status") {
-            try await publishRaw(url: secure.url(secure.bob), routingKey: forged.routingKey, body: forged.encoded(), messageID: "victim",
-                                 exchange: "intents.status", userID: secure.bob)
+            try await publishRaw(
+                url: secure.url(secure.bob), routingKey: forged.routingKey, body: forged.encoded(), messageID: "victim",
+                exchange: "intents.status", userID: secure.bob)
         }
         await #expect(throws: (any Error).self, "and one claiming to be the worker") {
-            try await publishRaw(url: secure.url(secure.bob), routingKey: forged.routingKey, body: forged.encoded(), messageID: "victim",
-                                 exchange: "intents.status", userID: secure.workerUser)
+            try await publishRaw(
+                url: secure.url(secure.bob), routingKey: forged.routingKey, body: forged.encoded(), messageID: "victim",
+                exchange: "intents.status", userID: secure.workerUser)
         }
         let bob = try BrokerURL(secure.url(secure.bob))
         for (what, attempt) in [
@@ -91,7 +96,9 @@ struct SecurityTests {
         try await secure.startServices()
         #expect(try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Jeff", "content=hi", "--id", "jeff", "--wait"]).exitCode == 3)
         #expect(try await secure.submit(as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=12", "--id", "big", "--wait"]).exitCode == 3)
-        #expect(try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Alice", "content=private", "--id", "private", "--wait"]).exitCode == 0)
+        #expect(
+            try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Alice", "content=private", "--id", "private", "--wait"]).exitCode
+                == 0)
 
         // Through the tools: refused at once (77), or by the worker and said to bob (77).
         let answered = try await secure.submit(as: secure.bob, ["--answer", "jeff", "recipients=Jeff Baker", "--wait"])
@@ -104,7 +111,10 @@ struct SecurityTests {
         #expect(canceled.exitCode == 77 && canceled.stderr.contains("refused"), "\(canceled)")
         // A cancel hint is bob's too, and counts for nothing: alice's confirmation of this order goes through.
         #expect(try await secure.submit(as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=11", "--id", "hinted", "--wait"]).exitCode == 3)
-        try await publishRaw(url: secure.url(secure.bob), routingKey: "", body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized(), exchange: "intents.cancel", userID: secure.bob)
+        try await publishRaw(
+            url: secure.url(secure.bob), routingKey: "",
+            body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized(), exchange: "intents.cancel",
+            userID: secure.bob)
         let confirmedByAlice = try await secure.submit(as: secure.alice, ["--confirm", "hinted", "--wait"])
         #expect(confirmedByAlice.exitCode == 0, "bob's hint canceled alice's order: \(confirmedByAlice)")
         #expect(try rows(secure, "soup_order", "hinted") == 1)
@@ -115,8 +125,9 @@ struct SecurityTests {
         try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff", userID: secure.bob)
         try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff")  // no user_id at all
         // One that claims to be an operator's requeue is just bob's answer, to the recorder as to the worker.
-        try await publishRaw(url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff",
-                             headers: [DeadLetters.requeuedHeader: .integer(1), DeadLetters.publisherHeader: .string(secure.alice)], userID: secure.bob)
+        try await publishRaw(
+            url: secure.url(secure.bob), routingKey: "SendMessage", body: answer.encoded(), messageID: "jeff",
+            headers: [DeadLetters.requeuedHeader: .integer(1), DeadLetters.publisherHeader: .string(secure.alice)], userID: secure.bob)
         // A body too large to read that names jeff, with no message id: dead-lettered under an id of its own.
         let oversized = IntentEnvelope(
             id: "jeff", type: "SendMessage", parameters: ["content": .string(String(repeating: "x", count: 1_200_000))], submittedAt: 0)
@@ -137,7 +148,8 @@ struct SecurityTests {
         let refusedRead = try await secure.status(as: secure.bob, ["jeff", "--remote", "--json"])
         #expect(refusedRead.stdout.contains(FailureCode.notOwner) && !refusedRead.stdout.contains("needsInput"), "\(refusedRead)")
         let listed = try await secure.status(as: secure.bob, ["list", "--remote", "--json"])
-        #expect(listed.exitCode == 0 && !listed.stdout.contains("jeff") && !listed.stdout.contains("\"big\"")
+        #expect(
+            listed.exitCode == 0 && !listed.stdout.contains("jeff") && !listed.stdout.contains("\"big\"")
                 && !listed.stdout.contains("private"), "\(listed)")
         let dead = try await secure.status(as: secure.bob, ["dead", "--remote"])
         #expect(dead.exitCode == 77 && dead.stderr.contains("operators"), "\(dead)")
@@ -164,13 +176,16 @@ struct SecurityTests {
         let secure = try await SecureSandbox("id-in-use")
         defer { Task { await secure.tearDown() } }
         try await secure.startServices()
-        #expect(try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Alice", "content=mine", "--id", "order-17", "--wait"]).exitCode == 0)
+        #expect(
+            try await secure.submit(as: secure.alice, ["SendMessage", "recipients=Alice", "content=mine", "--id", "order-17", "--wait"]).exitCode == 0
+        )
         let otherType = try await secure.submit(as: secure.alice, ["OrderSoup", "soup=tomato", "quantity=1", "--id", "order-17", "--wait"])
         #expect(otherType.exitCode == 77 && otherType.stderr.contains("taken by a SendMessage intent"), "\(otherType)")
         let otherOwner = try await secure.submit(as: secure.bob, ["SendMessage", "recipients=Bob", "content=theirs", "--id", "order-17", "--wait"])
         #expect(otherOwner.exitCode == 77 && otherOwner.stderr.contains("another submitter"), "\(otherOwner)")
         let otherOwnerAndType = try await secure.submit(as: secure.bob, ["OrderSoup", "soup=tomato", "quantity=1", "--id", "order-17", "--wait"])
-        #expect(otherOwnerAndType.exitCode == 77 && otherOwnerAndType.stderr.contains("another submitter")
+        #expect(
+            otherOwnerAndType.exitCode == 77 && otherOwnerAndType.stderr.contains("another submitter")
                 && !otherOwnerAndType.stderr.contains("SendMessage"), "a refusal tells bob nothing of alice's intent: \(otherOwnerAndType)")
         let status = try #require(try stored(secure, "order-17"))
         #expect(status.state == .success && status.owner == secure.alice && status.response?.message == "Message sent to Alice Smith")
@@ -183,7 +198,8 @@ struct SecurityTests {
         defer { Task { await secure.tearDown() } }
         try await secure.startServices()
         // The bank is busy once: the intent is retried, republished by the worker, and still alice's.
-        let retried = try await secure.submit(as: secure.alice, ["SendPayment", "hairdresser=Alice", "amount=20", "busyAttempts=1", "--id", "pay-retry", "--wait"])
+        let retried = try await secure.submit(
+            as: secure.alice, ["SendPayment", "hairdresser=Alice", "amount=20", "busyAttempts=1", "--id", "pay-retry", "--wait"])
         #expect(retried.exitCode == 0, "\(retried)")
         #expect(try stored(secure, "pay-retry")?.attempts == 2, "it was retried")
         // Dead-lettered (a worker that dies on it every time), then requeued by the operator: still alice's.
@@ -192,7 +208,10 @@ struct SecurityTests {
         #expect(try await secure.submit(as: secure.alice, ["SendPayment", "hairdresser=Alice", "amount=5", "--id", "pay-dead"]).exitCode == 0)
         var deaths = 0
         while try stored(secure, "pay-dead")?.response?.code != FailureCode.deadLettered {
-            guard deaths < 10 else { Issue.record("pay-dead was never dead-lettered"); break }
+            guard deaths < 10 else {
+                Issue.record("pay-dead was never dead-lettered")
+                break
+            }
             let poisoned = try await secure.startWorker(environment: ["INTENTQUEUE_FAULT": "afterReceive@pay-dead"], waiting: false)
             try await eventually(timeout: 30, "the poisoned worker to die") {
                 if !poisoned.isRunning { return true }

@@ -12,7 +12,9 @@ struct StoryTests {
         try await sandbox.startWorker()
 
         // 1. Two hairdressers: two Message rows.
-        let two = try await sandbox.submit(["SendMessage", "recipients=Alice,Bob", "content=Running late, sorry", "--id", "story-1", "--wait", "--json"])
+        let two = try await sandbox.submit([
+            "SendMessage", "recipients=Alice,Bob", "content=Running late, sorry", "--id", "story-1", "--wait", "--json",
+        ])
         #expect(two.exitCode == 0, "\(two)")
         #expect(two.stdout.contains("\"state\":\"success\""))
         #expect(try sandbox.messageCount(intentID: "story-1") == 2)

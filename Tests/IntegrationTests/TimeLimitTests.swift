@@ -34,14 +34,18 @@ struct TimeLimitTests {
         let store = try sandbox.statusStore()
         for id in ids {
             let status = try #require(try store.status(id: id))
-            #expect(status.state == .failure && status.response?.code == FailureCode.timedOut, "\(id): \(status.state) \(status.response?.code ?? "")")
+            #expect(
+                status.state == .failure && status.response?.code == FailureCode.timedOut, "\(id): \(status.state) \(status.response?.code ?? "")")
         }
         let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
         #expect(try app.queryFirst("SELECT count(*) FROM appointment") { $0.int(0) } == 0, "a call past its limit books nothing")
-        let ledger = try app.query("SELECT state, code, count(*) FROM intent_effect GROUP BY state, code") { "\($0.string(0))/\($0.string(1)) \($0.int(2))" }
+        let ledger = try app.query("SELECT state, code, count(*) FROM intent_effect GROUP BY state, code") {
+            "\($0.string(0))/\($0.string(1)) \($0.int(2))"
+        }
         #expect(ledger == ["failure/timedOut 200"])
-        #expect(worker.log.components(separatedBy: "already decided: returning the recorded outcome").count - 1 == 200,
-                "each late booking found timedOut decided")
+        #expect(
+            worker.log.components(separatedBy: "already decided: returning the recorded outcome").count - 1 == 200,
+            "each late booking found timedOut decided")
     }
 
     /// With one slot, a handler that runs 2 s past a 0.2 s limit holds it: the
@@ -69,7 +73,8 @@ struct TimeLimitTests {
         // the next intent started no sooner than 2 s after the call did.
         let callStarted = try #require(timedOut.startedAt)
         let started = try #require(try sandbox.statusStore().status(id: "waits-for-it")?.startedAt)
-        #expect(started >= callStarted + 2 - 0.01,
-                "the next intent started \(started - callStarted) s after the 2 s call began: its slot was given away at the deadline")
+        #expect(
+            started >= callStarted + 2 - 0.01,
+            "the next intent started \(started - callStarted) s after the 2 s call began: its slot was given away at the deadline")
     }
 }

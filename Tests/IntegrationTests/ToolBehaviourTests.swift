@@ -63,7 +63,8 @@ struct ToolBehaviourTests {
             "INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f",  // nothing listens on port 1
             "INTENT_STATUS_DB": directory.appendingPathComponent("status.sqlite").path,
         ]
-        let submit = try await run(Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=hi"], environment: environment, timeout: 15)
+        let submit = try await run(
+            Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=hi"], environment: environment, timeout: 15)
         #expect(submit.exitCode == 69, "\(submit)")
         #expect(submit.seconds < 10)
         #expect(submit.stderr.split(separator: "\n").count == 1, "one line: \(submit.stderr)")

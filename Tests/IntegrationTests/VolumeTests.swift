@@ -18,18 +18,21 @@ struct VolumeTests {
         // The publisher blocks on confirms: keep it off the cooperative pool.
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread {
-                continuation.resume(with: Result {
-                    let publisher = try IntentPublisher(url: url)
-                    defer { publisher.close() }
-                    for (index, id) in ids.enumerated() {
-                        let parameters: [String: JSONValue] = index % 4 == 3
-                            ? ["soup": "Tomato Soup", "quantity": .number(Double(index % 10 + 1))]
-                            : ["recipients": ["Alice Smith"], "content": .string("message \(index)")]
-                        try publisher.submit(IntentEnvelope(
-                            id: id, type: index % 4 == 3 ? "OrderSoup" : "SendMessage", parameters: parameters,
-                            submittedAt: Date().timeIntervalSince1970))
-                    }
-                })
+                continuation.resume(
+                    with: Result {
+                        let publisher = try IntentPublisher(url: url)
+                        defer { publisher.close() }
+                        for (index, id) in ids.enumerated() {
+                            let parameters: [String: JSONValue] =
+                                index % 4 == 3
+                                ? ["soup": "Tomato Soup", "quantity": .number(Double(index % 10 + 1))]
+                                : ["recipients": ["Alice Smith"], "content": .string("message \(index)")]
+                            try publisher.submit(
+                                IntentEnvelope(
+                                    id: id, type: index % 4 == 3 ? "OrderSoup" : "SendMessage", parameters: parameters,
+                                    submittedAt: Date().timeIntervalSince1970))
+                        }
+                    })
             }.start()
         }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IntentAMQP
 
 /// `amqp://user:password@host:port/vhost` parsing, after RabbitMQ's URI spec.

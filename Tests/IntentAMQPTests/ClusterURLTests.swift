@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IntentAMQP
 
 /// Several broker URLs, separated by commas, name the nodes of one cluster.

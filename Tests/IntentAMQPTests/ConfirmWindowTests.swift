@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IntentAMQP
 
 /// Publisher confirms by sequence number: single, multiple and out of order, with the groups they settle.

@@ -1,5 +1,6 @@
 import IntentKit
 import Testing
+
 @testable import IntentAMQP
 
 @Suite struct FaultInjectionTests {

@@ -2,6 +2,7 @@ import Foundation
 import IntentKit
 import IntentStore
 import Testing
+
 @testable import IntentCLI
 
 /// The hand-rolled command-line parsing, exit codes, `--json` output and paths

@@ -2,6 +2,7 @@ import Foundation
 import IntentKit
 import IntentStore
 import Testing
+
 @testable import IntentClient
 
 /// `--wait` reports only what the store holds (read-your-writes): never a
@@ -14,20 +15,24 @@ import Testing
     @Test func aWaitReturnsTheFirstStoredStatusThatEndsIt() throws {
         var reads = [Self.status(.queued), Self.status(.inProgress), Self.status(.needsInput), Self.status(.success)]
         var served: [IntentStatus] = []
-        let ended = try StatusWaiter.wait(id: "a", timeout: 10, brokerURL: nil, done: { $0.state.isTerminal }) {
-            let next = reads.isEmpty ? served.last : reads.removeFirst()
-            if let next { served.append(next) }
-            return next
-        }
+        let ended = try StatusWaiter.wait(
+            id: "a", timeout: 10, brokerURL: nil, done: { $0.state.isTerminal },
+            read: {
+                let next = reads.isEmpty ? served.last : reads.removeFirst()
+                if let next { served.append(next) }
+                return next
+            })
         #expect(ended == Self.status(.success))
         #expect(served.count == 4, "it read until the store showed the end, and no further")
     }
 
     @Test func aWaitThatTimesOutReportsTheLastStoredStatus() throws {
         let started = Date()
-        let last = try StatusWaiter.wait(id: "a", timeout: 0.2, brokerURL: nil, done: { $0.state.isTerminal }) {
-            Self.status(.inProgress)
-        }
+        let last = try StatusWaiter.wait(
+            id: "a", timeout: 0.2, brokerURL: nil, done: { $0.state.isTerminal },
+            read: {
+                Self.status(.inProgress)
+            })
         #expect(last == Self.status(.inProgress))
         #expect(Date().timeIntervalSince(started) >= 0.2, "it waited the whole time before giving up")
     }

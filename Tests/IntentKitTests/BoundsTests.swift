@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import IntentKit
 
 /// Every input has a size and a shape: ids, types, optional fields, JSON

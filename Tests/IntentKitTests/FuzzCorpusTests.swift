@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import IntentKit
 
 /// The fuzzer's seeds (Fuzz/corpus), and every input a fuzz run found worth

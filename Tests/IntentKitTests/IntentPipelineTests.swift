@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import IntentKit
 
 /// The state machine of ARCHITECTURE §3, driven through `IntentPipeline.run`
@@ -25,9 +26,10 @@ import Testing
         var lookup: @Sendable (String) throws -> ParameterResult<Item> = { said in
             switch said.lowercased() {
             case "widget", "deluxe widget": .success(Item(name: "Deluxe Widget"))
-            case "gadget": .disambiguation(
-                [ParameterOption(Item(name: "gadget-s"), title: "Small Gadget"), ParameterOption(Item(name: "gadget-l"), title: "Large Gadget")],
-                "Which gadget: the small one or the large one?")
+            case "gadget":
+                .disambiguation(
+                    [ParameterOption(Item(name: "gadget-s"), title: "Small Gadget"), ParameterOption(Item(name: "gadget-l"), title: "Large Gadget")],
+                    "Which gadget: the small one or the large one?")
             case "zed": .unsupported("nothing is called Zed")
             default: .needsValue()
             }
@@ -244,9 +246,10 @@ import Testing
         let outcome = try await run(handler)
 
         #expect(outcome.state == .needsInput)
-        #expect(outcome.resolutions.filter { $0.parameter == "recipients" } == [
-            ParameterResolution("recipients", .needsValue, prompt: "Who should get the widgets?"),
-        ])
+        #expect(
+            outcome.resolutions.filter { $0.parameter == "recipients" } == [
+                ParameterResolution("recipients", .needsValue, prompt: "Who should get the widgets?")
+            ])
         #expect(journal.recordedSteps == ["resolve"])
     }
 
@@ -291,7 +294,8 @@ import Testing
 
         let asked = try await run(handler, parameters: ["item": "widget", "quantity": 8])
         #expect(asked.state == .needsInput)
-        #expect(asked.resolutions.first { $0.parameter == "quantity" } == ParameterResolution("quantity", .confirmationRequired(8), prompt: "Really 8?"))
+        #expect(
+            asked.resolutions.first { $0.parameter == "quantity" } == ParameterResolution("quantity", .confirmationRequired(8), prompt: "Really 8?"))
 
         let answered = try await run(handler, parameters: ["item": "widget", "quantity": 8], confirmed: ["quantity"])
         #expect(answered.state == .success)
@@ -362,23 +366,54 @@ import Testing
         #expect(outcome.retryReason == "the printer is warming up")
     }
 
+    /// Deadlines on a dispatch timer, as the worker's own timer thread does: not
+    /// on the cooperative pool, which busy tests beside this one may fill.
+    final class DispatchDeadlines: DeadlineScheduler {
+        private let pending = Mutex<Set<Int>>([])
+        private let next = Atomic<Int>(0)
+
+        func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
+            let token = next.add(1, ordering: .relaxed).newValue
+            pending.withLock { _ = $0.insert(token) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                if pending.withLock({ $0.remove(token) }) != nil { action() }
+            }
+            return token
+        }
+
+        func clear(_ token: Int) {
+            pending.withLock { _ = $0.remove(token) }
+        }
+    }
+
     @Test func pastItsTimeLimitTheIntentTimesOutAndRunReturnsOnlyOnceTheHandlerHasReturned() async throws {
         final class Flag: Sendable { let value = Atomic<Bool>(false) }
         let returned = Flag()
+        let release = DispatchSemaphore(value: 0)
         var handler = handler
         handler.onHandle = { _, _ in
-            // A call that cannot be hung up: it ignores the task's cancellation.
-            Thread.sleep(forTimeInterval: 0.3)
+            // A call that cannot be hung up: it ignores the task's cancellation and
+            // returns only once the test has seen the time limit reported.
+            release.wait()
             returned.value.store(true, ordering: .sequentiallyConsistent)
             return .success("too late")
         }
         var registry = IntentRegistry()
         try registry.register(handler)
-        let outcome = await IntentPipeline.run(
-            IntentEnvelope(id: "slow", type: Errand.typeName, parameters: Self.parameters, submittedAt: 1),
-            registry: registry, context: IntentContext(intentID: "slow", intentType: Errand.typeName), timeLimit: 0.05)
-
-        #expect(outcome.response?.code == FailureCode.timedOut)
+        let reported = Mutex<PipelineOutcome?>(nil)
+        let running = Task {
+            await IntentPipeline.run(
+                IntentEnvelope(id: "slow", type: Errand.typeName, parameters: Self.parameters, submittedAt: 1),
+                registry: registry, context: IntentContext(intentID: "slow", intentType: Errand.typeName), timeLimit: 0.05,
+                deadlines: DispatchDeadlines()
+            ) { outcome in reported.withLock { $0 = outcome } }
+        }
+        while reported.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(reported.withLock { $0 }?.response?.code == FailureCode.timedOut)
+        let handlerReturnedEarly = returned.value.load(ordering: .sequentiallyConsistent)
+        #expect(!handlerReturnedEarly, "the outcome came at the deadline, while the handler still ran")
+        release.signal()
+        await running.value
         let handlerHadReturned = returned.value.load(ordering: .sequentiallyConsistent)
         #expect(handlerHadReturned, "run returned while the handler was still running")
     }

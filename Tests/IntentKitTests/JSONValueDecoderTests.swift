@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import IntentKit
 
 // MARK: - JSONValue round trips
@@ -297,7 +298,7 @@ import Testing
     private func debugDescription(_ error: DecodingError?) -> String {
         switch error {
         case .typeMismatch(_, let context), .valueNotFound(_, let context),
-             .keyNotFound(_, let context), .dataCorrupted(let context):
+            .keyNotFound(_, let context), .dataCorrupted(let context):
             return context.debugDescription
         case nil:
             return "<no error>"
@@ -309,7 +310,7 @@ import Testing
     private func codingPath(_ error: DecodingError?) -> [String] {
         switch error {
         case .typeMismatch(_, let context), .valueNotFound(_, let context),
-             .keyNotFound(_, let context), .dataCorrupted(let context):
+            .keyNotFound(_, let context), .dataCorrupted(let context):
             return context.codingPath.map(\.stringValue)
         default:
             return []
@@ -467,10 +468,12 @@ import Testing
             "extra": ["any": ["shape", 1, true, nil]],
         ]
         let order = try decode(Order.self, value)
-        #expect(order == Order(
-            id: "o-1", address: Address(street: "1 Main St", city: "Springfield"),
-            items: [Item(name: "tomato", quantity: 2, size: .small), Item(name: "leek", quantity: 1, size: nil)],
-            express: true, tip: 1.5, tags: ["hot", "fast"], extra: ["any": ["shape", 1, true, nil]]))
+        #expect(
+            order
+                == Order(
+                    id: "o-1", address: Address(street: "1 Main St", city: "Springfield"),
+                    items: [Item(name: "tomato", quantity: 2, size: .small), Item(name: "leek", quantity: 1, size: nil)],
+                    express: true, tip: 1.5, tags: ["hot", "fast"], extra: ["any": ["shape", 1, true, nil]]))
     }
 
     @Test func errorsCarryTheFullCodingPath() throws {

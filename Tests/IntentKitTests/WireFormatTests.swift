@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import IntentKit
 
 /// The JSON that travels on the broker: envelopes, status events, resolutions, states.
@@ -271,23 +272,27 @@ import Testing
 
     @Test func aDisambiguationHasItsOptions() throws {
         let resolution = ParameterResolution("recipients", index: 0, .disambiguation(["Jeff Baker", "Jeff Chen"]))
-        #expect(try Self.json(resolution) == [
-            "parameter": "recipients", "index": 0, "outcome": "disambiguation", "options": ["Jeff Baker", "Jeff Chen"],
-        ])
+        #expect(
+            try Self.json(resolution) == [
+                "parameter": "recipients", "index": 0, "outcome": "disambiguation", "options": ["Jeff Baker", "Jeff Chen"],
+            ])
     }
 
     @Test func eachOutcomeHasItsShape() throws {
-        #expect(try Self.json(ParameterResolution("soup", .success("Tomato Soup"))) == [
-            "parameter": "soup", "outcome": "success", "value": "Tomato Soup",
-        ])
+        #expect(
+            try Self.json(ParameterResolution("soup", .success("Tomato Soup"))) == [
+                "parameter": "soup", "outcome": "success", "value": "Tomato Soup",
+            ])
         #expect(try Self.json(ParameterResolution("content", .needsValue)) == ["parameter": "content", "outcome": "needsValue"])
-        #expect(try Self.json(ParameterResolution("when", .confirmationRequired(9))) == [
-            "parameter": "when", "outcome": "confirmationRequired", "value": 9,
-        ])
+        #expect(
+            try Self.json(ParameterResolution("when", .confirmationRequired(9))) == [
+                "parameter": "when", "outcome": "confirmationRequired", "value": 9,
+            ])
         #expect(try Self.json(ParameterResolution("groupName", .notRequired)) == ["parameter": "groupName", "outcome": "notRequired"])
-        #expect(try Self.json(ParameterResolution("quantity", .unsupported(reason: "too many"))) == [
-            "parameter": "quantity", "outcome": "unsupported", "reason": "too many",
-        ])
+        #expect(
+            try Self.json(ParameterResolution("quantity", .unsupported(reason: "too many"))) == [
+                "parameter": "quantity", "outcome": "unsupported", "reason": "too many",
+            ])
     }
 
     @Test func everyOutcomeRoundTripsThroughItsJSON() throws {
@@ -301,11 +306,12 @@ import Testing
             "recipients", index: 0, .disambiguation(["jeff-b", "jeff-c"]),
             prompt: IntentDialog(full: "Which Jeff do you mean: Jeff Baker or Jeff Chen?", supporting: "Which Jeff?"),
             optionTitles: ["Jeff Baker", "Jeff Chen"])
-        #expect(try Self.json(question) == [
-            "parameter": "recipients", "index": 0, "outcome": "disambiguation", "options": ["jeff-b", "jeff-c"],
-            "prompt": ["full": "Which Jeff do you mean: Jeff Baker or Jeff Chen?", "supporting": "Which Jeff?"],
-            "optionTitles": ["Jeff Baker", "Jeff Chen"],
-        ])
+        #expect(
+            try Self.json(question) == [
+                "parameter": "recipients", "index": 0, "outcome": "disambiguation", "options": ["jeff-b", "jeff-c"],
+                "prompt": ["full": "Which Jeff do you mean: Jeff Baker or Jeff Chen?", "supporting": "Which Jeff?"],
+                "optionTitles": ["Jeff Baker", "Jeff Chen"],
+            ])
         #expect(try JSONValueDecoder().decode(ParameterResolution.self, from: Self.json(question)) == question)
     }
 

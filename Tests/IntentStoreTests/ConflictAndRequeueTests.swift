@@ -1,6 +1,7 @@
 import Foundation
 import IntentKit
 import Testing
+
 @testable import IntentStore
 
 /// Outcomes that disagree are kept aside; a requeued dead letter reopens.

@@ -2,6 +2,7 @@ import Foundation
 import IntentKit
 import Synchronization
 import Testing
+
 @testable import IntentStore
 
 /// `Database`, migrations and `OnceOnly` on real SQLite files.
@@ -195,9 +196,10 @@ import Testing
             "INSERT INTO value(i, r, t, n) VALUES (?, ?, ?, ?)",
             [.integer(Int64.max), .real(0.1), .text("'; DROP TABLE value; -- Zoë 👋🏽"), .optional(nil as String?)])
 
-        let row = try #require(try database.queryFirst("SELECT i, r, t, n FROM value") { row in
-            (row.int64(0), row.double(1), row.text(2), row.text(3), row.optionalDouble(3))
-        })
+        let row = try #require(
+            try database.queryFirst("SELECT i, r, t, n FROM value") { row in
+                (row.int64(0), row.double(1), row.text(2), row.text(3), row.optionalDouble(3))
+            })
         #expect(row.0 == Int64.max)
         #expect(row.1 == 0.1)
         #expect(row.2 == "'; DROP TABLE value; -- Zoë 👋🏽")
@@ -231,9 +233,11 @@ import Testing
     }
 
     static let responses: [IntentResponse] = [
-        IntentResponse(code: "success", message: "Your order is confirmed!", payload: [
-            "soup": "Tomato Soup", "quantity": 2, "totalCents": 900, "extras": ["bread", nil, true], "note": ["a": 0.5],
-        ]),
+        IntentResponse(
+            code: "success", message: "Your order is confirmed!",
+            payload: [
+                "soup": "Tomato Soup", "quantity": 2, "totalCents": 900, "extras": ["bread", nil, true], "note": ["a": 0.5],
+            ]),
         IntentResponse(code: "success"),
     ]
 

@@ -2,6 +2,7 @@ import Foundation
 import IntentKit
 import Synchronization
 import Testing
+
 @testable import IntentStore
 
 /// `DatabaseQueue`'s group commit when a write or a whole commit fails, storage
@@ -213,7 +214,8 @@ import Testing
     @Test func anOlderOnceOnlyTableIsBroughtUpToDateAndItsRowsStillRead() async throws {
         let queue = try queue("old.sqlite")
         try queue.sync { db in
-            try db.execute("""
+            try db.execute(
+                """
                 CREATE TABLE intent_effect (
                     intent_id TEXT PRIMARY KEY NOT NULL, succeeded INTEGER NOT NULL, code TEXT NOT NULL, message TEXT,
                     payload TEXT, attempt INTEGER NOT NULL, handled_at REAL NOT NULL

@@ -1,6 +1,7 @@
 import Foundation
 import IntentKit
 import Testing
+
 @testable import IntentStore
 
 /// The remote status protocol, the transitions metrics count, and retention.
@@ -22,10 +23,15 @@ import Testing
     }
 
     @Test func queriesRoundTripAndBadOnesAreRefused() throws {
-        for query in [StatusQuery.show(id: "a b"), .list(state: .needsInput, type: "OrderSoup", limit: 7), .list(state: nil, type: nil, limit: 50), .dead(limit: 3)] {
+        for query in [
+            StatusQuery.show(id: "a b"), .list(state: .needsInput, type: "OrderSoup", limit: 7), .list(state: nil, type: nil, limit: 50),
+            .dead(limit: 3),
+        ] {
             #expect(try StatusQuery.decode(query.encoded) == query)
         }
-        for bad in [#"[1]"#, #"{"query":"drop"}"#, #"{"query":"show"}"#, #"{"query":"list","limit":0}"#, #"{"query":"list","state":"sleeping"}"#, "not json"] {
+        for bad in [
+            #"[1]"#, #"{"query":"drop"}"#, #"{"query":"show"}"#, #"{"query":"list","limit":0}"#, #"{"query":"list","state":"sleeping"}"#, "not json",
+        ] {
             #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(bad.utf8)) }
         }
     }
@@ -37,7 +43,8 @@ import Testing
         let reply = StatusQuery.reply(.success(try StatusQuery.show(id: "a").answer(from: store.reader, writer: store)))
         #expect(try StatusQuery.decodeReply(reply) == .status(local))
         #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(.status(nil)))) == .status(nil))
-        let listed = try StatusQuery.decodeReply(StatusQuery.reply(.success(try StatusQuery.list(state: nil, type: nil, limit: 5).answer(from: store.reader, writer: store))))
+        let listed = try StatusQuery.decodeReply(
+            StatusQuery.reply(.success(try StatusQuery.list(state: nil, type: nil, limit: 5).answer(from: store.reader, writer: store))))
         #expect(listed == .statuses([try #require(try store.reader.list().first)]))
         struct Broken: Error, CustomStringConvertible { var description: String { "disk on fire" } }
         #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decodeReply(StatusQuery.reply(.failure(Broken()))) }
@@ -49,7 +56,9 @@ import Testing
         #expect(first.map(\.to) == [.queued, .inProgress])
         #expect(first.first?.from == nil)
         #expect(first.last?.from == .queued)
-        let end = try store.record([Self.event("a", .success, code: "success"), Self.event("a", .failure, code: "late"), Self.event("a", .inProgress)])
+        let end = try store.record([
+            Self.event("a", .success, code: "success"), Self.event("a", .failure, code: "late"), Self.event("a", .inProgress),
+        ])
         #expect(end == [StatusStore.Transition(id: "a", type: "SendMessage", from: .inProgress, to: .success, code: "success", message: "success")])
         #expect(try store.record([.cancelRequested(id: "a")]).isEmpty, "a finished intent shows no cancel request")
     }
@@ -62,10 +71,12 @@ import Testing
         #expect(Set(due.map(\.id)) == ["q1", "q2"])
         #expect(due.allSatisfy { $0.type == "SendMessage" && $0.turn == 0 })
         #expect(try store.reader.status(id: "q1")?.state == .needsInput, "the store does not decide the expiry: a worker does")
-        #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 230).map(\.id) == ["fresh"],
-                "already asked about: not again before resendAfter")
-        #expect(Set(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 270).map(\.id)) == ["q1", "q2"],
-                "a request that was lost is sent again")
+        #expect(
+            try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 230).map(\.id) == ["fresh"],
+            "already asked about: not again before resendAfter")
+        #expect(
+            Set(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 270).map(\.id)) == ["q1", "q2"],
+            "a request that was lost is sent again")
         try store.record([Self.event("q1", .failure, code: FailureCode.expired)], now: 280)
         #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 60, now: 400).map(\.id).sorted() == ["fresh", "q2"])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import IntentKit
 import Testing
+
 @testable import IntentStore
 
 /// The status store on real SQLite files, one fresh directory per test.
@@ -15,7 +16,9 @@ import Testing
 
     // MARK: Helpers
 
-    static func envelope(_ id: String, type: String = "SendMessage", parameters: [String: JSONValue] = ["content": "hi"], submittedAt: Double = 1_000) -> IntentEnvelope {
+    static func envelope(_ id: String, type: String = "SendMessage", parameters: [String: JSONValue] = ["content": "hi"], submittedAt: Double = 1_000)
+        -> IntentEnvelope
+    {
         IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: submittedAt)
     }
 
@@ -24,9 +27,10 @@ import Testing
         response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
         progress: StatusEvent.Progress? = nil, worker: String? = nil
     ) -> StatusStore.Update {
-        .event(StatusEvent(
-            id: id, type: type, state: state, at: at, attempt: attempt, response: response,
-            resolutions: resolutions, progress: progress, worker: worker))
+        .event(
+            StatusEvent(
+                id: id, type: type, state: state, at: at, attempt: attempt, response: response,
+                resolutions: resolutions, progress: progress, worker: worker))
     }
 
     static let done = IntentResponse(code: "success", message: "Message sent to Alice Smith", payload: ["recipients": ["Alice Smith"]])
@@ -158,11 +162,12 @@ import Testing
 
     @Test func outOfOrderEventsInOneBatchEndInTheHighestState() throws {
         let store = try StatusStore(path: path)
-        try store.record([
-            Self.event("o", .success, response: Self.done),
-            Self.event("o", .inProgress),
-            .queued(Self.envelope("o")),
-        ], now: 1)
+        try store.record(
+            [
+                Self.event("o", .success, response: Self.done),
+                Self.event("o", .inProgress),
+                .queued(Self.envelope("o")),
+            ], now: 1)
 
         let status = try #require(try store.reader.status(id: "o"))
         #expect(status.state == .success)
@@ -217,7 +222,8 @@ import Testing
         try store.record([Self.event("a", .success, attempt: 2, response: Self.done)], now: 3)
         #expect(try store.reader.status(id: "a")?.attempts == 3)
 
-        try store.record([Self.event("b", .inProgress, attempt: 1), Self.event("b", .failure, attempt: 4, response: IntentResponse(code: "x"))], now: 1)
+        try store.record(
+            [Self.event("b", .inProgress, attempt: 1), Self.event("b", .failure, attempt: 4, response: IntentResponse(code: "x"))], now: 1)
         #expect(try store.reader.status(id: "b")?.attempts == 4)
     }
 
@@ -297,7 +303,9 @@ import Testing
         let reader = try StatusReader(path: path)
 
         #expect(throws: DatabaseError.self) { try reader.database.run("DELETE FROM intent_status") }
-        #expect(throws: DatabaseError.self) { try reader.database.run("INSERT INTO intent_status(id, type, state, rank, updated_at) VALUES ('w', 'T', 'queued', 0, 1)") }
+        #expect(throws: DatabaseError.self) {
+            try reader.database.run("INSERT INTO intent_status(id, type, state, rank, updated_at) VALUES ('w', 'T', 'queued', 0, 1)")
+        }
         #expect(try reader.status(id: "w") == nil)
     }
 
@@ -365,10 +373,11 @@ import Testing
         let text = awkward.text
         let store = try StatusStore(path: path)
         let id = "id " + text
-        try store.record([
-            .queued(Self.envelope(id, type: "Type" + text, parameters: ["content": .string(text), text: "key"])),
-            Self.event(id, .inProgress, type: "Type" + text, progress: .init(fraction: nil, message: text), worker: text),
-        ], now: 1)
+        try store.record(
+            [
+                .queued(Self.envelope(id, type: "Type" + text, parameters: ["content": .string(text), text: "key"])),
+                Self.event(id, .inProgress, type: "Type" + text, progress: .init(fraction: nil, message: text), worker: text),
+            ], now: 1)
 
         let running = try #require(try store.reader.status(id: id))
         #expect(running.id == id)
@@ -415,7 +424,8 @@ import Testing
     }
 
     @Test func anAnswerOrACancelFromSomeoneElseChangesNothing() throws {
-        let answer = IntentEnvelope(id: "a", type: "SendMessage", parameters: ["content": "mine"], submittedAt: 2, turn: 1, answers: ["content": "mine"])
+        let answer = IntentEnvelope(
+            id: "a", type: "SendMessage", parameters: ["content": "mine"], submittedAt: 2, turn: 1, answers: ["content": "mine"])
         try store.record([.queued(answer, by: .init(user: "bob")), .cancelRequested(id: "a", by: .init(user: "bob"))])
         let status = try #require(try store.reader.status(id: "a"))
         #expect(status.state == .needsInput && status.turn == 0 && status.parameters?["content"] == nil)
@@ -424,8 +434,9 @@ import Testing
     }
 
     @Test func aDeadLetterOfAnotherOwnerOrAnEventOfAnotherTypeDoesNotApply() throws {
-        let dead = StatusEvent(id: "a", type: "SendMessage", state: .failure, attempt: 5,
-                               response: IntentResponse(code: FailureCode.deadLettered), owner: "bob")
+        let dead = StatusEvent(
+            id: "a", type: "SendMessage", state: .failure, attempt: 5,
+            response: IntentResponse(code: FailureCode.deadLettered), owner: "bob")
         let otherType = StatusEvent(id: "a", type: "OrderSoup", state: .success, attempt: 1, response: .success("soup"), owner: "alice")
         try store.record([.event(dead), .event(otherType)])
         #expect(try store.reader.status(id: "a")?.state == .needsInput, "bob's dead letter and a soup under alice's id change nothing")
@@ -436,14 +447,17 @@ import Testing
     }
 
     @Test func aRefusalIsKeptForItsSenderAndTheIntentIsUntouched() throws {
-        let refusal = StatusEvent(id: "a", type: "SendMessage", state: .failure, attempt: 1,
-                                  response: IntentResponse(code: FailureCode.notOwner, message: "not bob's"), owner: "bob", refused: true)
+        let refusal = StatusEvent(
+            id: "a", type: "SendMessage", state: .failure, attempt: 1,
+            response: IntentResponse(code: FailureCode.notOwner, message: "not bob's"), owner: "bob", refused: true)
         try store.record([.refusal(refusal)])
         #expect(try store.reader.status(id: "a")?.state == .needsInput)
         #expect(try store.reader.refusal(id: "a", owner: "bob")?.response?.code == FailureCode.notOwner)
         #expect(try store.reader.refusal(id: "a", owner: "alice") == nil)
         let bob = StatusQuery.Reader(user: "bob", isOperator: false)
-        #expect(try StatusQuery.show(id: "a").answer(from: store.reader, writer: store, for: bob) == .status(try store.reader.refusal(id: "a", owner: "bob")))
+        #expect(
+            try StatusQuery.show(id: "a").answer(from: store.reader, writer: store, for: bob)
+                == .status(try store.reader.refusal(id: "a", owner: "bob")))
         #expect(try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store.reader, writer: store, for: bob) == .statuses([]))
         #expect(throws: StatusQuery.Forbidden.self) { try StatusQuery.dead(limit: 10).answer(from: store.reader, writer: store, for: bob) }
     }

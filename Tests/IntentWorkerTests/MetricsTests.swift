@@ -1,4 +1,5 @@
 import Testing
+
 @testable import IntentWorker
 
 /// The Prometheus text exposition format, written by hand.
@@ -11,16 +12,17 @@ import Testing
         metrics.increment("jobs_total", ["state": "success", "type": "SendMessage"], by: 2)
         metrics.increment("jobs_total", ["type": "OrderSoup", "state": "failure"])
         metrics.set("depth", ["queue": "intents.work"], to: 7)
-        #expect(metrics.render() == """
-            # HELP jobs_total Jobs done.
-            # TYPE jobs_total counter
-            jobs_total{state="failure",type="OrderSoup"} 1
-            jobs_total{state="success",type="SendMessage"} 3
-            # HELP depth Queue depth.
-            # TYPE depth gauge
-            depth{queue="intents.work"} 7
+        #expect(
+            metrics.render() == """
+                # HELP jobs_total Jobs done.
+                # TYPE jobs_total counter
+                jobs_total{state="failure",type="OrderSoup"} 1
+                jobs_total{state="success",type="SendMessage"} 3
+                # HELP depth Queue depth.
+                # TYPE depth gauge
+                depth{queue="intents.work"} 7
 
-            """)
+                """)
         #expect(metrics.value("jobs_total", ["type": "SendMessage", "state": "success"]) == 3)
     }
 
@@ -30,16 +32,17 @@ import Testing
         metrics.observe("seconds", ["type": "A"], 0.05)
         metrics.observe("seconds", ["type": "A"], 0.5)
         metrics.observe("seconds", ["type": "A"], 3)
-        #expect(metrics.render() == """
-            # HELP seconds Durations.
-            # TYPE seconds histogram
-            seconds_bucket{type="A",le="0.1"} 1
-            seconds_bucket{type="A",le="1"} 2
-            seconds_bucket{type="A",le="+Inf"} 3
-            seconds_sum{type="A"} 3.55
-            seconds_count{type="A"} 3
+        #expect(
+            metrics.render() == """
+                # HELP seconds Durations.
+                # TYPE seconds histogram
+                seconds_bucket{type="A",le="0.1"} 1
+                seconds_bucket{type="A",le="1"} 2
+                seconds_bucket{type="A",le="+Inf"} 3
+                seconds_sum{type="A"} 3.55
+                seconds_count{type="A"} 3
 
-            """)
+                """)
     }
 
     @Test func constantLabelsGoOnEverySample() {

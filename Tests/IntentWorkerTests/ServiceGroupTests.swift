@@ -2,6 +2,7 @@ import Foundation
 import IntentKit
 import Synchronization
 import Testing
+
 @testable import IntentWorker
 
 /// `ServiceGroup` without signals: it runs every service, and the first to

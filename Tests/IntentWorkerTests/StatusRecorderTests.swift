@@ -3,6 +3,7 @@ import IntentAMQP
 import IntentKit
 import IntentStore
 import Testing
+
 @testable import IntentWorker
 
 /// What the recorder makes of each kind of ledger message: it records, and
@@ -40,13 +41,17 @@ import Testing
             return
         }
         #expect(queued.id == "a")
-        guard case .cancelRequested(let id, _)? = update(IntentEnvelope.request(.cancel, id: "a", type: "SendMessage").encoded(), exchange: topology.intentsExchange) else {
+        guard
+            case .cancelRequested(let id, _)? = update(
+                IntentEnvelope.request(.cancel, id: "a", type: "SendMessage").encoded(), exchange: topology.intentsExchange)
+        else {
             Issue.record("a cancel request is recorded as requested, not as canceled")
             return
         }
         #expect(id == "a")
-        #expect(update(IntentEnvelope.request(.expire, id: "a", type: "SendMessage", turn: 1).encoded(), exchange: topology.intentsExchange) == nil,
-                "its own expiry requests change nothing: the worker's decision will")
+        #expect(
+            update(IntentEnvelope.request(.expire, id: "a", type: "SendMessage", turn: 1).encoded(), exchange: topology.intentsExchange) == nil,
+            "its own expiry requests change nothing: the worker's decision will")
         #expect(update(Array("{\"id\":\"a\"}".utf8), exchange: topology.cancelExchange) == nil, "cancel hints are the workers'")
     }
 
@@ -77,7 +82,8 @@ import Testing
         #expect(update(Array("garbage".utf8), exchange: topology.statusExchange, userID: "guest") == nil)
         let refusal = StatusEvent(
             id: "e", type: "SendMessage", state: .failure, attempt: 1, response: IntentResponse(code: FailureCode.idInUse), owner: "bob",
-            refused: true).encoded()
+            refused: true
+        ).encoded()
         guard case .refusal(let refused)? = update(refusal, exchange: topology.statusExchange, userID: "guest") else {
             Issue.record("a refusal is kept apart from the intent")
             return
@@ -87,18 +93,23 @@ import Testing
 
     @Test func anAnswerOrCancelNamesItsSenderAndOnlyTrustedRepublishersMayNameAnOwner() {
         let answer = IntentEnvelope(id: "a", type: "SendMessage", parameters: [:], submittedAt: 1, turn: 1).encoded()
-        guard case .queued(_, let by)? = update(answer, exchange: topology.intentsExchange, userID: "mallory",
-                                                headers: [Topology.ownerHeader: .string("alice")]) else {
+        guard
+            case .queued(_, let by)? = update(
+                answer, exchange: topology.intentsExchange, userID: "mallory",
+                headers: [Topology.ownerHeader: .string("alice")])
+        else {
             Issue.record("an answer is queued")
             return
         }
         #expect(by == StatusStore.Submitter(user: "mallory"), "a producer cannot claim to answer as someone else")
-        guard case .queued(_, let retried)? = update(answer, exchange: topology.intentsExchange, userID: "guest",
-                                                     headers: [Topology.ownerHeader: .string("alice")]) else {
+        guard
+            case .queued(_, let retried)? = update(
+                answer, exchange: topology.intentsExchange, userID: "guest",
+                headers: [Topology.ownerHeader: .string("alice")])
+        else {
             Issue.record("a retry is queued")
             return
         }
         #expect(retried == StatusStore.Submitter(user: "alice"), "a worker's republish names the owner")
     }
 }
-

@@ -3,6 +3,7 @@ import IntentAMQP
 import IntentKit
 import IntentStore
 import Testing
+
 @testable import IntentWorker
 
 /// `WorkerService` on an in-memory transport, with its handler, pipeline and a
@@ -142,8 +143,13 @@ struct WorkerServiceTests {
 
     @Test func aCancelHintSkipsAQueuedIntentWithoutRunningIt() async throws {
         let harness = try Harness()
-        harness.transport.send(.publish([OutgoingMessage(
-            exchange: "intents.cancel", routingKey: "", body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized())], thenAck: nil))
+        harness.transport.send(
+            .publish(
+                [
+                    OutgoingMessage(
+                        exchange: "intents.cancel", routingKey: "",
+                        body: JSONValue.object(["id": "hinted", "at": .number(Date().timeIntervalSince1970)]).serialized())
+                ], thenAck: nil))
         #expect(await harness.acked(harness.deliver(Self.note("hinted"))))
         #expect(try harness.events("hinted").map(\.state) == [.canceled])
         #expect(try harness.notes("hinted") == 0)
@@ -189,9 +195,11 @@ struct WorkerServiceTests {
 
     @Test func hostileRetryCountersAreClampedInsteadOfOverflowing() async throws {
         let harness = try Harness()
-        let tag = harness.deliver(Self.note("huge"), headers: [
-            Topology.retriesHeader: .integer(.max), Topology.storageRetriesHeader: .integer(.max),
-        ])
+        let tag = harness.deliver(
+            Self.note("huge"),
+            headers: [
+                Topology.retriesHeader: .integer(.max), Topology.storageRetriesHeader: .integer(.max),
+            ])
         #expect(await harness.acked(tag))
         let outcome = try #require(try harness.events("huge").last)
         #expect(outcome.state == .success)

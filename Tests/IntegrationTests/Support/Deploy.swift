@@ -70,15 +70,16 @@ enum Deploy {
     }
 
     static func packageExecutables() throws -> Set<String> {
-        Set(try read("Package.swift").matches(of: try Regex(#"\.executable\(\s*name:\s*"([^"]+)""#))
-            .compactMap { $0.output[1].substring.map(String.init) })
+        Set(
+            try read("Package.swift").matches(of: try Regex(#"\.executable\(\s*name:\s*"([^"]+)""#))
+                .compactMap { $0.output[1].substring.map(String.init) })
     }
 
     /// intent-worker's `--grace` default, read from its option parsing.
     static func defaultGrace() throws -> Double {
         let source = try read("Sources/IntentQueue/WorkerCommand.swift")
         guard let match = source.firstMatch(of: try Regex(#"seconds\("--grace"\)\s*\?\?\s*([0-9.]+)"#)),
-              let value = match.output[1].substring.flatMap({ Double($0) })
+            let value = match.output[1].substring.flatMap({ Double($0) })
         else { throw LookupFailure(what: "the --grace default in WorkerCommand.swift") }
         return value
     }
@@ -185,9 +186,10 @@ enum Deploy {
                 "x-message-ttl": .integer(Int64(retry.seconds) * 1000),
                 "x-dead-letter-exchange": .string(topology.intentsExchange),
             ]
-            expected.bindings.insert(Binding(
-                source: topology.retryExchange, destination: retry.queue, key: "",
-                arguments: ["x-match": .string("all"), Topology.retryBucketHeader: .string(retry.bucket)]))
+            expected.bindings.insert(
+                Binding(
+                    source: topology.retryExchange, destination: retry.queue, key: "",
+                    arguments: ["x-match": .string("all"), Topology.retryBucketHeader: .string(retry.bucket)]))
         }
         for type in try servedTypes() {
             expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.workQueue, key: type))

@@ -27,7 +27,7 @@ struct Dockerfile {
                 for command in commands {
                     let words = command.split(whereSeparator: \.isWhitespace).map(String.init)
                     guard let install = words.firstIndex(of: "install"), install > 0,
-                          words[..<install].contains(where: { $0 == "apt-get" || $0 == "apt" })
+                        words[..<install].contains(where: { $0 == "apt-get" || $0 == "apt" })
                     else { continue }
                     packages.formUnion(words[(install + 1)...].filter { !$0.hasPrefix("-") })
                 }

@@ -2,19 +2,25 @@ import Foundation
 import IntentAMQP
 
 /// Publishes arbitrary bodies, as a careless or hostile client would, on a connection of its own.
-func publishRaw(url: String, routingKey: String, body: [UInt8], messageID: String? = nil, exchange: String = "intents",
-                headers: [String: HeaderValue] = [:], userID: String? = nil) async throws {
+func publishRaw(
+    url: String, routingKey: String, body: [UInt8], messageID: String? = nil, exchange: String = "intents",
+    headers: [String: HeaderValue] = [:], userID: String? = nil
+) async throws {
     let broker = try BrokerURL(url)
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
         Thread {
-            continuation.resume(with: Result {
-                let connection = try AMQPConnection(url: broker)
-                defer { connection.close() }
-                try connection.enableConfirms()
-                try connection.publishConfirmed([OutgoingMessage(
-                    exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, userID: userID, persistent: true,
-                    mandatory: true, headers: headers)], timeout: 10, context: "publishing a raw message")
-            })
+            continuation.resume(
+                with: Result {
+                    let connection = try AMQPConnection(url: broker)
+                    defer { connection.close() }
+                    try connection.enableConfirms()
+                    try connection.publishConfirmed(
+                        [
+                            OutgoingMessage(
+                                exchange: exchange, routingKey: routingKey, body: body, messageID: messageID, userID: userID, persistent: true,
+                                mandatory: true, headers: headers)
+                        ], timeout: 10, context: "publishing a raw message")
+                })
         }.start()
     }
 }

@@ -26,7 +26,8 @@ final class Sandbox: @unchecked Sendable {
     /// Starts `intent-worker` with `arguments` and waits until its connections are up.
     @discardableResult
     func startWorker(_ arguments: [String] = ["--with-recorder"], expectedConnections: Int = 2) async throws -> WorkerProcess {
-        let worker = try WorkerProcess(arguments: arguments, environment: environment, logPath: directory.appendingPathComponent("worker-\(workers.count).log").path)
+        let worker = try WorkerProcess(
+            arguments: arguments, environment: environment, logPath: directory.appendingPathComponent("worker-\(workers.count).log").path)
         workers.append(worker)
         try await worker.waitForConnections(expectedConnections)
         return worker

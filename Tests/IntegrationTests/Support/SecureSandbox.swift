@@ -67,7 +67,8 @@ final class SecureSandbox: @unchecked Sendable {
     /// A role's permissions, as definitions.json has them.
     static func grant(of role: Role) throws -> Grant {
         let entry = try #require((try definitions()["permissions"] as? [[String: Any]])?.first { $0["user"] as? String == role.rawValue })
-        return Grant(configure: entry["configure"] as? String ?? "^$", write: entry["write"] as? String ?? "^$", read: entry["read"] as? String ?? "^$")
+        return Grant(
+            configure: entry["configure"] as? String ?? "^$", write: entry["write"] as? String ?? "^$", read: entry["read"] as? String ?? "^$")
     }
 
     /// Gives `user` the role's permissions and topic permissions, or `replacing` them.

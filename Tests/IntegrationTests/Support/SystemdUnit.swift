@@ -20,8 +20,11 @@ struct SystemdUnit {
             }
             guard let section else { throw ParseError(description: "line \(offset + 1): a setting outside any section") }
             guard let equals = line.firstIndex(of: "=") else { throw ParseError(description: "line \(offset + 1): no '='") }
-            entries.append((section, line[..<equals].trimmingCharacters(in: .whitespaces),
-                            line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)))
+            entries.append(
+                (
+                    section, line[..<equals].trimmingCharacters(in: .whitespaces),
+                    line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                ))
         }
     }
 

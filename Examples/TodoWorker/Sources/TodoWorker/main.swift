@@ -18,8 +18,7 @@ struct AddTodoHandler: DatabaseIntentHandler {
     }
 }
 
-let database = try AppDatabase(path: ProcessInfo.processInfo.environment["TODO_DB"] ?? "todo.sqlite", migrations: [
-    "CREATE TABLE list(name TEXT PRIMARY KEY); INSERT INTO list VALUES ('Shopping'), ('Work')",
-    "CREATE TABLE todo(title TEXT NOT NULL, list TEXT NOT NULL, due_in_days INTEGER)",
-])
-try await Worker.serve(AddTodoHandler(database: database))
+let path = ProcessInfo.processInfo.environment["TODO_DB"] ?? "todo.sqlite"
+let lists = "CREATE TABLE list(name TEXT PRIMARY KEY); INSERT INTO list VALUES ('Shopping'), ('Work')"
+let todos = "CREATE TABLE todo(title TEXT NOT NULL, list TEXT NOT NULL, due_in_days INTEGER)"
+try await Worker.serve(AddTodoHandler(database: try AppDatabase(path: path, migrations: [lists, todos])))
