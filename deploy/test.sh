@@ -16,13 +16,25 @@ stop_test_nodes() {
 }
 trap stop_test_nodes EXIT
 
-swift build --build-tests
+# The style first: it takes seconds and needs no build.
+swift-format lint --strict -r Sources Tests Examples
+
+# Built with coverage instrumentation, so that the tools the integration tests
+# start write their profiles too (they inherit LLVM_PROFILE_FILE).
+swift build --build-tests --enable-code-coverage
 # Every test but two, in parallel; then each of them alone: starting three
 # RabbitMQ nodes beside thirty busy suites starves everything on two cores, and
 # the --wait latency it prints means little on a machine that is saturated.
-swift test --skip-build --skip 'ClusterTests|waitLatencyAfterTheTerminalEvent' 2>&1 | tee .build/test-output.txt
-swift test --skip-build --filter ClusterTests 2>&1 | tee -a .build/test-output.txt
-swift test --skip-build --filter waitLatencyAfterTheTerminalEvent 2>&1 | tee -a .build/test-output.txt
+rm -f "$(swift build --show-bin-path)"/codecov/*.profraw
+run_tests() { swift test --skip-build --enable-code-coverage "$@" 2>&1 | tee -a .build/test-output.txt; }
+: >.build/test-output.txt
+run_tests --skip 'ClusterTests|waitLatencyAfterTheTerminalEvent'
+run_tests --filter ClusterTests
+run_tests --filter waitLatencyAfterTheTerminalEvent
+deploy/coverage.sh
+
+# The documentation, with warnings as errors.
+deploy/docs.sh
 
 # A small benchmark run, so that the benchmark itself never breaks (figures
 # from a machine busy with tests mean little; see the README's Performance).

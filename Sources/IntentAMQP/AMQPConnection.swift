@@ -20,16 +20,20 @@ public final class AMQPConnection {
 
     /// What a call to `nextEvent` found.
     public enum Event {
+        /// A message the broker delivered to one of this channel's consumers.
         case delivery(Delivery)
         /// Publisher confirm: every sequence number up to and including this one
         /// when `multiple`, else just this one.
         case confirmed(sequence: UInt64, multiple: Bool)
+        /// Publisher nack: the broker could not take these publishes (counted as for `confirmed`).
         case rejected(sequence: UInt64, multiple: Bool)
+        /// A `mandatory` message the broker sent back because nothing was bound for it.
         case returned(ReturnedMessage)
     }
 
     /// Opens a TCP (or TLS) connection, logs in and opens channel 1.
     /// - Parameters:
+    ///   - url: the broker, its user and virtual host; `amqps` for TLS.
     ///   - heartbeat: seconds; the broker and this side each expect traffic at that interval.
     ///   - connectTimeout: how long the TCP connect, and then the login handshake, may each take.
     ///   - rpcTimeout: how long a synchronous command (declare, bind, consume…) may
@@ -71,6 +75,7 @@ public final class AMQPConnection {
     /// The index, in a URL's endpoints, of the node that last accepted a connection.
     private static let preferredEndpoint = Atomic<Int>(0)
 
+    /// Which connection this is, as its owner counts them; stamped on its delivery tags so acks for an older one are dropped.
     public let generation: UInt64
 
     private func open(state: amqp_connection_state_t, heartbeat: Int, connectTimeout: Double, rpcTimeout: Double) throws(AMQPError) {
@@ -131,6 +136,7 @@ public final class AMQPConnection {
         amqp_destroy_connection(state)
     }
 
+    /// False once `close()` or `abandon()` has run.
     public var isOpen: Bool { state != nil }
 
     private func live(_ context: @autoclosure () -> String) throws(AMQPError) -> amqp_connection_state_t {
@@ -189,7 +195,9 @@ public final class AMQPConnection {
 
     /// A queue argument (`x-queue-type`, `x-delivery-limit`, …).
     public enum Argument: Sendable, Hashable {
+        /// A string argument: its name and value (`x-queue-type`, `quorum`).
         case string(String, String)
+        /// An integer argument: its name and value (`x-delivery-limit`, 5).
         case integer(String, Int64)
     }
 
@@ -208,11 +216,16 @@ public final class AMQPConnection {
     /// What `queue.declare` answered: the queue's name (the broker's choice
     /// for an empty name), its ready messages and its consumers.
     public struct QueueInfo: Sendable, Hashable {
+        /// The queue's name: the one asked for, or the broker's choice for an empty one.
         public var name: String
+        /// How many messages were ready in the queue (unacked ones not counted).
         public var messages: Int
+        /// How many consumers the queue had.
         public var consumers: Int
     }
 
+    /// Declares a queue and returns what the broker answered; an empty name lets the broker choose one.
+    /// Redeclaring with the same settings is harmless; with others, the broker refuses (406) and closes the channel.
     @discardableResult
     public func declareQueue(
         _ name: String, durable: Bool = true, exclusive: Bool = false, autoDelete: Bool = false,
@@ -283,6 +296,7 @@ public final class AMQPConnection {
         return body(build(entries))
     }
 
+    /// Binds a queue to an exchange: messages published there with a matching key (or, on a headers exchange, matching `arguments`) reach it.
     public func bindQueue(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) {
         let state = try live("binding queue \(queue)")
         withTable(arguments.sorted { $0.key < $1.key }) { table in
@@ -425,11 +439,13 @@ public final class AMQPConnection {
         return sequence
     }
 
+    /// Acks a delivery of this connection by its tag; with `multiple`, every unacked delivery up to it as well.
     public func ack(_ tag: UInt64, multiple: Bool = false) throws(AMQPError) {
         let state = try live("acking")
         try checkStatus(amqp_basic_ack(state, channel, tag, multiple ? 1 : 0), context: "acking delivery \(tag)")
     }
 
+    /// Rejects a delivery: back to its queue with `requeue`, else dropped or dead-lettered as the queue says.
     public func reject(_ tag: UInt64, requeue: Bool) throws(AMQPError) {
         let state = try live("rejecting")
         try checkStatus(amqp_basic_reject(state, channel, tag, requeue ? 1 : 0), context: "rejecting delivery \(tag)")

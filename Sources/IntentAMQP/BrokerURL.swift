@@ -7,14 +7,22 @@
 /// first is this value, the others its `alternates`, and a connection goes
 /// to the next one when a node cannot be reached.
 public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
+    /// The environment variable the tools read the broker URL from.
     public static let environmentVariable = "INTENT_BROKER_URL"
+    /// The broker used when `INTENT_BROKER_URL` is unset or empty: RabbitMQ on this machine, as `guest`.
     public static let defaultURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
 
+    /// True for `amqps://`: the connection uses TLS and verifies the broker's certificate and host name.
     public var tls: Bool
+    /// The node's host name or address (an IPv6 address without its brackets); `localhost` when the URL names none.
     public var host: String
+    /// The TCP port: the URL's, or 5672 (5671 for `amqps://`).
     public var port: Int
+    /// The broker user to log in as (`guest` when the URL names none); IntentQueue signs its messages' `user_id` with it.
     public var user: String
+    /// The user's password (`guest` when the URL names none); `description` never shows it.
     public var password: String
+    /// The virtual host: `/` for an empty path or `%2f`.
     public var virtualHost: String
     /// For `amqps://`: a PEM file of the certificate authorities to trust
     /// (`?cacertfile=` in the URL, or `INTENT_BROKER_CA`). The broker's

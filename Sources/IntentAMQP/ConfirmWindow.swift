@@ -10,10 +10,13 @@ public struct ConfirmWindow<Group>: Sendable where Group: Sendable {
     private var pending: [(sequence: UInt64, group: Group?, confirmed: Bool)] = []
     private var head = 0
     private var lastPublished: UInt64 = 0
+    /// How many publishes are still unconfirmed.
     public private(set) var inFlight = 0
 
+    /// An empty window, for a channel just put in confirm mode.
     public init() {}
 
+    /// Notes a publish by its confirm sequence number (ascending, as `AMQPConnection.publish` returns them) and the group its confirm settles.
     public mutating func published(_ sequence: UInt64, group: Group? = nil) {
         pending.append((sequence, group, false))
         lastPublished = sequence

@@ -12,10 +12,15 @@ import Synchronization
 /// fails it reconnects with backoff, redeclares, and resumes; commands about
 /// deliveries of an older connection are dropped, since the broker requeued them.
 public final class ConsumerLoop: Sendable {
+    /// What the loop consumes and how: the broker, the queue, prefetch, heartbeat, and what to declare on each connection.
     public struct Configuration: Sendable {
+        /// The broker, or the nodes of a cluster, to connect to.
         public var url: BrokerURL
+        /// The queue consumed into `deliveries`, with manual acks.
         public var queue: String
+        /// How many unacked deliveries the broker may send at once: the most intents this loop has in hand.
         public var prefetch: UInt16
+        /// The AMQP heartbeat, in seconds.
         public var heartbeat: Int
         /// Declares what the consumer needs; runs on every (re)connection.
         public var declare: @Sendable (AMQPConnection) throws -> Void
@@ -26,8 +31,10 @@ public final class ConsumerLoop: Sendable {
         /// `onExtraDelivery`, called on the I/O thread and acked at once, so a
         /// busy `deliveries` consumer never holds them up.
         public var extraQueues: [(queue: String, arguments: [String: HeaderValue])] = []
+        /// Called on the I/O thread with each delivery of `extraQueues`; publishes and acks wait while it runs.
         public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
 
+        /// A configuration without extra queues; `declare` runs on every connection before consuming starts.
         public init(
             url: BrokerURL, queue: String, prefetch: UInt16, heartbeat: Int = 30, faults: FaultInjection = .none,
             declare: @escaping @Sendable (AMQPConnection) throws -> Void
@@ -46,7 +53,9 @@ public final class ConsumerLoop: Sendable {
         /// Publish with confirms; when `thenAck` is set, ack that delivery once
         /// every message is confirmed (or requeue it if the broker refuses one).
         case publish([OutgoingMessage], thenAck: DeliveryTag?)
+        /// Ack a delivery (dropped when it belongs to an earlier connection).
         case ack(DeliveryTag)
+        /// Reject a delivery: back to its queue with `requeue`, else dropped or dead-lettered as the queue says.
         case reject(DeliveryTag, requeue: Bool)
     }
 
@@ -57,6 +66,7 @@ public final class ConsumerLoop: Sendable {
         var connected = false
     }
 
+    /// Deliveries of the configured queue, for tasks to handle; finishes once consuming stops or the loop shuts down.
     public let deliveries: AsyncStream<Delivery>
     private let continuation: AsyncStream<Delivery>.Continuation
     private let shared = Mutex(Shared())
@@ -65,6 +75,7 @@ public final class ConsumerLoop: Sendable {
     private let configuration: Configuration
     private let logger: Logger
 
+    /// A loop that does nothing until `start()`.
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger

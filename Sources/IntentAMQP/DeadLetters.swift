@@ -30,8 +30,11 @@ public enum DeadLetters {
         return syntheticID(for: message.body)
     }
 
+    /// What `requeue` did.
     public enum Outcome: Sendable, Equatable {
+        /// The intent is back on `intents`, republished under this type.
         case requeued(type: String)
+        /// No dead letter had that id among the `scanned` messages looked at.
         case notFound(scanned: Int)
     }
 

@@ -11,6 +11,7 @@ import Synchronization
 /// limit, memory that grows with every intent. Here a finished handler just
 /// removes its entry.
 public final class Deadlines: DeadlineScheduler {
+    /// The process's one deadline thread, started on first use.
     public static let shared = Deadlines()
 
     private struct Entry {
@@ -40,6 +41,7 @@ public final class Deadlines: DeadlineScheduler {
         return token
     }
 
+    /// Forgets a scheduled action by its token, so it never runs; does nothing once it has run.
     public func clear(_ token: Int) {
         _ = entries.withLock { $0.removeValue(forKey: token) }
     }

@@ -6,6 +6,7 @@ import Synchronization
 public protocol DeliveryTransport: Sendable {
     /// Deliveries of the consumed queue, until consuming stops.
     var deliveries: AsyncStream<Delivery> { get }
+    /// Starts the transport: from then on deliveries arrive and commands are acted on.
     func start()
     /// Hands a publish, an ack or a reject over; callable from any task.
     func send(_ command: ConsumerLoop.Command)
@@ -13,6 +14,7 @@ public protocol DeliveryTransport: Sendable {
     func stopConsuming()
     /// Sends what was handed over (waiting at most `grace` seconds for its confirms) and closes.
     func shutdown(grace: Double) async
+    /// Whether the transport has a live broker connection right now.
     var isConnected: Bool { get }
 }
 
@@ -30,6 +32,7 @@ public final class InMemoryTransport: DeliveryTransport {
         var started = false
     }
 
+    /// What `deliver(body:…)` hands in, as the worker under test reads it; finishes at `stopConsuming()` or `shutdown`.
     public let deliveries: AsyncStream<Delivery>
     private let continuation: AsyncStream<Delivery>.Continuation
     private let state = Mutex(State())
@@ -50,10 +53,14 @@ public final class InMemoryTransport: DeliveryTransport {
         self.loopback = loopback
     }
 
+    /// Marks the transport started, so `isConnected` turns true.
     public func start() { state.withLock { $0.started = true } }
 
+    /// True once `start()` was called, as a connected loop would say.
     public var isConnected: Bool { state.withLock { $0.started } }
 
+    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed), an ack or a reject.
+    /// A publish to a `loopback` exchange also comes back as an extra delivery.
     public func send(_ command: ConsumerLoop.Command) {
         if case .publish(let messages, _) = command {
             for message in messages where loopback.contains(message.exchange) {
@@ -73,8 +80,10 @@ public final class InMemoryTransport: DeliveryTransport {
         }
     }
 
+    /// Finishes `deliveries`, as a canceled consumer would.
     public func stopConsuming() { continuation.finish() }
 
+    /// Finishes `deliveries` at once: there are no confirms to wait for.
     public func shutdown(grace: Double) async { continuation.finish() }
 
     /// Delivers a message of the consumed queue, as the broker would; returns its tag.

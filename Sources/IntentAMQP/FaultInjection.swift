@@ -31,6 +31,7 @@ public struct FaultInjection: Sendable {
 
     private let rules: [Rule]
 
+    /// No fault points: what every process runs with unless `INTENTQUEUE_FAULT` sets some.
     public static let none = FaultInjection(rules: [])
 
     init(rules: [Rule]) {
@@ -66,6 +67,7 @@ public struct FaultInjection: Sendable {
         return .success(FaultInjection(rules: rules))
     }
 
+    /// Whether any fault point is set.
     public var isEnabled: Bool { !rules.isEmpty }
 
     /// Dies at once (SIGKILL to itself) when a rule matches this point and intent.

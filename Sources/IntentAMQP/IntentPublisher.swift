@@ -44,6 +44,7 @@ public final class IntentPublisher {
         try submit(IntentEnvelope.request(.cancel, id: id, type: type))
     }
 
+    /// Closes the connection; the publisher submits nothing more.
     public func close() { connection.close() }
 
     /// Publishes every envelope persistently and `mandatory`, keeping up to

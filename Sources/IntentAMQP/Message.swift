@@ -1,7 +1,10 @@
 /// A message to publish.
 public struct OutgoingMessage: Sendable {
+    /// The exchange to publish to; the empty name is the default exchange, which routes by queue name.
     public var exchange: String
+    /// The routing key: the intent type on `intents`, the event's key on the status exchange.
     public var routingKey: String
+    /// The message body: UTF-8 JSON for IntentQueue's own messages.
     public var body: [UInt8]
     /// `message_id`: the intent id, so a returned message can be told apart.
     public var messageID: String?
@@ -9,11 +12,13 @@ public struct OutgoingMessage: Sendable {
     public var type: String?
     /// `user_id`: RabbitMQ checks it against the connection's user.
     public var userID: String?
+    /// `content_type`: `application/json` unless told otherwise.
     public var contentType: String
     /// Persistent (delivery mode 2) unless told otherwise.
     public var persistent: Bool
     /// Return the message (basic.return) when no queue is bound for it.
     public var mandatory: Bool
+    /// `timestamp`, in seconds since 1970 (a submission carries its `submittedAt`); nil sends none.
     public var timestampSeconds: UInt64?
     /// Application headers: strings and integers only.
     public var headers: [String: HeaderValue]
@@ -24,6 +29,7 @@ public struct OutgoingMessage: Sendable {
     /// `expiration`: the broker drops the message after this long in a queue.
     public var expirationMilliseconds: Int?
 
+    /// A message with its properties; by default persistent JSON, not mandatory, without headers.
     public init(
         exchange: String, routingKey: String, body: [UInt8], messageID: String? = nil, type: String? = nil,
         userID: String? = nil, contentType: String = "application/json", persistent: Bool = true,
@@ -69,16 +75,20 @@ extension OutgoingMessage {
 /// integers at the top level are kept: tables, arrays and floats are skipped,
 /// however deeply a sender nests them.
 public indirect enum HeaderValue: Sendable, Hashable {
+    /// A string: written as a long string, read from a long string or a byte array.
     case string(String)
+    /// An integer: written as 64 bits, read from an integer of any width.
     case integer(Int64)
     /// A nested table (written only; see above).
     case table([String: HeaderValue])
 
+    /// The text, when this is a string; nil otherwise.
     public var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
+    /// The number, when this is an integer; nil otherwise.
     public var integerValue: Int64? {
         if case .integer(let number) = self { return number }
         return nil
@@ -89,14 +99,23 @@ public indirect enum HeaderValue: Sendable, Hashable {
 public struct Delivery: Sendable {
     /// The delivery tag, valid only on the connection `generation` that received it.
     public var tag: DeliveryTag
+    /// The exchange the message was published to (empty for the default exchange).
     public var exchange: String
+    /// The routing key it was published with: for a submission, the intent type.
     public var routingKey: String
+    /// Set by the broker when the message was delivered before and not acked (a worker died, or it was requeued).
     public var redelivered: Bool
+    /// The message body, as its publisher sent it.
     public var body: [UInt8]
+    /// `message_id`, when the publisher set one: for IntentQueue's messages, the intent id.
     public var messageID: String?
+    /// `type`, when the publisher set one: the intent type.
     public var type: String?
+    /// `user_id`, when set: RabbitMQ checked it against the publisher's connection, so it says who sent the message.
     public var userID: String?
+    /// `reply_to`: where the sender wants its answer (a status request over direct reply-to).
     public var replyTo: String?
+    /// `correlation_id`: sent back with the answer, so the requester can match it to its request.
     public var correlationID: String?
     /// `x-delivery-count` from a quorum queue: how many earlier deliveries failed.
     public var deliveryCount: Int?
@@ -136,9 +155,12 @@ public struct Delivery: Sendable {
 /// A delivery tag together with the connection it belongs to. Acks for a tag of
 /// an earlier connection are dropped: the broker has already requeued it.
 public struct DeliveryTag: Sendable, Hashable {
+    /// The connection that received the delivery (`AMQPConnection.generation`).
     public var generation: UInt64
+    /// The broker's delivery tag on that connection's channel: what an ack or a reject names.
     public var value: UInt64
 
+    /// The tag `value` of a delivery received on connection `generation`.
     public init(generation: UInt64, value: UInt64) {
         self.generation = generation
         self.value = value
@@ -147,9 +169,14 @@ public struct DeliveryTag: Sendable, Hashable {
 
 /// A message the broker sent back because nothing was bound for it.
 public struct ReturnedMessage: Sendable {
+    /// The broker's reason code: 312 (no route) for a message nothing was bound for.
     public var replyCode: UInt16
+    /// The broker's reason in words (`NO_ROUTE`).
     public var replyText: String
+    /// The exchange the message was published to.
     public var exchange: String
+    /// The routing key it was published with: for a submission, the intent type no worker serves.
     public var routingKey: String
+    /// The returned message's `message_id` (the intent id), when it had one.
     public var messageID: String?
 }

@@ -9,6 +9,7 @@ public struct ReconnectBackoff: Sendable {
     private let initial: Double
     private let maximum: Double
 
+    /// A backoff that starts at `initial` seconds and grows to `maximum` at most (give or take its jitter).
     public init(initial: Double = 0.2, maximum: Double = 10) {
         self.initial = initial
         self.maximum = maximum
@@ -32,7 +33,11 @@ public struct ReconnectBackoff: Sendable {
 /// `serve` returns, and when either fails, reconnect after a growing pause
 /// (a connection that served a while starts the pauses again) — until stopped.
 public enum ReconnectLoop {
+    /// Connects and serves until `serve` returns or `isStopping` holds, reconnecting after each failure.
     /// - Parameters:
+    ///   - url: the broker, for the log lines.
+    ///   - logger: where each failure and reconnection is logged.
+    ///   - isStopping: asked before each attempt; true ends the loop.
     ///   - pause: waits that long, or less when stopping.
     ///   - connect: a new connection, ready to serve; `generation` counts them from 1.
     ///   - serve: returns when the work is done (its connection is then closed), throws when the connection broke.

@@ -8,7 +8,11 @@ public final class StatusRequester {
     private let topology: Topology
     private let timeout: Double
 
-    /// - Parameter timeout: the longest a connect, or a question, may take.
+    /// Connects and starts consuming direct reply-to, ready to ask.
+    /// - Parameters:
+    ///   - url: the broker; its user is the one the recorder answers for.
+    ///   - topology: where the recorder's request exchange and queue are.
+    ///   - timeout: the longest a connect, or a question, may take.
     public init(url: BrokerURL, topology: Topology = Topology(), timeout: Double = 5) throws(AMQPError) {
         connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: min(3, timeout), rpcTimeout: min(5, timeout))
         self.topology = topology
@@ -49,6 +53,7 @@ public final class StatusRequester {
         }
     }
 
+    /// Closes the connection; the requester asks nothing more.
     public func close() { connection.close() }
 }
 
@@ -56,10 +61,15 @@ public final class StatusRequester {
 /// lives as long as this client's connection, bound to the status exchange.
 public final class StatusFeed {
     private let connection: AMQPConnection
+    /// The server-named queue the feed reads from: exclusive, and deleted with the connection.
     public let queue: String
 
-    /// - Parameter bindings: (exchange, routing key) pairs; for the status
-    ///   exchange the key is `<type>.<state>` with `*` and `#` wildcards.
+    /// Connects, declares the feed's queue and binds it.
+    /// - Parameters:
+    ///   - url: the broker; a producer may bind only to its own events.
+    ///   - bindings: (exchange, routing key) pairs; for the status exchange the key is
+    ///     `<owner>.<type>.<state>` with `*` and `#` wildcards.
+    ///   - connectTimeout: how long connecting and declaring may take.
     public init(url: BrokerURL, bindings: [(exchange: String, key: String)], connectTimeout: Double = 3) throws(AMQPError) {
         connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: connectTimeout, rpcTimeout: max(connectTimeout, 1))
         queue = try connection.declareQueue("", durable: false, exclusive: true, autoDelete: true).name
@@ -80,5 +90,6 @@ public final class StatusFeed {
         }
     }
 
+    /// Closes the connection, which deletes the feed's queue.
     public func close() { connection.close() }
 }

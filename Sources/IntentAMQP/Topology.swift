@@ -16,18 +16,26 @@ import IntentKit
 /// Workers bind the work and ledger queues only for the types they serve, so a
 /// submission of any other type is unroutable and comes back to its producer.
 public struct Topology: Sendable {
+    /// The topic exchange intents (and answers, cancels and denials) are published to, with the intent type as key.
     public var intentsExchange = "intents"
+    /// The topic exchange of status events, which the ledger queue and live watchers are bound to.
     public var statusExchange = "intents.status"
+    /// The fanout exchange the work queue dead-letters to once a message reaches `deliveryLimit`.
     public var deadLetterExchange = "intents.dead"
+    /// The queue that keeps dead letters for operators (`intent-status dead`, `requeue`).
     public var deadLetterQueue = "intents.dead"
+    /// The quorum queue workers consume intents from.
     public var workQueue = "intents.work"
+    /// The quorum queue the status recorder consumes: every accepted submission and every status event.
     public var ledgerQueue = "intents.ledger"
+    /// The headers exchange retries go through to their delay queues; also the prefix of those queues' names.
     public var retryExchange = "intents.retry"
     /// Cancellation hints: a fanout to a stream every worker reads from its
     /// start, so that a worker skips an intent whose cancel was requested, even
     /// one sent while no worker ran. The request itself travels through
     /// `intents` (an envelope with `"request":"cancel"`) and a worker decides it.
     public var cancelExchange = "intents.cancel"
+    /// The stream bound to `cancelExchange` that workers read cancellation hints from (kept seven days).
     public var cancelStream = "intents.cancellations"
     /// Remote status: the recorder consumes this queue (non-durable, deleted
     /// when the recorder goes) and answers each request on its `reply_to`.
@@ -55,6 +63,7 @@ public struct Topology: Sendable {
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"
 
+    /// IntentQueue's standard names and settings; tests and benchmarks change the names for a topology of their own.
     public init() {}
 
     /// Checks, without declaring anything, that the exchanges a producer

@@ -27,11 +27,18 @@ public final class IntentClient: Sendable {
         case remote
     }
 
+    /// The broker the client connects to; its user owns what the client submits.
     public let brokerURL: BrokerURL
+    /// Where the client reads statuses: the store file or the recorder.
     public let source: StatusSource
+    /// The exchanges and queues the client publishes to and listens on.
     public let topology: Topology
 
-    /// - Parameter source: where statuses are read; by default the recorder, over the broker.
+    /// A client of the broker at `brokerURL`; nothing connects until a call needs it.
+    /// - Parameters:
+    ///   - brokerURL: the broker, and the user the client acts as.
+    ///   - source: where statuses are read; by default the recorder, over the broker.
+    ///   - topology: the exchanges and queues, when not the default ones.
     public init(brokerURL: BrokerURL, source: StatusSource = .remote, topology: Topology = Topology()) {
         self.brokerURL = brokerURL
         self.source = source
@@ -376,6 +383,7 @@ public final class IntentClient: Sendable {
 
 /// Why a client call did not do what it was asked.
 public struct IntentClientError: Error, Sendable, CustomStringConvertible {
+    /// The kinds of failure, for a caller that acts on one (an exit code, a retry) rather than only printing it.
     public enum Kind: Sendable, Hashable {
         /// The store has never seen the id.
         case unknownIntent
@@ -397,10 +405,14 @@ public struct IntentClientError: Error, Sendable, CustomStringConvertible {
         case unavailable
     }
 
+    /// What kind of failure it was.
     public var kind: Kind
+    /// What went wrong, in words, with its details.
     public var message: String
+    /// The message.
     public var description: String { message }
 
+    /// An error of this kind, saying `message`.
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message

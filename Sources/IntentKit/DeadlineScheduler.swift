@@ -6,6 +6,7 @@ import Synchronization
 public protocol DeadlineScheduler: Sendable {
     /// Runs `action` once `seconds` have passed, unless `clear` is called with the token first.
     func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int
+    /// Cancels the deadline `token` names (as `schedule` returned it), so that its action never runs; one already passed is left as it is.
     func clear(_ token: Int)
 }
 
@@ -15,8 +16,10 @@ public final class TaskDeadlines: DeadlineScheduler {
     private let tasks = Mutex<[Int: Task<Void, Never>]>([:])
     private let nextToken = Atomic<Int>(0)
 
+    /// A scheduler with no deadlines yet.
     public init() {}
 
+    /// Starts a task that sleeps `seconds` and then runs `action`, unless cleared first; returns the token to clear it with.
     public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
         // Stored before the task can look for itself: it runs only if still there.
@@ -30,6 +33,7 @@ public final class TaskDeadlines: DeadlineScheduler {
         return token
     }
 
+    /// Cancels the deadline's task, so that its action never runs.
     public func clear(_ token: Int) {
         tasks.withLock { $0.removeValue(forKey: token) }?.cancel()
     }

@@ -46,6 +46,9 @@ public struct IntentContext: Sendable {
     public func isConfirmed(_ parameter: String) -> Bool { confirmed.contains(parameter) }
     private let progressSink: @Sendable (StatusEvent.Progress) -> Void
 
+    /// The context of one delivery of an intent. `attempt` is 1 (the first delivery) and `submittedAt` 0 unless given; the
+    /// logger (silent by default) puts `intent.id` and `intent.type` on every line, and `progress` receives what
+    /// `reportProgress` publishes (by default it goes nowhere).
     public init(
         intentID: String, intentType: String, attempt: Int = 1, submittedAt: Double = 0,
         logger: Logger = .disabled(), progress: @escaping @Sendable (StatusEvent.Progress) -> Void = { _ in }

@@ -6,6 +6,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// The envelope format this build writes and reads.
     public static let currentVersion = 1
 
+    /// The envelope format it is written in; a worker reads only `currentVersion`.
     public var version: Int
     /// Chosen by the submitter; resubmitting the same id never repeats its effects.
     public var id: String
@@ -33,6 +34,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// (`"Alice, Bob"`). Without it, a value of the wrong type is refused.
     public var lenientParameters: Bool
 
+    /// An envelope with its fields as given: by default in the current format, a first submission (turn 0, with no answers,
+    /// confirmations, group or request) and strict about its parameters' types.
     public init(
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
@@ -245,13 +248,17 @@ public enum IntentRequest: String, Codable, Sendable, Hashable, CaseIterable {
 /// Why a message body is not a usable envelope. `id` is set when it could be read,
 /// so that the failure can be recorded against the intent.
 public struct EnvelopeError: Error, Sendable, CustomStringConvertible {
+    /// The intent's id, when the body had a usable one.
     public var id: String?
+    /// What is wrong with the body, for an operator to act on.
     public var reason: String
 
+    /// An error about the intent `id` (nil when the body had no usable one), saying `reason`.
     public init(id: String?, reason: String) {
         self.id = id
         self.reason = reason
     }
 
+    /// The reason.
     public var description: String { reason }
 }

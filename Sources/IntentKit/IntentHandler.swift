@@ -12,10 +12,14 @@
 /// error that passes (a busy or full database) waits for the storage; any
 /// other error fails the intent with `handlerError`.
 public protocol IntentHandler: Sendable {
+    /// The intent type this handler serves: each submission of it is decoded into one.
     associatedtype IntentType: Intent
 
+    /// Looks at the intent as a whole once each parameter is resolved; throws a `ParameterRequest` to ask the user.
     func resolve(_ intent: IntentType, context: IntentContext) async throws
+    /// Checks the intent before anything is done; may ask the user to confirm it (`context.requestConfirmation`).
     func confirm(_ intent: IntentType, context: IntentContext) async throws
+    /// Does the work and returns the response; throws an `IntentFailure` to fail with its own code.
     func handle(_ intent: IntentType, context: IntentContext) async throws -> IntentResponse
 
     /// How a `TransientFailure` of this type is retried.
@@ -46,28 +50,38 @@ public protocol IntentHandler: Sendable {
 }
 
 extension IntentHandler {
+    /// By default the intent needs nothing beyond each parameter's own resolution.
     public func resolve(_ intent: IntentType, context: IntentContext) async throws {}
 
+    /// By default the intent is ready: nothing is asked to confirm.
     public func confirm(_ intent: IntentType, context: IntentContext) async throws {}
 
+    /// By default `RetryPolicy.standard`: five retries, from one second to five minutes apart.
     public var retryPolicy: RetryPolicy { .standard }
 
+    /// By default ten minutes.
     public var timeLimit: Double? { 600 }
 
+    /// By default any submitter may have the type handled.
     public var isRestricted: Bool { false }
 
+    /// By default nil: outcomes are decided in the worker's own ledger, claimed before `handle` runs.
     public var ledger: (any OutcomeLedger)? { nil }
 
+    /// By default none.
     public var dependencies: [any Sendable] { [] }
 
+    /// By default nil: the plain status is shown.
     public static func render(_ view: IntentView) -> String? { nil }
 }
 
 /// Thrown when the intent's outcome was decided before its effects could
 /// commit (a cancel, a time limit): the outcome that stands.
 public struct OutcomeAlreadyDecided: Error, Sendable {
+    /// The outcome decided first, which the intent keeps.
     public var outcome: DecidedOutcome
 
+    /// Reports that `outcome` already stands.
     public init(_ outcome: DecidedOutcome) {
         self.outcome = outcome
     }

@@ -3,8 +3,12 @@ import Synchronization
 
 /// Where the pipeline left an intent: `needsInput`, `success` or `failure`.
 public struct PipelineOutcome: Sendable, Hashable {
+    /// `needsInput`, `success` or `failure`; `inProgress` when the intent is to be tried again, `canceled` when a cancel
+    /// stopped it, or the state of an outcome decided before.
     public var state: IntentState
+    /// What the intent ended with; nil while it needs input or waits for a retry.
     public var response: IntentResponse?
+    /// Each parameter's resolution, as far as resolution went; for `needsInput`, with the questions to ask.
     public var resolutions: [ParameterResolution]
     /// Set when a step threw a `TransientFailure`: the intent should be tried again.
     public var retryReason: String?
@@ -13,6 +17,7 @@ public struct PipelineOutcome: Sendable, Hashable {
     /// `RetryPolicy`, so the intent waits until the storage works again.
     public var waitsForStorage = false
 
+    /// An outcome in `state`, with a response, resolutions and a retry reason only when given.
     public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = [], retryReason: String? = nil) {
         self.state = state
         self.response = response
@@ -20,6 +25,7 @@ public struct PipelineOutcome: Sendable, Hashable {
         self.retryReason = retryReason
     }
 
+    /// A `failure` outcome whose response is `failure`'s code, message and payload.
     public static func failure(_ failure: IntentFailure, resolutions: [ParameterResolution] = []) -> PipelineOutcome {
         PipelineOutcome(state: .failure, response: failure.response, resolutions: resolutions)
     }
@@ -34,6 +40,9 @@ public enum IntentPipeline {
     /// Runs an envelope through the registry's handler for its type and
     /// returns its outcome once the handler has returned.
     /// - Parameters:
+    ///   - envelope: the submission or turn to run.
+    ///   - registry: the handlers, by intent type.
+    ///   - context: the delivery: the intent's id, attempt, logger, and how to report progress.
     ///   - timeLimit: overrides the handler's own `timeLimit` when set.
     ///   - deadlines: what enforces the time limit (a worker's timer thread; by default a task per limit).
     public static func run(

@@ -17,6 +17,7 @@ public struct IntentRegistry: Sendable {
 
     private var entries: [String: Entry] = [:]
 
+    /// An empty registry; `register` adds the handlers.
     public init() {}
 
     /// Adds a handler. Registering a type twice is a programmer error, reported
@@ -41,6 +42,7 @@ public struct IntentRegistry: Sendable {
     /// The type names this registry serves, sorted.
     public var typeNames: [String] { entries.keys.sorted() }
 
+    /// Whether a handler for `typeName` is registered.
     public func serves(_ typeName: String) -> Bool { entries[typeName] != nil }
 
     func entry(for typeName: String) -> Entry? { entries[typeName] }
@@ -71,6 +73,8 @@ public struct IntentRegistry: Sendable {
     }
 }
 
+/// Why a handler could not be registered: its type name cannot be a routing key, or its type is registered already.
 public struct RegistryError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong, naming the type.
     public var description: String
 }

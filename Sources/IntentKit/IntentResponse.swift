@@ -2,10 +2,14 @@
 /// optional machine-readable payload. Failures use the same shape, with the
 /// failure code in `code`.
 public struct IntentResponse: Decodable, Sendable, Hashable {
+    /// The response code a program branches on: `success`, or a failure code (one of `FailureCode`'s or the handler's own).
     public var code: String
+    /// A message for people, when there is one.
     public var message: String?
+    /// Machine-readable details, when the response has any.
     public var payload: JSONValue?
 
+    /// A response with `code`, and with a message and a payload only when given.
     public init(code: String, message: String? = nil, payload: JSONValue? = nil) {
         self.code = code
         self.message = message
@@ -27,11 +31,14 @@ public struct IntentResponse: Decodable, Sendable, Hashable {
 
 /// A typed refusal or failure: a code a program can branch on and a reason a person can read.
 public struct IntentFailure: Error, Codable, Sendable, Hashable {
+    /// The failure code a program branches on: one of `FailureCode`'s or the handler's own.
     public var code: String
+    /// Why it failed, for a person to read.
     public var message: String
     /// Machine-readable details, when the failure has any.
     public var payload: JSONValue?
 
+    /// A failure with `code` and `message`, and with a payload only when given.
     public init(code: String, message: String, payload: JSONValue? = nil) {
         self.code = code
         self.message = message

@@ -1,12 +1,18 @@
 /// What a renderer sees of an intent: enough to draw it the way its app would
 /// (SiriKit's UI extension), without a database or a handler instance.
 public struct IntentView: Sendable {
+    /// The intent's type name, which picks the handler that draws it.
     public var type: String
+    /// Where the intent stands now.
     public var state: IntentState
+    /// What was submitted, with the answers given so far merged in, as JSON.
     public var parameters: [String: JSONValue]
+    /// Each parameter's resolution in the latest outcome, questions included.
     public var resolutions: [ParameterResolution]
+    /// What the intent ended with, once it has ended.
     public var response: IntentResponse?
 
+    /// A view of an intent of `type` in `state`, with its parameters, its resolutions and its response (nil until it ends).
     public init(type: String, state: IntentState, parameters: [String: JSONValue], resolutions: [ParameterResolution], response: IntentResponse?) {
         self.type = type
         self.state = state

@@ -6,29 +6,39 @@ import Foundation
 /// Numbers are kept as `Double` (integers up to ±2^53 are exact). Objects are
 /// unordered; `serialized()` writes their keys sorted so output is deterministic.
 public enum JSONValue: Sendable, Hashable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number; integers are exact up to ±2^53.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object: its members by key, in no order.
     case object([String: JSONValue])
 }
 
 // MARK: - Convenience
 
 extension JSONValue {
+    /// The text as a JSON string.
     public init(_ string: String) {
         self = .string(string)
     }
 
+    /// The number as a JSON number.
     public init(_ number: Double) {
         self = .number(number)
     }
 
+    /// The integer as a JSON number, exact up to ±2^53.
     public init(_ number: Int) {
         self = .number(Double(number))
     }
 
+    /// The boolean as JSON `true` or `false`.
     public init(_ bool: Bool) {
         self = .bool(bool)
     }
@@ -109,36 +119,42 @@ extension JSONValue {
 // MARK: - Literals
 
 extension JSONValue: ExpressibleByStringLiteral {
+    /// A JSON string written as a literal: `"Alice"`.
     public init(stringLiteral value: String) {
         self = .string(value)
     }
 }
 
 extension JSONValue: ExpressibleByIntegerLiteral {
+    /// A JSON number written as an integer literal: `3`.
     public init(integerLiteral value: Int) {
         self = .number(Double(value))
     }
 }
 
 extension JSONValue: ExpressibleByFloatLiteral {
+    /// A JSON number written as a floating-point literal: `0.5`.
     public init(floatLiteral value: Double) {
         self = .number(value)
     }
 }
 
 extension JSONValue: ExpressibleByBooleanLiteral {
+    /// JSON `true` or `false`, written as a literal.
     public init(booleanLiteral value: Bool) {
         self = .bool(value)
     }
 }
 
 extension JSONValue: ExpressibleByArrayLiteral {
+    /// A JSON array written as a literal: `["Alice", 3]`.
     public init(arrayLiteral elements: JSONValue...) {
         self = .array(elements)
     }
 }
 
 extension JSONValue: ExpressibleByDictionaryLiteral {
+    /// A JSON object written as a literal: `["code": "success"]`; a key written twice keeps its last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         var object = [String: JSONValue](minimumCapacity: elements.count)
         for (key, value) in elements {
@@ -149,6 +165,7 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
 }
 
 extension JSONValue: ExpressibleByNilLiteral {
+    /// JSON `null`, written as `nil`.
     public init(nilLiteral: ()) {
         self = .null
     }
@@ -162,6 +179,8 @@ extension JSONValue: CustomStringConvertible {
 // MARK: - Codable
 
 extension JSONValue: Codable {
+    /// Reads any JSON value: from `JSONValueDecoder`, the tree as it is; from another decoder, the first of null, a boolean,
+    /// a number, a string, an array or an object that fits.
     public init(from decoder: any Decoder) throws {
         // Our own decoder holds the tree already: take it as it is (its lenient
         // scalar conversions would otherwise turn "true" into a Bool).
@@ -188,6 +207,7 @@ extension JSONValue: Codable {
         }
     }
 
+    /// Writes the value as it is; a number that is not finite, which JSON cannot hold, as `null`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -294,32 +314,45 @@ extension JSONValue {
 
 /// Why bytes are not a JSON document, and where.
 public struct JSONValueError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    /// What sort of problem the parser found, for a program to branch on.
     public enum Kind: String, Sendable, Hashable {
+        /// The input ended before the document did.
         case unexpectedEndOfInput
+        /// A character that cannot stand where it is (a missing comma, a stray bracket, a misspelled literal).
         case unexpectedCharacter
+        /// Bytes that are not valid UTF-8.
         case invalidUTF8
+        /// A backslash escape JSON does not have, or a `\u` escape that is no character (a lone surrogate).
         case invalidEscape
+        /// A malformed number (a leading zero, a missing digit), or one too large for a `Double`.
         case invalidNumber
+        /// A control character written raw in a string, where JSON requires it escaped.
         case controlCharacterInString
+        /// Arrays and objects nested deeper than `JSONValue.maximumDepth`.
         case depthLimitExceeded
+        /// Something other than white space after the value.
         case trailingData
         /// An object names a key twice: parsers disagree on which value wins, so neither does.
         case duplicateKey
     }
 
+    /// What sort of problem it is.
     public var kind: Kind
     /// What is wrong, without the position.
     public var message: String
     /// Where in the input (in bytes from the start) the problem was found.
     public var offset: Int
 
+    /// An error of `kind` saying `message`, found `offset` bytes into the input.
     public init(kind: Kind, message: String, offset: Int) {
         self.kind = kind
         self.message = message
         self.offset = offset
     }
 
+    /// The message and the byte offset it was found at.
     public var description: String { "\(message) at byte offset \(offset)" }
+    /// The same as `description`, for `localizedDescription`.
     public var errorDescription: String? { description }
 }
 
@@ -333,15 +366,19 @@ extension JSONValue {
         try data.withUnsafeBytes { try parse(rawBuffer: $0) }
     }
 
+    /// Parses strict UTF-8 JSON from bytes, as `parse(_:)` does from `Data`. Throws `JSONValueError`.
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         try bytes.withUnsafeBytes { try parse(rawBuffer: $0) }
     }
 
+    /// Parses strict JSON from a string's UTF-8. Throws `JSONValueError`.
     public static func parse(_ string: String) throws -> JSONValue {
         var string = string
         return try string.withUTF8 { try parse(rawBuffer: UnsafeRawBufferPointer($0)) }
     }
 
+    /// Parses strict UTF-8 JSON from bytes read only during the call (the other `parse` functions come here). Throws
+    /// `JSONValueError`.
     public static func parse(rawBuffer: UnsafeRawBufferPointer) throws -> JSONValue {
         var parser = _JSONParser(bytes: rawBuffer)
         return try parser.parseDocument()

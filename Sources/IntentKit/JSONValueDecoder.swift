@@ -23,6 +23,7 @@ public struct JSONValueDecoder: Sendable {
     /// What the decoded types' `init(from:)` find in `decoder.userInfo`.
     public var userInfo: [CodingUserInfoKey: any Sendable]
 
+    /// A decoder, strict unless `lenient`, that hands the decoded types `userInfo` (empty by default).
     public init(lenient: Bool = false, userInfo: [CodingUserInfoKey: any Sendable] = [:]) {
         self.lenient = lenient
         self.userInfo = userInfo
@@ -31,6 +32,7 @@ public struct JSONValueDecoder: Sendable {
     /// The settings of the decode under way, seen by the static helpers.
     @TaskLocal static var current = JSONValueDecoder()
 
+    /// Decodes a `T` from `value`; where it does not fit, throws a `DecodingError` that names the parameter.
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try Self.$current.withValue(self) {
             try _JSONValueUnbox.decodable(value, as: T.self, codingPath: [])

@@ -6,8 +6,10 @@ import Foundation
 /// `JSONEncoder` leaves them; `Date` is seconds since 1970, `Data` base64,
 /// `URL` its string; a number that is not finite is refused.
 public struct JSONValueEncoder: Sendable {
+    /// An encoder; it has no settings.
     public init() {}
 
+    /// The value as a JSON tree. Throws `EncodingError.invalidValue` for a number that is not finite.
     public func encode<T: Encodable>(_ value: T) throws -> JSONValue {
         try _JSONValueBox.box(value, codingPath: [])
     }

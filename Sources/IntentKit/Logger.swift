@@ -3,11 +3,16 @@ import Foundation
 /// A small structured logger. Libraries take one; only executables decide where
 /// records go, by choosing the sink. Metadata keys are dotted (`intent.id`).
 public struct Logger: Sendable {
+    /// How much a record matters; a logger writes the records at its own level and above.
     public enum Level: Int, Sendable, Comparable, CaseIterable {
+        /// From the least to the most severe: `trace` and `debug` for tracking a fault down, `info` and `notice` for what
+        /// happens (`notice` for what an operator should see), `warning` and `error` for what went wrong.
         case trace, debug, info, notice, warning, error
 
+        /// Orders the levels by severity, `trace` first.
         public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
 
+        /// The level's name, as each record prints it and `--log-level` takes it.
         public var name: String {
             switch self {
             case .trace: "trace"
@@ -22,20 +27,31 @@ public struct Logger: Sendable {
 
     /// One log line's content.
     public struct Record: Sendable {
+        /// When the record was made.
         public var date: Date
+        /// How much it matters.
         public var level: Level
+        /// The label of the logger that wrote it: which program or part of one.
         public var label: String
+        /// What happened, in words.
         public var message: String
+        /// The logger's metadata with the record's own over it (`intent.id` and the like).
         public var metadata: [String: String]
     }
 
+    /// Where records go: an executable's choice (standard error, as text or as JSON).
     public typealias Sink = @Sendable (Record) -> Void
 
+    /// Names the program or part of one on every record (`intent-worker`).
     public var label: String
+    /// The least severe level written; records below it are dropped before their message is built.
     public var level: Level
+    /// Put on every record, with dotted keys (`intent.id`).
     public var metadata: [String: String]
     private let sink: Sink
 
+    /// A logger labeled `label` that hands `sink` the records at `level` (`info` by default) and above, each carrying
+    /// `metadata` (none by default).
     public init(label: String, level: Level = .info, metadata: [String: String] = [:], sink: @escaping Sink) {
         self.label = label
         self.level = level
@@ -48,6 +64,7 @@ public struct Logger: Sendable {
         Logger(label: label, level: .error, sink: { _ in })
     }
 
+    /// One key of the metadata on every record; setting it nil removes it.
     public subscript(metadataKey key: String) -> String? {
         get { metadata[key] }
         set { metadata[key] = newValue }
@@ -60,6 +77,8 @@ public struct Logger: Sendable {
         return copy
     }
 
+    /// Writes a record at `level`, with `extra` over the logger's metadata, unless `level` is below the logger's; the message
+    /// is built only when the record is written.
     public func log(_ level: Level, _ message: @autoclosure () -> String, metadata extra: [String: String] = [:]) {
         guard level >= self.level else { return }
         var merged = metadata
@@ -67,18 +86,23 @@ public struct Logger: Sendable {
         sink(Record(date: Date(), level: level, label: label, message: message(), metadata: merged))
     }
 
+    /// Logs `message` at `debug`, with `metadata` over the logger's.
     public func debug(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
         log(.debug, message(), metadata: metadata)
     }
+    /// Logs `message` at `info`, with `metadata` over the logger's.
     public func info(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
         log(.info, message(), metadata: metadata)
     }
+    /// Logs `message` at `notice`, with `metadata` over the logger's.
     public func notice(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
         log(.notice, message(), metadata: metadata)
     }
+    /// Logs `message` at `warning`, with `metadata` over the logger's.
     public func warning(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
         log(.warning, message(), metadata: metadata)
     }
+    /// Logs `message` at `error`, with `metadata` over the logger's.
     public func error(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
         log(.error, message(), metadata: metadata)
     }

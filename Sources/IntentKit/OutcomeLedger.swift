@@ -2,22 +2,28 @@ import Synchronization
 
 /// An intent's decided outcome: `success`, `failure` or `canceled`, final.
 public struct DecidedOutcome: Sendable, Hashable {
+    /// `success`, `failure` or `canceled`.
     public var state: IntentState
+    /// What the intent ended with: its code, message and payload.
     public var response: IntentResponse
 
+    /// An outcome in `state`, ending with `response`.
     public init(state: IntentState, response: IntentResponse) {
         self.state = state
         self.response = response
     }
 
+    /// A success, ending with the handler's `response`.
     public static func success(_ response: IntentResponse) -> DecidedOutcome {
         DecidedOutcome(state: .success, response: response)
     }
 
+    /// A failure, ending with `failure`'s code, message and payload.
     public static func failure(_ failure: IntentFailure) -> DecidedOutcome {
         DecidedOutcome(state: .failure, response: failure.response)
     }
 
+    /// A cancel, with the code `canceled` and `message` saying when it came.
     public static func canceled(_ message: String) -> DecidedOutcome {
         DecidedOutcome(state: .canceled, response: IntentResponse(code: FailureCode.canceled, message: message))
     }
@@ -47,6 +53,7 @@ public struct Sender: Sendable, Hashable {
     /// The recorder or a worker: the only senders of an expiry.
     public var isTrusted: Bool
 
+    /// A sender verified as `user`, neither an operator nor trusted unless said.
     public init(user: String?, isOperator: Bool = false, isTrusted: Bool = false) {
         self.user = user
         self.isOperator = isOperator
@@ -67,6 +74,7 @@ public struct Admission: Sendable, Hashable {
     /// The ledger had never seen the intent: this message is its first submission.
     public var isNew: Bool
 
+    /// An admission that lets the message act: no decided outcome, owner, refusal or confirmations unless given, and not new.
     public init(
         decided: DecidedOutcome? = nil, owner: String? = nil, refusal: IntentFailure? = nil, confirmed: Set<String> = [],
         isNew: Bool = false
@@ -130,10 +138,12 @@ public protocol OutcomeLedger: Sendable {
 }
 
 extension OutcomeLedger {
+    /// By default nothing is claimed: the decided outcome, if any, is returned. A ledger without the effects implements it.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         try await outcome(of: intentID)
     }
 
+    /// By default there is no claim to remove.
     public func release(_ intentID: String) async throws {}
 }
 
@@ -193,13 +203,17 @@ extension Admission {
 
 /// Another delivery of the intent is being handled: this one waits and comes back.
 public struct ClaimHeld: RetryableError, Sendable, CustomStringConvertible {
+    /// Always: the delivery waits and is tried again.
     public var isRetryable: Bool { true }
+    /// The intent whose claim another delivery holds.
     public var intentID: String
 
+    /// Reports that another delivery holds the claim on `intentID`.
     public init(intentID: String) {
         self.intentID = intentID
     }
 
+    /// Says which intent is being handled.
     public var description: String { "another delivery of '\(intentID)' is being handled" }
 }
 
@@ -218,16 +232,22 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    /// As given to `init`: true makes it act as a ledger kept with the effects.
     public let holdsEffects: Bool
 
+    /// An empty ledger. With `holdsEffects` (false by default) it acts as one kept with the effects: the worker claims
+    /// nothing, and a cancel wins until an outcome stands.
     public init(holdsEffects: Bool = false) {
         self.holdsEffects = holdsEffects
     }
 
+    /// The outcome decided for the intent, if any.
     public func outcome(of intentID: String) async throws -> DecidedOutcome? {
         entries.withLock { $0[intentID]?.outcome }
     }
 
+    /// Records `outcome` unless one stands. A cancel of a claimed intent waits for the claim to end; an answer is moot while
+    /// the intent is claimed or once it asked a later question.
     public func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
         entries.withLock { entries in
             var entry = entries[intentID] ?? Entry()
@@ -250,6 +270,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Applies `Admission.rules` to what it knows of the intent, and records the type and owner of a first submission it admits.
     public func admit(
         _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
     ) async throws -> Admission {
@@ -268,6 +289,8 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Notes the question asked at `turn` (unless a later one was) and ends any claim; returns the outcome that stands
+    /// instead, or `canceled` when a cancel came while the intent was claimed.
     public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
         entries.withLock { entries in
             var entry = entries[intentID] ?? Entry()
@@ -289,6 +312,8 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Claims the intent for this delivery; returns the outcome that stands instead, and throws `ClaimHeld` while another
+    /// delivery holds the claim.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         try entries.withLock { entries throws(ClaimHeld) in
             var entry = entries[intentID] ?? Entry()
@@ -300,6 +325,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Ends the claim; a cancel that came while the intent was claimed is decided now, as `canceled`.
     public func release(_ intentID: String) async throws {
         entries.withLock { entries in
             guard var entry = entries[intentID] else { return }

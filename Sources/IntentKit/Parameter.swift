@@ -18,9 +18,12 @@ public enum ParameterResult<Value: Sendable>: Sendable {
 
 /// One choice offered to the user: the value an answer gives back, and what people read.
 public struct ParameterOption<Value: Sendable>: Sendable {
+    /// The value an answer choosing this option gives back.
     public var value: Value
+    /// What people read for it.
     public var title: String
 
+    /// An option offering `value`, shown as `title`.
     public init(_ value: Value, title: String) {
         self.value = value
         self.title = title
@@ -52,6 +55,7 @@ public protocol ParameterValue: Sendable {
 }
 
 extension ParameterValue {
+    /// One resolution, by `resolve(_:context:)`; nothing said needs a value, asked in `prompt`'s words.
     public static func _resolveParameter(
         _ spoken: Spoken?, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: Self?) {
@@ -64,44 +68,55 @@ extension ParameterValue {
 }
 
 extension ParameterValue where Spoken == Self {
+    /// A value said as itself resolves to itself.
     public static func resolve(_ spoken: Self, context: IntentContext) async throws -> ParameterResult<Self> { .success(spoken) }
+    /// The value itself.
     public var spoken: Self { self }
 }
 
 extension String: ParameterValue {
+    /// The text as a JSON string.
     public var displayValue: JSONValue { .string(self) }
 }
 
 extension Int: ParameterValue {
+    /// The integer as a JSON number.
     public var displayValue: JSONValue { .number(Double(self)) }
 }
 
 extension Double: ParameterValue {
+    /// The number as a JSON number.
     public var displayValue: JSONValue { .number(self) }
 }
 
 extension Bool: ParameterValue {
+    /// The boolean as JSON `true` or `false`.
     public var displayValue: JSONValue { .bool(self) }
 }
 
 /// A string enum whose cases are what the user may say (any case): anything
 /// else is unsupported, naming the cases.
 extension ParameterValue where Self: RawRepresentable & CaseIterable & Codable, RawValue == String, Spoken == String {
+    /// The case whose raw value is what was said, in any case; anything else is unsupported, naming the cases.
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Self> {
         let wanted = spoken.lowercased()
         if let match = allCases.first(where: { $0.rawValue.lowercased() == wanted }) { return .success(match) }
         return .unsupported("'\(spoken)' is not one of \(allCases.map(\.rawValue).joined(separator: ", "))")
     }
 
+    /// The case's raw value.
     public var spoken: String { rawValue }
+    /// The case's raw value, as a JSON string.
     public var displayValue: JSONValue { .string(rawValue) }
 }
 
 /// A list, resolved element by element (`recipients[0]`, `recipients[1]`…);
 /// an empty one needs a value.
 extension Array: ParameterValue where Element: ParameterValue {
+    /// What is said for each element, in order.
     public typealias Spoken = [Element.Spoken]
 
+    /// Each element by its type: the list resolves when every element does, and needs a value otherwise.
     public static func resolve(_ spoken: [Element.Spoken], context: IntentContext) async throws -> ParameterResult<[Element]> {
         var values: [Element] = []
         for item in spoken {
@@ -111,9 +126,13 @@ extension Array: ParameterValue where Element: ParameterValue {
         return .success(values)
     }
 
+    /// What a submission carries for each element, in order.
     public var spoken: [Element.Spoken] { map(\.spoken) }
+    /// Each element's display value, as a JSON array.
     public var displayValue: JSONValue { .array(map(\.displayValue)) }
 
+    /// One resolution per element (`recipients[0]`, `recipients[1]`…), with the value only when every element resolved. An
+    /// absent or empty list needs a value; one longer than `IntentPipeline.maximumResolutions` fails with `outcomeTooLarge`.
     public static func _resolveParameter(
         _ spoken: [Element.Spoken]?, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: [Element]?) {
@@ -139,8 +158,10 @@ extension Array: ParameterValue where Element: ParameterValue {
 
 /// An optional parameter: absent (or `null`) is `notRequired`.
 extension Optional: ParameterValue where Wrapped: ParameterValue {
+    /// What is said for the wrapped type, or nothing.
     public typealias Spoken = Wrapped.Spoken?
 
+    /// Nothing said resolves to nil; anything else resolves as the wrapped type resolves it.
     public static func resolve(_ spoken: Wrapped.Spoken?, context: IntentContext) async throws -> ParameterResult<Wrapped?> {
         guard let spoken else { return .success(nil) }
         switch try await Wrapped.resolve(spoken, context: context) {
@@ -154,9 +175,12 @@ extension Optional: ParameterValue where Wrapped: ParameterValue {
         }
     }
 
+    /// What a submission carries for the wrapped value; nil for none.
     public var spoken: Wrapped.Spoken? { self?.spoken }
+    /// The wrapped value's display value; `null` for none.
     public var displayValue: JSONValue { self?.displayValue ?? .null }
 
+    /// Absent or `null` is `notRequired` and resolves to nil; a value is resolved as a parameter of the wrapped type.
     public static func _resolveParameter(
         _ spoken: Wrapped.Spoken??, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: Wrapped??) {
@@ -202,6 +226,7 @@ public struct Parameter<Value: ParameterValue>: Sendable {
         storage.value = value
     }
 
+    /// A parameter resolved by its type alone, asked in `prompt`'s words when it needs the user.
     public init(_ prompt: IntentDialog? = nil) {
         self.prompt = prompt
         check = nil
@@ -307,12 +332,14 @@ public enum Choices {
 
 /// Two parameters are equal when they hold the same: what was said, and the resolved value.
 extension Parameter: Equatable where Value: Equatable, Value.Spoken: Equatable {
+    /// Whether both have the same name, what was said and the same resolved value.
     public static func == (a: Parameter, b: Parameter) -> Bool {
         a.name == b.name && a.spokenValue == b.spokenValue && a.resolved == b.resolved
     }
 }
 
 extension Parameter: Hashable where Value: Hashable, Value.Spoken: Hashable {
+    /// Hashes the name, what was said and the resolved value.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(spokenValue)
@@ -321,6 +348,8 @@ extension Parameter: Hashable where Value: Hashable, Value.Spoken: Hashable {
 }
 
 extension Parameter: Codable {
+    /// Reads what was said for the parameter under its key (nothing, for `null`); while the pipeline decodes an intent, the
+    /// parameter keeps the prompt and rules its type declares.
     public init(from decoder: any Decoder) throws {
         let key = decoder.codingPath.last?.stringValue ?? ""
         if let template = ParameterDecoding.current?[key] as? Parameter<Value> {
@@ -334,6 +363,7 @@ extension Parameter: Codable {
         spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
     }
 
+    /// Writes what a submission carries: the resolved value's `spoken` form, else what was said, else `null`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         if let spoken = resolved?.spoken ?? spokenValue {
@@ -409,8 +439,10 @@ struct _MissingParameterDecoder: Decoder, SingleValueDecodingContainer {
 /// handler's `resolve`, `confirm` or `handle`: the intent stops at
 /// `needsInput` with it, and its effects wait for the answer.
 public struct ParameterRequest: Error, Sendable {
+    /// The question: the parameter, what it needs and the words it is asked in.
     public var resolution: ParameterResolution
 
+    /// A question asking the user for what `resolution` needs.
     public init(_ resolution: ParameterResolution) {
         self.resolution = resolution
     }

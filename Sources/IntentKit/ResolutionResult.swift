@@ -40,6 +40,7 @@ public struct ParameterResolution: Sendable, Hashable {
     public var parameter: String
     /// For a list parameter resolved element by element, the element's position.
     public var index: Int?
+    /// What resolving it came to.
     public var result: ResolutionResult
     /// What the user is asked, for a result that needs an answer.
     public var prompt: IntentDialog?
@@ -47,6 +48,8 @@ public struct ParameterResolution: Sendable, Hashable {
     /// (the options themselves are the values an answer gives back).
     public var optionTitles: [String]?
 
+    /// The resolution of `parameter` (of its element `index`, for a list) to `result`, with the words it is asked in and a
+    /// disambiguation's option titles when given.
     public init(_ parameter: String, index: Int? = nil, _ result: ResolutionResult, prompt: IntentDialog? = nil, optionTitles: [String]? = nil) {
         self.parameter = parameter
         self.index = index
@@ -83,6 +86,7 @@ extension ParameterResolution: Decodable {
         case parameter, index, outcome, value, options, reason, prompt, optionTitles
     }
 
+    /// Reads the JSON form `jsonValue` writes; an unknown `outcome` is a `DecodingError`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         parameter = try container.decode(String.self, forKey: .parameter)

@@ -3,12 +3,16 @@
 /// with backoff, up to its type's `RetryPolicy`. Throw an `IntentFailure` instead
 /// to fail at once.
 public struct TransientFailure: Error, Sendable, CustomStringConvertible {
+    /// What failed, in words: logged with each retry, shown as the intent's progress while it waits, and kept in the
+    /// `retriesExhausted` failure's message.
     public var reason: String
 
+    /// A failure that may pass, for `reason`.
     public init(_ reason: String) {
         self.reason = reason
     }
 
+    /// The reason.
     public var description: String { reason }
 }
 
@@ -18,6 +22,7 @@ public struct TransientFailure: Error, Sendable, CustomStringConvertible {
 /// with backoff for as long as it lasts, without counting against the type's
 /// `RetryPolicy`: the intent waits for the storage instead of failing.
 public protocol RetryableError: Error {
+    /// Whether the error may pass by itself, so that the intent waits and is tried again.
     var isRetryable: Bool { get }
 }
 
@@ -30,6 +35,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// No retry waits longer than this.
     public var maxDelay: Double
 
+    /// A policy of `maxRetries` retries (none when negative), the first after `initialDelay` seconds (1 by default), none
+    /// waiting longer than `maxDelay` (300 by default: five minutes). The first delay is at least a millisecond, and
+    /// `maxDelay` is never shorter than it.
     public init(maxRetries: Int, initialDelay: Double = 1, maxDelay: Double = 300) {
         self.maxRetries = max(0, maxRetries)
         self.initialDelay = max(0.001, initialDelay)

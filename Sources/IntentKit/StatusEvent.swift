@@ -3,11 +3,16 @@ import Foundation
 /// A change of an intent's state, published by workers to the `intents.status`
 /// exchange with routing key `<type>.<state>` and recorded by the status recorder.
 public struct StatusEvent: Decodable, Sendable, Hashable {
+    /// The event format this build writes.
     public static let currentVersion = 1
 
+    /// The format the event is written in.
     public var version: Int
+    /// The intent's id.
     public var id: String
+    /// The intent's type name.
     public var type: String
+    /// The state the intent moved to.
     public var state: IntentState
     /// Seconds since 1970 when the worker produced the event.
     public var at: Double
@@ -37,10 +42,14 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// itself is untouched.
     public var refused: Bool?
 
+    /// How far a slow handler has come, as `context.reportProgress` reports it.
     public struct Progress: Decodable, Sendable, Hashable {
+        /// The part done, from 0 to 1, when the handler knows it.
         public var fraction: Double?
+        /// What the handler is doing, for people.
         public var message: String?
 
+        /// Progress of `fraction`, saying `message`; either may be nil.
         public init(fraction: Double?, message: String?) {
             self.fraction = fraction
             self.message = message
@@ -55,6 +64,8 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         }
     }
 
+    /// An event, in `currentVersion`, of the intent `id` of `type` moving to `state` on delivery `attempt`: produced now
+    /// unless `at` says when, at turn 0, not a refusal, and with the other fields only when given.
     public init(
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
@@ -97,6 +108,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         jsonValue.serialized()
     }
 
+    /// The event as JSON, each optional field only when set: what `encoded()` writes.
     public var jsonValue: JSONValue {
         var object: [String: JSONValue] = [
             "version": .number(Double(version)), "id": .string(id), "type": .string(type),
@@ -113,6 +125,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         return .object(object)
     }
 
+    /// Reads an event from a message body: a `JSONValueError` when it is not JSON, a `DecodingError` when it is not an event.
     public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
         let value = try JSONValue.parse(Data(body))
         return try JSONValueDecoder().decode(StatusEvent.self, from: value)

@@ -16,6 +16,7 @@ public struct WorkerApp: Sendable {
     /// Registers the app's handlers; an error stops the worker with exit 69.
     public var register: @Sendable (inout IntentRegistry) throws -> Void
 
+    /// An app with this help, whose handlers `register` adds; `tool` is by default the executable's name.
     public init(
         tool: String = Worker.executableName, summary: String, moreHelp: String = "",
         register: @escaping @Sendable (inout IntentRegistry) throws -> Void

@@ -11,8 +11,11 @@ import IntentKit
 /// ])
 /// ```
 public final class AppDatabase: Sendable {
+    /// The database file.
     public let path: String
+    /// The queue every use of the database goes through: reads, group-committed writes, `once`.
     public let queue: DatabaseQueue
+    /// The outcome ledger in this database, where its handlers' intents are decided.
     public let ledger: DatabaseOutcomeLedger
 
     /// Opens (creating, mode 0600) the database at `path` and applies the
@@ -53,10 +56,13 @@ public final class AppDatabase: Sendable {
 /// in that database's ledger, and parameter types find the database with
 /// `context.dependency(AppDatabase.self)`.
 public protocol DatabaseIntentHandler: IntentHandler {
+    /// The app database the handler writes its effects to (with `once`).
     var database: AppDatabase { get }
 }
 
 extension DatabaseIntentHandler {
+    /// The app database's ledger: outcomes are decided in the same transactions as the handler's effects.
     public var ledger: (any OutcomeLedger)? { database.ledger }
+    /// The app database, so parameter types find it with `context.dependency(AppDatabase.self)`.
     public var dependencies: [any Sendable] { [database] }
 }

@@ -4,13 +4,17 @@ import Foundation
 /// One SQLite connection. Not `Sendable`: a connection is confined to the thread
 /// or queue that owns it (see `DatabaseQueue`).
 public final class Database {
+    /// How `init(path:mode:busyTimeoutMilliseconds:)` opens the file.
     public enum Mode: Sendable {
+        /// Read and write, creating the file (private to its user) when missing, in WAL mode with `synchronous=FULL`.
         case readWrite
+        /// Read only, for readers beside the one writer; the file must exist.
         case readOnly
     }
 
     private var handle: OpaquePointer?
     private var statements: [String: Statement] = [:]
+    /// The database file.
     public let path: String
 
     /// Opens (and for `.readWrite`, creates) the database at `path`, in WAL mode

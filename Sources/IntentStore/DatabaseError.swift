@@ -4,10 +4,14 @@ import IntentKit
 /// A SQLite failure: the result code, SQLite's own message read at once, and
 /// what IntentQueue was doing.
 public struct DatabaseError: Error, Sendable, CustomStringConvertible {
+    /// SQLite's extended result code; `code & 0xFF` is the primary one (`SQLITE_BUSY`, `SQLITE_FULL`…).
     public var code: Int32
+    /// SQLite's message for it (`sqlite3_errmsg`), or IntentQueue's own.
     public var message: String
+    /// What IntentQueue was doing: `opening /path/status.sqlite`, `running INSERT INTO …`.
     public var context: String
 
+    /// A failure with SQLite's `code` and `message` while doing `context`.
     public init(code: Int32, message: String, context: String) {
         self.code = code
         self.message = message
@@ -32,6 +36,7 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     /// SQLITE_FULL: the disk (or the file system the database lives on) is full.
     public var isDiskFull: Bool { code & 0xFF == SQLITE_FULL }
 
+    /// `context: message (SQLite code n)`, for logs and error messages.
     public var description: String { "\(context): \(message) (SQLite code \(code))" }
 }
 

@@ -8,7 +8,9 @@ import IntentKit
 /// serialized with the handlers' own `OnceOnly` transactions: a cancel and a
 /// handler's effects can never both commit.
 public final class DatabaseOutcomeLedger: OutcomeLedger {
+    /// The database queue every decision is a write on, shared with the app's handlers.
     public let queue: DatabaseQueue
+    /// True when the app's handlers commit their effects here with `OnceOnly`; false for the worker's own ledger, which claims intents instead.
     public let holdsEffects: Bool
 
     /// A ledger in an app's database, whose handlers write with `OnceOnly`
@@ -26,10 +28,14 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         try self.init(queue: DatabaseQueue(path: path, label: "intentqueue.outcomes"), holdsEffects: false)
     }
 
+    /// The outcome recorded for the intent, if any.
     public func outcome(of intentID: String) async throws -> DecidedOutcome? {
         try await queue.read { db in try OnceOnly.decidedOutcome(in: db, intentID: intentID) }
     }
 
+    /// Records `outcome` unless one is decided already, and returns the one that stands. A cancel of an intent a run has
+    /// claimed is only noted (the run's end decides it), and an answer to an older question, or one that comes during a
+    /// claim, decides nothing: in both cases it returns nil.
     public func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
@@ -51,6 +57,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Admits a message about the intent by `OutcomeLedger`'s rules, recording the type and owner of a first submission.
     public func admit(
         _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
     ) async throws -> Admission {
@@ -80,6 +87,8 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Notes the question asked at `turn`, what it asks to confirm and what is confirmed so far, and lifts any claim;
+    /// a cancel requested meanwhile is decided instead, as `canceled`. Returns the outcome that stands, if any.
     public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
@@ -110,6 +119,8 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// one is taken to belong to a worker that died.
     public static let claimLifetime = 900.0
 
+    /// Marks the intent as handled by `attempt` (only for a ledger without the effects; one with them just looks the
+    /// outcome up). Throws `ClaimHeld` while a claim younger than `claimLifetime` holds; returns the outcome that stands, if any.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
         return try await queue.write { db in
@@ -129,6 +140,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Lifts the claim of a run that decided nothing; a cancel requested meanwhile is decided now, as `canceled`.
     public func release(_ intentID: String) async throws {
         guard !holdsEffects else { return }
         try await queue.write { db in

@@ -29,6 +29,7 @@ public final class DatabaseQueue: @unchecked Sendable {
         var value: T?
     }
 
+    /// Opens the database at `path` for reading and writing (creating it when missing) on a serial queue named `label`.
     public init(path: String, label: String = "intentqueue.database", busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
         database = try Database(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         queue = DispatchQueue(label: label)

@@ -2,25 +2,35 @@ import IntentKit
 
 /// What the status store knows about one intent.
 public struct IntentStatus: Decodable, Sendable, Hashable {
+    /// The intent id its submitter chose.
     public var id: String
+    /// The intent type (`SendMessage`, `OrderSoup`).
     public var type: String
+    /// Where the intent stands; it never moves backwards.
     public var state: IntentState
+    /// Whether `state` is final: `success`, `failure` or `canceled`.
     public var terminal: Bool
     /// The code and message of a `success` or `failure`.
     public var response: IntentResponse?
     /// Each parameter's resolution: for `needsInput`, what the user must answer.
     public var resolutions: [ParameterResolution]?
+    /// For `inProgress`: how far a slow handler has come, as its latest event said.
     public var progress: StatusEvent.Progress?
     /// The submitted parameters, when the submission itself was recorded.
     public var parameters: JSONValue?
     /// How many deliveries of the intent a worker started.
     public var attempts: Int
+    /// The worker of the latest event (`host:pid`).
     public var worker: String?
     /// Seconds since 1970.
     public var submittedAt: Double?
+    /// When the recorder recorded the accepted submission.
     public var queuedAt: Double?
+    /// When a worker first reported it `inProgress`, by the worker's clock.
     public var startedAt: Double?
+    /// When the recorder last changed the status.
     public var updatedAt: Double
+    /// When the recorder recorded its terminal state; nil until then.
     public var finishedAt: Double?
     /// The conversation turn: 0 until the first answer.
     public var turn: Int?
@@ -38,12 +48,18 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
 
     /// One question of the conversation and its answer.
     public struct Turn: Decodable, Sendable, Hashable {
+        /// The turn the question was asked at: 0 for the first.
         public var turn: Int
+        /// What was asked: each parameter's resolution, with its options.
         public var question: [ParameterResolution]
+        /// When the recorder recorded the question.
         public var askedAt: Double?
+        /// What was answered (the answered parameters, or `"denied"` for a denial); nil while unanswered.
         public var answer: JSONValue?
+        /// When the recorder recorded the answer.
         public var answeredAt: Double?
 
+        /// A turn as the store keeps it.
         public init(turn: Int, question: [ParameterResolution], askedAt: Double?, answer: JSONValue?, answeredAt: Double?) {
             self.turn = turn
             self.question = question
@@ -52,6 +68,7 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
             self.answeredAt = answeredAt
         }
 
+        /// The turn as `intent-status --json` prints it: every key, `null` when there is nothing to say.
         public var jsonValue: JSONValue {
             .object([
                 "turn": .number(Double(turn)), "question": .array(question.map(\.jsonValue)), "askedAt": askedAt.map(JSONValue.number) ?? .null,
@@ -60,6 +77,7 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
         }
     }
 
+    /// A status with every field; `terminal` defaults to what `state` says.
     public init(
         id: String, type: String, state: IntentState, terminal: Bool? = nil, response: IntentResponse? = nil,
         resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,

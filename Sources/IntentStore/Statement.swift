@@ -3,14 +3,22 @@ import CSQLite
 /// A value bound to or read from SQL. Only bound parameters reach SQL: no
 /// caller text is ever spliced into a statement.
 public enum SQLValue: Sendable, Hashable {
+    /// SQL `NULL`: what an absent value binds as.
     case null
+    /// A 64-bit integer (SQLite `INTEGER`; flags are 0 or 1).
     case integer(Int64)
+    /// A floating-point number (SQLite `REAL`): times are seconds since 1970.
     case real(Double)
+    /// UTF-8 text (SQLite `TEXT`), JSON included.
     case text(String)
 
+    /// Text, or `NULL` for nil.
     public static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
+    /// A real, or `NULL` for nil.
     public static func optional(_ number: Double?) -> SQLValue { number.map(SQLValue.real) ?? .null }
+    /// An `Int`, bound as a 64-bit integer.
     public static func int(_ number: Int) -> SQLValue { .integer(Int64(number)) }
+    /// An integer, or `NULL` for nil.
     public static func optional(_ number: Int?) -> SQLValue { number.map(SQLValue.int) ?? .null }
 }
 
@@ -90,11 +98,18 @@ public final class Statement {
 public struct Row {
     let statement: Statement
 
+    /// The column (counted from 0) as an `Int`; 0 for `NULL`.
     public func int(_ column: Int32) -> Int { Int(statement.int64(at: column)) }
+    /// The column as an `Int64`; 0 for `NULL`.
     public func int64(_ column: Int32) -> Int64 { statement.int64(at: column) }
+    /// The column as a `Double`; 0 for `NULL`.
     public func double(_ column: Int32) -> Double { statement.double(at: column) }
+    /// The column as a `Double`, or nil for `NULL`.
     public func optionalDouble(_ column: Int32) -> Double? { statement.isNull(at: column) ? nil : statement.double(at: column) }
+    /// The column as an `Int`, or nil for `NULL`.
     public func optionalInt(_ column: Int32) -> Int? { statement.isNull(at: column) ? nil : Int(statement.int64(at: column)) }
+    /// The column as text, or nil for `NULL`.
     public func text(_ column: Int32) -> String? { statement.text(at: column) }
+    /// The column as text, empty for `NULL`.
     public func string(_ column: Int32) -> String { statement.text(at: column) ?? "" }
 }

@@ -14,15 +14,22 @@ import IntentKit
 /// writer, removes the interactions (an operator's anywhere, anyone else's
 /// only their own).
 public enum StatusQuery: Sendable, Hashable {
+    /// One intent's status, by id.
     case show(id: String)
+    /// The most recently updated intents, at most `limit`, optionally of one state and/or type.
     case list(state: IntentState?, type: String?, limit: Int)
+    /// Intents the broker dead-lettered, newest first, at most `limit`: for operators.
     case dead(limit: Int)
     /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all.
     case delete(ids: [String]?, group: String?)
 
+    /// What the recorder answers a query with.
     public enum Answer: Sendable, Hashable {
+        /// For `show`: the status, or nil when the id is unknown (to this reader).
         case status(IntentStatus?)
+        /// For `list` and `dead`: the statuses, most recently updated first.
         case statuses([IntentStatus])
+        /// For `delete`: how many intents were removed.
         case deleted(Int)
     }
 
@@ -36,6 +43,7 @@ public enum StatusQuery: Sendable, Hashable {
     /// The largest answer the recorder sends; a larger one is refused with an error.
     public static let maximumReplyBytes = 8 << 20
 
+    /// The request body: UTF-8 JSON, as `decode(_:)` reads it.
     public var encoded: [UInt8] {
         var object: [String: JSONValue]
         switch self {
@@ -56,11 +64,15 @@ public enum StatusQuery: Sendable, Hashable {
         return JSONValue.object(object).serialized()
     }
 
+    /// A request, or a recorder's answer, that cannot be read.
     public struct Invalid: Error, CustomStringConvertible {
+        /// What is wrong with it, for the user to read.
         public var description: String
+        /// An error saying `description`.
         public init(description: String) { self.description = description }
     }
 
+    /// Reads a request body; throws `Invalid` with the reason when it is malformed. A missing `limit` means 50.
     public static func decode(_ bytes: [UInt8]) throws(Invalid) -> StatusQuery {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue else { throw Invalid(description: "the request is not a JSON object") }
         func string(_ key: String) throws(Invalid) -> String? {
@@ -111,9 +123,12 @@ public enum StatusQuery: Sendable, Hashable {
 
     /// Who asks, as the broker verified it.
     public struct Reader: Sendable, Hashable {
+        /// The broker-verified user asking (the request's `user_id`); nil for a local reader.
         public var user: String?
+        /// An operator reads every intent, lists dead letters and may delete every interaction.
         public var isOperator: Bool
 
+        /// A reader as the recorder verified it.
         public init(user: String?, isOperator: Bool) {
             self.user = user
             self.isOperator = isOperator
@@ -128,8 +143,10 @@ public enum StatusQuery: Sendable, Hashable {
 
     /// The reader may not ask this; a remote answer says so with `"forbidden": true`.
     public struct Forbidden: Error, CustomStringConvertible {
+        /// Why the reader may not ask it.
         public var description: String
 
+        /// A refusal saying `description`.
         public init(description: String) {
             self.description = description
         }

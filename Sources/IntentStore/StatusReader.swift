@@ -7,6 +7,7 @@ import IntentKit
 ///
 /// Not `Sendable`: like its `Database`, a reader belongs to one thread.
 public final class StatusReader {
+    /// The connection reads go through: read-only on the file, or the writer's own.
     public let database: Database
     private var schemaChecked = false
 

@@ -7,6 +7,7 @@ import IntentKit
 ///
 /// Not `Sendable`: like its `Database`, a store belongs to one thread.
 public final class StatusStore {
+    /// The writer's connection (WAL, `synchronous=FULL`).
     public let database: Database
     /// Reads through the writer's own connection (what the recorder answers remote queries from).
     public let reader: StatusReader
@@ -109,7 +110,6 @@ public final class StatusStore {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
-    /// One thing the recorder learned: a submission the broker accepted, or a worker's event.
     /// Who sent a submission or a request, as the recorder could verify it.
     public struct Submitter: Sendable, Hashable {
         /// The message's `user_id` (or the owner a trusted republisher named).
@@ -117,18 +117,21 @@ public final class StatusStore {
         /// An operator may act on any intent.
         public var isOperator: Bool
 
+        /// A sender as the recorder verified it; not an operator unless said.
         public init(user: String?, isOperator: Bool = false) {
             self.user = user
             self.isOperator = isOperator
         }
     }
 
+    /// One thing the recorder learned: a submission the broker accepted, or a worker's event.
     public enum Update: Sendable {
         /// A submission, an answer, a confirmation or a denial the broker
         /// accepted. `by` is its sender: the owner, for a first submission; an
         /// answer or a denial from anyone but the owner (or an operator) changes
         /// nothing. nil: not known (the store's own tests, or older messages).
         case queued(IntentEnvelope, by: Submitter? = nil)
+        /// A worker's status event, applied by the state rules of `record`.
         case event(StatusEvent)
         /// An operator put a dead-lettered intent back in the queue: its
         /// `deadLettered` failure (and only that one) reopens as `queued`.
@@ -145,10 +148,13 @@ public final class StatusStore {
 
     /// A state change the store applied: what metrics count.
     public struct Transition: Sendable, Hashable {
+        /// The intent whose state changed.
         public var id: String
+        /// Its intent type.
         public var type: String
         /// nil when the store had never seen the id.
         public var from: IntentState?
+        /// The state it is in now.
         public var to: IntentState
         /// The response code of the new state, for `success` and `failure`.
         public var code: String?
@@ -378,7 +384,9 @@ public final class StatusStore {
     /// A question that went unanswered too long: the recorder asks a worker
     /// to expire it (the intent's turn + 1 is the request's turn).
     public struct UnansweredQuestion: Sendable, Hashable {
+        /// The intent waiting for an answer.
         public var id: String
+        /// Its intent type: where the expire request is routed.
         public var type: String
         /// The turn at which the question was asked.
         public var turn: Int

@@ -23,6 +23,7 @@ public final class TestWorker: Sendable {
 
     /// Thrown when the worker does not take a message within the timeout.
     public struct Timeout: Error, CustomStringConvertible {
+        /// What did not happen: the id was never submitted, no question was asked, or the worker did not take the message in time.
         public var description: String
     }
 

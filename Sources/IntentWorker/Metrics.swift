@@ -5,7 +5,9 @@ import Synchronization
 /// format. Families are declared once with their help and type; samples are
 /// keyed by their labels. Thread-safe; no I/O (a writer puts the text in a file).
 public final class Metrics: Sendable {
+    /// What a family measures, named as in its `# TYPE` line.
     public enum Kind: String, Sendable {
+        /// A counter only goes up; a gauge is set to what is current; a histogram counts observations in buckets, with their sum.
         case counter, gauge, histogram
     }
 
@@ -29,6 +31,7 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
+    /// Metrics with no families yet: samples of a family not declared (see `declare`) are ignored.
     public init() {}
 
     /// Declares a family; declaring it again with the same kind is harmless.

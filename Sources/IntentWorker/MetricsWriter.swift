@@ -9,12 +9,18 @@ import IntentKit
 /// reports the depth and consumers of IntentQueue's queues, read with a passive
 /// `queue.declare` on a connection of its own.
 public final class MetricsWriter: Service {
+    /// Where the metrics are written, how often, and which broker's queues are reported.
     public struct Configuration: Sendable {
+        /// The file written, in node_exporter's textfile directory; its name without `.prom` labels every sample as `process`.
         public var path: String
+        /// Seconds between writes; at least 0.1.
         public var interval: Double
+        /// The broker whose queue depths and consumers are reported; nil reports none.
         public var brokerURL: BrokerURL?
+        /// Names the queues reported: the work, ledger and dead-letter queues.
         public var topology: Topology
 
+        /// Writes to `path` every `interval` seconds (at least 0.1), with the queues' depths when `brokerURL` is given.
         public init(path: String, interval: Double = 5, brokerURL: BrokerURL? = nil, topology: Topology = Topology()) {
             self.path = path
             self.interval = max(0.1, interval)
@@ -28,12 +34,15 @@ public final class MetricsWriter: Service {
     private let logger: Logger
     private let stopping = StopRequest()
 
+    /// A writer of `metrics` with these settings; nothing is written until `prepare()` or `run()`.
     public init(configuration: Configuration, metrics: Metrics, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger.with(["component": "metrics"])
     }
 
+    /// Writes the file every `interval` seconds on a thread of its own until `stop()`, then once more;
+    /// throws when the file cannot be written at start.
     public func run() async throws {
         try await runOnThread(named: "intentqueue.metrics") { [self] in
             do {
@@ -45,6 +54,7 @@ public final class MetricsWriter: Service {
         }
     }
 
+    /// Asks the writer to write the file a last time and return from `run()`; returns at once.
     public func stop() {
         stopping.request()
     }

@@ -7,6 +7,7 @@ import Synchronization
 /// then stops them in reverse order and gives them `gracePeriod` seconds to
 /// return before giving up on them.
 public struct ServiceGroup: Sendable {
+    /// How `run` ended: on its own, or on a signal, with every service returned in time or not.
     public enum Ending: Sendable, Equatable {
         /// Every service returned.
         case finished
@@ -20,6 +21,7 @@ public struct ServiceGroup: Sendable {
     private let gracePeriod: Double
     private let logger: Logger
 
+    /// A group of `services`, stopped in reverse order on a signal; those still running `gracePeriod` seconds later are abandoned.
     public init(services: [any Service], gracePeriod: Double, logger: Logger) {
         self.services = services
         self.gracePeriod = gracePeriod

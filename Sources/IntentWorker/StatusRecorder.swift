@@ -12,12 +12,17 @@ import IntentStore
 /// from a non-durable request queue, removes finished intents past their
 /// retention in small batches, and counts the state changes it applies.
 public final class StatusRecorder: Service {
+    /// What the recorder connects to, where it writes, and how it batches, expires and keeps intents.
     public struct Configuration: Sendable {
+        /// The broker whose ledger queue the recorder consumes and whose status requests it answers.
         public var brokerURL: BrokerURL
+        /// The exchanges and queues to declare and use: the same as the workers'.
         public var topology: Topology
+        /// The status store's SQLite file, which only the recorder writes; its folder is created when missing.
         public var storePath: String
         /// Most events written in one transaction.
         public var batchSize: Int
+        /// Seconds; heartbeats keep the broker connection alive and detect a dead one.
         public var heartbeat: Int
         /// A `needsInput` question unanswered this long (seconds) is expired: the
         /// recorder asks a worker, which fails it with `expired` unless an answer came first.
@@ -37,6 +42,7 @@ public final class StatusRecorder: Service {
         /// any, up to `Metrics.maximumSeriesPerFamily` label sets).
         public var knownTypes: Set<String>?
 
+        /// A recorder of the store at `storePath`, writing at most `batchSize` events (at least 1) per transaction.
         public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
             self.brokerURL = brokerURL
             self.topology = topology
@@ -50,15 +56,19 @@ public final class StatusRecorder: Service {
     private let logger: Logger
     private let stopping = StopRequest()
 
+    /// A recorder with these settings; nothing is opened or connected until `run()`.
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger.with(["component": "recorder"])
     }
 
+    /// Opens the store, then records events and answers status requests on a thread of its own, reconnecting to
+    /// the broker when it must, until `stop()`; writes what it holds before returning. Throws when the store cannot be opened.
     public func run() async throws {
         try await runOnThread(named: "intentqueue.recorder") { [self] in try runThread() }
     }
 
+    /// Asks the recorder to write its last batch and return from `run()`; returns at once.
     public func stop() {
         stopping.request()
     }

@@ -4,7 +4,9 @@ import IntentKit
 
 /// How a worker connects and how much it does at once.
 public struct WorkerConfiguration: Sendable {
+    /// The broker the worker consumes intents from and publishes status events to.
     public var brokerURL: BrokerURL
+    /// The exchanges and queues the worker declares and uses.
     public var topology: Topology
     /// Handlers running at the same time.
     public var concurrency: Int
@@ -37,6 +39,7 @@ public struct WorkerConfiguration: Sendable {
     /// The worker's own ledger file, used when a handler keeps no database.
     public var outcomesPath: String = WorkerConfiguration.defaultOutcomesPath
 
+    /// A configuration with the usual defaults; `concurrency` is at least 1, and `prefetch` is by default twice it, never less than it.
     public init(
         brokerURL: BrokerURL, topology: Topology = Topology(), concurrency: Int = 8, prefetch: UInt16? = nil,
         heartbeat: Int = 30, workerName: String = WorkerConfiguration.defaultName, maxBodyBytes: Int = 1 << 20,
@@ -57,6 +60,7 @@ public struct WorkerConfiguration: Sendable {
         FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state/intentqueue/outcomes.sqlite").path
     }
 
+    /// `host:pid`, the worker's name in its status events unless one is given.
     public static var defaultName: String {
         "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
     }

@@ -64,6 +64,8 @@ public final class WorkerService: Service {
         loop = transport(loopConfiguration, logger.with(["component": "worker"]))
     }
 
+    /// Consumes and handles intents, at most `concurrency` at once, until `stop()`; then lets the running handlers
+    /// finish, waits up to 5 s for the broker to confirm their last events, and returns.
     public func run() async throws {
         logger.info(
             "worker starting",
@@ -96,6 +98,7 @@ public final class WorkerService: Service {
         logger.info("worker stopped")
     }
 
+    /// Stops consuming; `run()` returns once the running handlers have finished. Returns at once.
     public func stop() {
         loop.stopConsuming()
     }
