@@ -57,6 +57,13 @@ public final class ConsumerLoop: Sendable {
         case ack(DeliveryTag)
         /// Reject a delivery: back to its queue with `requeue`, else dropped or dead-lettered as the queue says.
         case reject(DeliveryTag, requeue: Bool)
+        /// Publish (with confirms, acking nothing) `delay` seconds from now,
+        /// unless a `publish` with `thenAck` carrying a message of the same
+        /// `messageID` comes first: that one supersedes it, and it is dropped.
+        /// A `publish` without `thenAck` for the same id sends it first, so
+        /// the order of an intent's events holds. A worker's `inProgress`
+        /// event goes this way, so a run that ends at once costs one event.
+        case publishDeferred(OutgoingMessage, delay: Double)
     }
 
     private struct Shared {
@@ -179,7 +186,14 @@ public final class ConsumerLoop: Sendable {
         var groups: [Int: ConfirmGroup] = [:]
         var nextGroup = 0
         var acks: [UInt64] = []
+        // Deferred publishes by message id, with the uptime (ns) they are due at.
+        var deferred: [String: (message: OutgoingMessage, due: UInt64)] = [:]
         let idleWait = Int32(min(1_000, max(100, configuration.heartbeat * 250)))
+        // Whether the socket may have something to read: false only after a wait
+        // that a task's command ended with nothing on the socket. Read anyway
+        // every 100 ms, which keeps rabbitmq-c's heartbeats going.
+        var mayRead = true
+        var lastRead: UInt64 = 0
         let faults = configuration.faults
 
         func settle(_ group: Int, refused: Bool) throws {
@@ -208,6 +222,30 @@ public final class ConsumerLoop: Sendable {
 
         func confirm(upTo sequence: UInt64, multiple: Bool, refused: Bool) throws {
             for group in confirms.confirm(sequence, multiple: multiple) { try settle(group, refused: refused) }
+        }
+
+        func send(_ message: OutgoingMessage, group: Int?) throws {
+            // Signed with the connection's user, which the broker verifies: the
+            // recorder trusts status events only from the users it is told to.
+            var signed = message
+            if signed.userID == nil { signed.userID = connection.url.user }
+            confirms.published(try connection.publish(signed), group: group)
+        }
+
+        /// Publishes the deferred messages that are due; returns the milliseconds until the next one is.
+        func publishDue() throws -> Int32? {
+            guard !deferred.isEmpty else { return nil }
+            let now = DispatchTime.now().uptimeNanoseconds
+            var next: UInt64?
+            for (id, entry) in deferred {
+                if entry.due <= now {
+                    deferred[id] = nil
+                    try send(entry.message, group: nil)
+                } else {
+                    next = min(next ?? entry.due, entry.due)
+                }
+            }
+            return next.map { Int32(clamping: ($0 - now + 999_999) / 1_000_000) }
         }
 
         func flushAcks() throws {
@@ -241,6 +279,11 @@ public final class ConsumerLoop: Sendable {
                         if let tag { acks.append(tag) }
                         continue
                     }
+                    for message in messages {
+                        guard let id = message.messageID, let pending = deferred.removeValue(forKey: id) else { continue }
+                        // An outcome supersedes a deferred event of its intent; anything else follows it.
+                        if tag == nil { try send(pending.message, group: nil) }
+                    }
                     var group: Int?
                     if let tag {
                         group = nextGroup
@@ -257,11 +300,7 @@ public final class ConsumerLoop: Sendable {
                             unsendable = problem
                             continue
                         }
-                        // Signed with the connection's user, which the broker verifies: the
-                        // recorder trusts status events only from the users it is told to.
-                        var signed = message
-                        if signed.userID == nil { signed.userID = connection.url.user }
-                        confirms.published(try connection.publish(signed), group: group)
+                        try send(message, group: group)
                     }
                     if let group, unsendable != nil {
                         // Its delivery goes to the dead-letter queue rather than round and round.
@@ -279,8 +318,17 @@ public final class ConsumerLoop: Sendable {
                     guard tag.generation == generation else { continue }
                     outstanding.remove(tag.value)
                     try connection.reject(tag.value, requeue: requeue)
+                case .publishDeferred(let message, let delay):
+                    guard message.problem == nil else { continue }
+                    let due = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, delay) * 1e9)
+                    if delay > 0, let id = message.messageID {
+                        if let earlier = deferred.updateValue((message, due), forKey: id) { try send(earlier.message, group: nil) }
+                    } else {
+                        try send(message, group: nil)
+                    }
                 }
             }
+            let nextDue = try publishDue()
 
             if stopConsuming, consuming {
                 consuming = false
@@ -290,7 +338,10 @@ public final class ConsumerLoop: Sendable {
                 logger.info("stopped consuming", metadata: ["amqp.queue": configuration.queue])
             }
 
-            var budget = 512
+            let now = DispatchTime.now().uptimeNanoseconds
+            let readNow = mayRead || connection.hasBufferedData || now &- lastRead > 100_000_000
+            if readNow { lastRead = now }
+            var budget = readNow ? 512 : 0
             while budget > 0, let event = try connection.nextEvent(timeout: 0) {
                 budget -= 1
                 busy = true
@@ -338,10 +389,12 @@ public final class ConsumerLoop: Sendable {
                 let confirmsDone = groups.isEmpty && commands.isEmpty
                 if confirmsDone || Date() >= shutdownDeadline.withLock({ $0 }) { return }
             }
-            if !busy {
-                signal.wait(
+            if busy {
+                mayRead = true
+            } else {
+                mayRead = signal.wait(
                     socket: connection.hasBufferedData ? -1 : connection.socketDescriptor,
-                    timeoutMilliseconds: connection.hasBufferedData ? 0 : idleWait)
+                    timeoutMilliseconds: connection.hasBufferedData ? 0 : min(idleWait, nextDue ?? idleWait))
             }
         }
     }

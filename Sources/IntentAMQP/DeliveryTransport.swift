@@ -59,13 +59,17 @@ public final class InMemoryTransport: DeliveryTransport {
     /// True once `start()` was called, as a connected loop would say.
     public var isConnected: Bool { state.withLock { $0.started } }
 
-    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed), an ack or a reject.
+    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed; a deferred one at once), an ack or a reject.
     /// A publish to a `loopback` exchange also comes back as an extra delivery.
     public func send(_ command: ConsumerLoop.Command) {
-        if case .publish(let messages, _) = command {
-            for message in messages where loopback.contains(message.exchange) {
-                deliverExtra(body: message.body, headers: message.headers)
-            }
+        let outgoing: [OutgoingMessage]
+        switch command {
+        case .publish(let messages, _): outgoing = messages
+        case .publishDeferred(let message, _): outgoing = [message]
+        case .ack, .reject: outgoing = []
+        }
+        for message in outgoing where loopback.contains(message.exchange) {
+            deliverExtra(body: message.body, headers: message.headers)
         }
         state.withLock { state in
             switch command {
@@ -76,6 +80,9 @@ public final class InMemoryTransport: DeliveryTransport {
                 state.acked.append(tag.value)
             case .reject(let tag, let requeue):
                 state.rejected.append((tag.value, requeue))
+            case .publishDeferred(let message, _):
+                // No clock here: published at once, as if the run had outlasted the delay.
+                state.published.append(message)
             }
         }
     }

@@ -42,12 +42,16 @@ final class WakeSignal: Sendable {
     }
 
     /// Waits until `socket` is readable, `wake()` is called, or `timeout` passes.
-    func wait(socket: Int32, timeoutMilliseconds: Int32) {
+    /// Returns false only when the wait ended on `wake()` alone, with nothing
+    /// (not even an error) on the socket: the caller may skip reading it.
+    @discardableResult
+    func wait(socket: Int32, timeoutMilliseconds: Int32) -> Bool {
         var descriptors = [
             pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
         ]
-        _ = poll(&descriptors, socket >= 0 ? 2 : 1, timeoutMilliseconds)
+        let ready = poll(&descriptors, socket >= 0 ? 2 : 1, timeoutMilliseconds)
+        return ready <= 0 || socket < 0 || descriptors[1].revents != 0
     }
 }
 

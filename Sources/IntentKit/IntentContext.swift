@@ -23,6 +23,9 @@ public struct IntentContext: Sendable {
     public var isCanceled: @Sendable () async -> Bool = { false }
     /// What the handler gave parameter types to look things up with.
     public var dependencies: [any Sendable] = []
+    /// The outcome a ledger committed for this run with its effects (`AppDatabase.once`
+    /// notes it once its transaction is on disk), so the worker need not decide it again.
+    public let committed = CommittedOutcome()
 
     /// The dependency of this type the handler declared (the first, if several).
     public func dependency<T>(_ type: T.Type) throws -> T {

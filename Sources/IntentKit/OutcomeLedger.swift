@@ -335,3 +335,20 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 }
+
+/// The outcome a ledger holds for an intent, noted by the code that committed it
+/// during a run (shared by every copy of that run's `IntentContext`).
+public final class CommittedOutcome: Sendable {
+    private let outcome = Mutex<DecidedOutcome?>(nil)
+
+    /// Nothing noted yet.
+    public init() {}
+
+    /// Notes the outcome the ledger now holds; call only after its transaction committed.
+    public func note(_ decided: DecidedOutcome) {
+        outcome.withLock { $0 = decided }
+    }
+
+    /// The outcome noted, if any.
+    public var value: DecidedOutcome? { outcome.withLock { $0 } }
+}

@@ -41,6 +41,11 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// someone else): `owner` is then that message's sender, and the intent
     /// itself is untouched.
     public var refused: Bool?
+    /// On an outcome (`success`, `failure`, `needsInput`): seconds since 1970
+    /// when the run that reached it started. A run that ends within the
+    /// worker's `startedEventDelay` publishes no `inProgress` event, so the
+    /// recorder takes the start time from here.
+    public var startedAt: Double?
 
     /// How far a slow handler has come, as `context.reportProgress` reports it.
     public struct Progress: Decodable, Sendable, Hashable {
@@ -70,7 +75,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
         progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false,
-        view: String? = nil
+        view: String? = nil, startedAt: Double? = nil
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -86,6 +91,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         self.owner = owner
         self.refused = refused ? true : nil
         self.view = view
+        self.startedAt = startedAt
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
@@ -122,6 +128,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if let owner { object["owner"] = .string(owner) }
         if refused == true { object["refused"] = .bool(true) }
         if let view { object["view"] = .string(view) }
+        if let startedAt { object["startedAt"] = .number(startedAt) }
         return .object(object)
     }
 

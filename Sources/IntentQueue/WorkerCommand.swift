@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -98,6 +98,9 @@ struct WorkerCommand {
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
           --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
                                 which fails them with expired unless an answer came first; default 86400)
+          --started-event-delay S
+                                a run's inProgress event is published after S seconds; a run that ends sooner
+                                publishes its outcome alone, with its startedAt (default 0.02; 0: at once)
           --retain D            the recorder removes intents finished longer ago than D, in small batches
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
@@ -140,6 +143,7 @@ struct WorkerCommand {
     var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var questionTTL: Double = 86_400
+    var startedEventDelay = 0.02
     var retention: Double? = 7 * 86_400
     var metricsFile: String?
     var metricsInterval: Double = 5
@@ -149,7 +153,8 @@ struct WorkerCommand {
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
             options: [
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--retain", "--metrics-file", "--metrics-interval",
+                "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--started-event-delay", "--retain", "--metrics-file",
+                "--metrics-interval",
             ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
@@ -176,6 +181,13 @@ struct WorkerCommand {
             guard mode != .worker else { throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)") }
             retention = text == "forever" ? nil : try Self.duration(text, option: "--retain")
         }
+        var startedEventDelay = 0.02
+        if let text = try arguments.value("--started-event-delay") {
+            guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
+                throw UsageError("--started-event-delay takes seconds from 0 to 3600, not '\(text)'")
+            }
+            startedEventDelay = seconds
+        }
         if arguments.options["--metrics-interval"] != nil, arguments.options["--metrics-file"] == nil {
             throw UsageError("--metrics-interval only applies with --metrics-file")
         }
@@ -187,7 +199,7 @@ struct WorkerCommand {
             grace: try arguments.seconds("--grace") ?? 20,
             jsonLogs: format == "json", logLevel: level, allowedUsers: Set(arguments.options["--allow-user"] ?? []),
             operators: Set(arguments.options["--operator-user"] ?? []), trustedUsers: Set(arguments.options["--trust-user"] ?? []),
-            timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400,
+            timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400, startedEventDelay: startedEventDelay,
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
     }
@@ -245,6 +257,7 @@ struct WorkerCommand {
             configuration.operators = operators
             configuration.trustedUsers = trustedUsers
             configuration.timeLimits = timeLimits
+            configuration.startedEventDelay = startedEventDelay
             configuration.metrics = metrics
             configuration.outcomesPath =
                 Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }

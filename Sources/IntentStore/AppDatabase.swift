@@ -43,7 +43,9 @@ public final class AppDatabase: Sendable {
     /// its outcome, unless it already has one (a redelivery gets the recorded
     /// response back; an outcome decided without the handler is thrown).
     public func once(_ context: IntentContext, _ effects: @escaping @Sendable (Database) throws -> IntentResponse) async throws -> IntentResponse {
-        try await queue.write { db in try OnceOnly.perform(in: db, context: context, effects) }
+        let response = try await queue.write { db in try OnceOnly.perform(in: db, context: context, effects) }
+        context.committed.note(.success(response))
+        return response
     }
 
     /// The first column of every row of a query: for a parameter's `choices`.

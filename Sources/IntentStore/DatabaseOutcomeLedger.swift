@@ -61,7 +61,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func admit(
         _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
     ) async throws -> Admission {
-        try await queue.write { db in
+        // Not durable by itself: what it records is made durable by the commit
+        // that decides the intent (or, should the machine lose power first, the
+        // redelivered message admits it again). A refusal is said only once the
+        // owner it is based on is durable.
+        let admission = try await queue.write(durable: false) { db in
             var recorded = try db.queryFirst("SELECT type, owner FROM intent_owner WHERE intent_id = ?", [.text(intentID)]) {
                 (type: $0.string(0), owner: $0.text(1))
             }
@@ -85,6 +89,12 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
             }
             return admission
         }
+        if admission.refusal != nil {
+            try await queue.write { db in
+                try db.run("UPDATE intent_owner SET since = since WHERE intent_id = ?", [.text(intentID)])
+            }
+        }
+        return admission
     }
 
     /// Notes the question asked at `turn`, what it asks to confirm and what is confirmed so far, and lifts any claim;

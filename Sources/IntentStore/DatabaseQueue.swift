@@ -11,17 +11,24 @@ import Synchronization
 /// commit. A write that throws rolls back to its savepoint and fails alone;
 /// the others still commit. With `synchronous=FULL` this turns one fsync per
 /// intent into one per batch, while no caller hears "done" before its data is on disk.
+///
+/// A write may say it need not be durable by itself (`durable: false`): a
+/// batch of only such writes commits with `synchronous=NORMAL`, which in WAL
+/// mode is atomic and survives the process dying but not the machine losing
+/// power, until the next durable commit syncs the log with everything before it.
 public final class DatabaseQueue: @unchecked Sendable {
-    // @unchecked: `database` is only touched inside blocks running on `queue`,
-    // one at a time.
+    // @unchecked: `database` and `synchronousFull` are only touched inside
+    // blocks running on `queue`, one at a time.
     private let database: Database
     private let queue: DispatchQueue
     private let pending = Mutex<[PendingWrite]>([])
+    private var synchronousFull = true
 
     private struct PendingWrite: @unchecked Sendable {
         // @unchecked: both closures run on `queue` only.
         let run: (Database) throws -> Void
         let finish: ((any Error)?) -> Void
+        let durable: Bool
     }
 
     /// Holds a write's value between its savepoint and the commit; touched on `queue` only.
@@ -45,8 +52,10 @@ public final class DatabaseQueue: @unchecked Sendable {
     }
 
     /// Runs `body` inside a `BEGIN IMMEDIATE` transaction (shared with the other
-    /// writes queued at the same time) and returns once it is committed.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// writes queued at the same time) and returns once it is committed: on
+    /// disk, or with `durable: false` written to the log and made durable by
+    /// the next durable commit.
+    public func write<T: Sendable>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let box = ValueBox<T>()
             let write = PendingWrite(
@@ -59,7 +68,7 @@ public final class DatabaseQueue: @unchecked Sendable {
                     } else {
                         continuation.resume(throwing: DatabaseError(code: 1, message: "the write produced no value", context: "group commit"))
                     }
-                })
+                }, durable: durable)
             let first = pending.withLock { writes -> Bool in
                 writes.append(write)
                 return writes.count == 1
@@ -81,6 +90,20 @@ public final class DatabaseQueue: @unchecked Sendable {
             return writes
         }
         guard !batch.isEmpty else { return }
+        let durable = batch.contains { $0.durable }
+        if durable != synchronousFull {
+            // Set between transactions. Failing to weaken it only costs an fsync;
+            // failing to restore it fails the batch rather than commit it unsynced.
+            do {
+                try database.execute(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+                synchronousFull = durable
+            } catch {
+                if durable {
+                    for write in batch { write.finish(error) }
+                    return
+                }
+            }
+        }
         var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
             try database.transaction { db in

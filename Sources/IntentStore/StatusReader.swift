@@ -31,12 +31,32 @@ public final class StatusReader {
         case parameters, attempts, worker, submittedAt, queuedAt, startedAt, updatedAt, finishedAt, turn, group, confirmed
         case owner, view
 
+        /// The column's name in `intent_status`, written out: deriving it by reflection
+        /// would cost a short-lived tool a scan of every protocol conformance it links.
         var name: String {
             switch self {
+            case .id: "id"
+            case .type: "type"
+            case .state: "state"
+            case .responseCode: "response_code"
+            case .responseMessage: "response_message"
+            case .responsePayload: "response_payload"
+            case .resolutions: "resolutions"
+            case .progressFraction: "progress_fraction"
+            case .progressMessage: "progress_message"
+            case .parameters: "parameters"
+            case .attempts: "attempts"
+            case .worker: "worker"
+            case .submittedAt: "submitted_at"
+            case .queuedAt: "queued_at"
+            case .startedAt: "started_at"
+            case .updatedAt: "updated_at"
+            case .finishedAt: "finished_at"
+            case .turn: "turn"
             case .group: "group_id"
-            default:
-                // responseCode → response_code
-                String(String(describing: self).flatMap { $0.isUppercase ? ["_", Character($0.lowercased())] : [$0] })
+            case .confirmed: "confirmed"
+            case .owner: "owner"
+            case .view: "view"
             }
         }
 

@@ -350,7 +350,7 @@ public final class StatusStore {
                 .optional(event.response?.payload?.jsonString), .optional(resolutions),
                 .optional(event.progress?.fraction), .optional(event.progress?.message),
                 .int(event.attempt), .optional(event.worker),
-                event.state == .inProgress ? .real(event.at) : .null,
+                event.state == .inProgress ? .real(event.at) : .optional(event.startedAt),
                 .real(now), event.state.isTerminal ? .real(now) : .null, .int(event.turn ?? 0), .optional(event.owner),
                 .optional(event.view),
             ])

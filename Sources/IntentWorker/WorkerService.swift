@@ -129,6 +129,8 @@ public final class WorkerService: Service {
         var sender: Sender
         /// What the ledger said of it before anything ran.
         var admission = Admission()
+        /// When this delivery's run started (resolve, confirm, handle), once it has.
+        var startedAt: Double?
 
         var id: String { envelope.id }
         /// The intent's owner, which every event about it names.
@@ -272,7 +274,8 @@ public final class WorkerService: Service {
     }
 
     /// A turn of the intent: resolve, confirm, handle, unless already decided.
-    private func run(_ job: Job) async throws {
+    private func run(_ admittedJob: Job) async throws {
+        var job = admittedJob
         // What the user confirmed counts only as far as the intent asked (the ledger says).
         var admitted = job.envelope
         admitted.confirmed = job.admission.confirmed.isEmpty ? nil : job.admission.confirmed.sorted()
@@ -315,7 +318,8 @@ public final class WorkerService: Service {
         let started = StatusEvent(
             id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn,
             owner: owner)
-        loop.send(.publish([message(for: started)], thenAck: nil))
+        job.startedAt = started.at
+        loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
 
         let loop = self.loop
         var context = IntentContext(
@@ -337,9 +341,9 @@ public final class WorkerService: Service {
         await IntentPipeline.run(
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type],
             deadlines: Deadlines.shared
-        ) { outcome in
+        ) { [job, committed = context.committed] outcome in
             if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
-            await self.conclude(job, outcome: outcome, received: received)
+            await self.conclude(job, outcome: outcome, received: received, committed: committed)
         }
         // A handler past its time limit keeps its slot until it really returns,
         // so `--concurrency` bounds what runs, not what has been reported.
@@ -350,7 +354,7 @@ public final class WorkerService: Service {
 
     /// The pipeline's outcome, decided in the ledger and published. A time
     /// limit arrives here at its deadline, before the handler has returned.
-    private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant) async {
+    private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant, committed: CommittedOutcome? = nil) async {
         configuration.faults.hit(.afterHandle, intentID: job.id)
         if let metrics = configuration.metrics {
             let elapsed = received.duration(to: .now)
@@ -396,19 +400,22 @@ public final class WorkerService: Service {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)
                 } else {
-                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner)
+                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
                 }
                 return
             }
             let ours = DecidedOutcome(
                 state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
-            guard let standing = try await job.ledger.decide(job.id, ours, attempt: job.attempt, by: .run) else {
+            // The handler's `once` committed this very outcome with its effects: it stands, with no second write.
+            var standing = committed?.value.flatMap { $0 == ours ? $0 : nil }
+            if standing == nil { standing = try await job.ledger.decide(job.id, ours, attempt: job.attempt, by: .run) }
+            guard let standing else {
                 loop.send(.ack(job.delivery.tag))  // a run always decides; nothing to publish if it did not
                 return
             }
             if standing == ours {
                 job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
-                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner)
+                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
             } else {
                 job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
                 publish(standing, for: job)
@@ -422,7 +429,7 @@ public final class WorkerService: Service {
     private func publish(_ decided: DecidedOutcome, for job: Job) {
         finish(
             job.delivery, envelope: job.envelope, attempt: job.attempt,
-            outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner)
+            outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner, startedAt: job.startedAt)
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
@@ -431,7 +438,8 @@ public final class WorkerService: Service {
     /// its response cut down: the state it reports stays the decided one (the
     /// ledger keeps the whole response).
     private func finish(
-        _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false
+        _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false,
+        startedAt: Double? = nil
     ) {
         // The app's own view, drawn here where the app is, from a run's resolutions.
         let view =
@@ -444,7 +452,7 @@ public final class WorkerService: Service {
         var event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
-            turn: envelope.turn, owner: owner, refused: refused, view: view)
+            turn: envelope.turn, owner: owner, refused: refused, view: view, startedAt: refused ? nil : startedAt)
         var body = event.encoded()
         if body.count > configuration.maxEventBytes {
             let size = body.count

@@ -11,7 +11,7 @@ struct BenchCommand: Command {
     static let tool = "intent-bench"
     static let usage =
         "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
-        + "[--latency-intents M] [--skip-ceiling] [--timeout S] [--dir PATH] [--json] [--keep]"
+        + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH] [--timeout S] [--dir PATH] [--json] [--keep]"
     static let help = """
         Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
 
@@ -19,8 +19,10 @@ struct BenchCommand: Command {
 
         Phases:
           ceiling      N messages in IntentQueue's exact pattern (confirmed persistent publish to the work and ledger
-                       quorum queues; per message two confirmed status publishes, then an ack; the ledger batched
-                       into SQLite) with no decoding, handler or status logic
+                       quorum queues; per message one confirmed status publish (the outcome of a quick run; two
+                       with --ceiling-events 2, as when inProgress is published too), then an ack; the ledger
+                       batched into SQLite) with no decoding, handler or status logic
+          ceiling (C)  with --c-ceiling, the same pattern by an independent C program (deploy/ceiling/ceiling.c)
           end to end   N SendMessage intents from P producers through W workers and the recorder, all guarantees on,
                        until every intent is success in the status store; Message rows checked (one per intent)
           latency      M intents offered at R intents/s (open loop); submit → terminal percentiles from the store
@@ -34,6 +36,8 @@ struct BenchCommand: Command {
           --rate R             offered intents/s in the latency phase (default 1000)
           --latency-intents M  intents in the latency phase; 0 skips it (default 5000)
           --skip-ceiling       run only the IntentQueue phases
+          --ceiling-events N   status events per intent in the ceiling phases: 1 (default) or 2
+          --c-ceiling PATH     also run the C ceiling program at PATH (deploy/ceiling.sh builds it and passes it)
           --timeout S          seconds each phase may take (default 60 + N/200; latency: 60 + M/R)
           --dir PATH           where the run's SQLite files go (default the temporary folder)
           --json               print one JSON object instead of the table
@@ -57,6 +61,8 @@ struct BenchCommand: Command {
     var rate: Int
     var latencyIntents: Int
     var skipCeiling: Bool
+    var ceilingEvents: Int
+    var cCeiling: String?
     var timeout: Double?
     var directory: String
     var json: Bool
@@ -70,7 +76,7 @@ struct BenchCommand: Command {
             words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
             options: [
                 "--intents", "--producers", "--workers", "--concurrency", "--window", "--rate", "--latency-intents",
-                "--timeout", "--dir",
+                "--timeout", "--dir", "--ceiling-events", "--c-ceiling",
             ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
@@ -83,9 +89,11 @@ struct BenchCommand: Command {
             rate: try arguments.integer("--rate", in: 1...1_000_000) ?? 1_000,
             latencyIntents: try arguments.integer("--latency-intents", in: 0...10_000_000) ?? 5_000,
             skipCeiling: arguments.has("--skip-ceiling"),
+            ceilingEvents: try arguments.integer("--ceiling-events", in: 1...2) ?? 1, cCeiling: try arguments.value("--c-ceiling"),
             timeout: try arguments.seconds("--timeout"),
             directory: try arguments.value("--dir") ?? FileManager.default.temporaryDirectory.path,
             json: arguments.has("--json"), keep: arguments.has("--keep"))
+        if command.skipCeiling, command.cCeiling != nil { throw UsageError("--c-ceiling and --skip-ceiling exclude each other") }
         if command.producers > command.intents {
             throw UsageError("--producers (\(command.producers)) cannot exceed --intents (\(command.intents))")
         }
@@ -127,7 +135,7 @@ struct BenchCommand: Command {
             run.removeDirectory()
         }
         var deleted = 0
-        for phase in ["ceiling", "e2e"] {
+        for phase in ["ceiling", "cceiling", "e2e"] {
             if let topology = try? run.topology(phase) { deleted += topology.deleteAll(url: url) }
         }
         progress("deleted the run's \(deleted) queues and exchanges (\(run.name).*) from the broker")
@@ -146,10 +154,19 @@ struct BenchCommand: Command {
             progress("ceiling: \(intents) messages in IntentQueue's pattern…")
             ceiling = try CeilingPhase(
                 url: url, topology: try run.topology("ceiling"), intents: intents, producers: producers, window: window,
-                prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, storePath: run.path("ceiling.sqlite"),
-                timeout: phaseTimeout, broker: broker
+                prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, statusEvents: ceilingEvents,
+                storePath: run.path("ceiling.sqlite"), timeout: phaseTimeout, broker: broker
             ).run()
             afterCeiling = ProcessMetrics.sample().residentBytes
+        }
+        var cCeilingResult: PhaseResult?
+        if let cCeiling {
+            progress("ceiling (C): the same \(intents) messages by \(cCeiling)…")
+            cCeilingResult = try CCeilingPhase(
+                executable: cCeiling, url: url, topology: try run.topology("cceiling"), intents: intents, producers: producers,
+                window: window, prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, statusEvents: ceilingEvents,
+                run: run, timeout: phaseTimeout, broker: broker
+            ).measure()
         }
         progress("end to end: \(intents) intents at full speed, then \(latencyIntents) at \(rate)/s…")
         let outcome = try EndToEndPhase(
@@ -163,8 +180,8 @@ struct BenchCommand: Command {
             settings: BenchReport.Settings(
                 broker: url.description, brokerPID: broker?.pid, run: run.name, intents: intents, producers: producers,
                 workers: workers, concurrency: concurrency, prefetch: prefetch, window: window, rate: Double(rate),
-                latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch),
-            ceiling: ceiling, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
+                latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch, ceilingEvents: ceilingEvents),
+            ceiling: ceiling, cCeiling: cCeilingResult, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
             memory: BenchReport.Memory(
                 start: start.residentBytes, afterCeiling: afterCeiling, servicesReady: outcome.residentReady,
                 afterEndToEnd: outcome.residentAfterFullSpeed, afterLatency: outcome.residentAfterFixedLoad,

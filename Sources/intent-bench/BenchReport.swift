@@ -17,6 +17,7 @@ struct BenchReport {
         var rate: Double
         var latencyIntents: Int
         var recorderBatch: Int
+        var ceilingEvents: Int
     }
 
     /// VmRSS samples of this process, bytes.
@@ -32,6 +33,8 @@ struct BenchReport {
 
     var settings: Settings
     var ceiling: PhaseResult?
+    /// The same pattern by the independent C program, when it ran.
+    var cCeiling: PhaseResult?
     var endToEnd: PhaseResult
     var latency: PhaseResult?
     var memory: Memory
@@ -42,6 +45,12 @@ struct BenchReport {
 
     var ratio: Double? { ceiling.map { $0.perSecond > 0 ? endToEnd.perSecond / $0.perSecond : 0 } }
 
+    /// The Swift ceiling against the C one: 1 means the ceiling phase costs nothing of its own.
+    var ceilingMatch: Double? {
+        guard let ceiling, let cCeiling, cCeiling.perSecond > 0 else { return nil }
+        return ceiling.perSecond / cCeiling.perSecond
+    }
+
     // MARK: - Human
 
     func table() -> String {
@@ -49,18 +58,22 @@ struct BenchReport {
         var lines = [
             "intent-bench \(s.run) on \(s.broker)",
             "\(s.intents) intents, \(s.producers) producer(s) with confirm window \(s.window), \(s.workers) worker(s) × concurrency \(s.concurrency) "
-                + "(prefetch \(s.prefetch)), recorder batch \(s.recorderBatch); workers and recorder run in this process",
+                + "(prefetch \(s.prefetch)), recorder batch \(s.recorderBatch), \(s.ceilingEvents) status event(s) per intent in the ceiling; "
+                + "workers and recorder run in this process",
             "",
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
-        for phase in [ceiling, endToEnd, latency].compactMap({ $0 }) {
+        for phase in [ceiling, cCeiling, endToEnd, latency].compactMap({ $0 }) {
             let title = phase.offeredRate.map { "latency @ \(Self.number($0, 0))/s" } ?? phase.name
             let latency = phase.latency.map { [$0.p50, $0.p95, $0.p99, $0.max].map { Self.number($0, 1) } } ?? Array(repeating: "-", count: 4)
             lines.append(row([title, "\(phase.intents)", Self.number(phase.seconds, 3), Self.number(phase.perSecond, 1)] + latency))
         }
         lines.append("")
         if let ratio {
-            lines.append("ratio end to end / ceiling: \(Self.number(ratio, 2)) (target ≥ 0.50)")
+            lines.append("ratio end to end / ceiling: \(Self.number(ratio, 2)) (target ≥ 0.60)")
+        }
+        if let ceilingMatch {
+            lines.append("ceiling / C ceiling: \(Self.number(ceilingMatch, 2)) (within 10 % when 0.90–1.10)")
         }
         if let latency, let summary = latency.latency {
             lines.append(
@@ -80,7 +93,7 @@ struct BenchReport {
         lines.append(
             "cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:"
         )
-        for phase in [ceiling, endToEnd, latency].compactMap({ $0 }) {
+        for phase in [ceiling, cCeiling, endToEnd, latency].compactMap({ $0 }) {
             let broker = phase.brokerCPUSeconds.map { Self.number(phase.perThousand($0), 3) } ?? "?"
             let services = phase.servicesCPUSeconds.map { " [\(Self.number(phase.perThousand($0), 3))]" } ?? ""
             lines.append(
@@ -123,6 +136,7 @@ struct BenchReport {
                 "prefetch": .number(Double(s.prefetch)), "window": .number(Double(s.window)),
                 "rate": .number(s.rate), "latencyIntents": .number(Double(s.latencyIntents)),
                 "recorderBatch": .number(Double(s.recorderBatch)), "servicesInProcess": true,
+                "ceilingEvents": .number(Double(s.ceilingEvents)),
             ]),
             "endToEnd": Self.json(endToEnd),
             "memoryMB": .object(memoryJSON),
@@ -137,6 +151,10 @@ struct BenchReport {
         if let ceiling {
             object["ceiling"] = Self.json(ceiling)
             object["ratio"] = ratio.map { Self.rounded($0) } ?? .null
+        }
+        if let cCeiling {
+            object["cCeiling"] = Self.json(cCeiling)
+            object["ceilingMatch"] = ceilingMatch.map { Self.rounded($0) } ?? .null
         }
         if let latency {
             object["latency"] = Self.json(latency)

@@ -11,6 +11,8 @@ struct CeilingPhase {
     var window: Int
     var prefetch: UInt16
     var batchSize: Int
+    /// Status events the worker publishes per intent: 1 (the outcome alone, as a quick run does) or 2 (`inProgress` too).
+    var statusEvents: Int
     var storePath: String
     var timeout: Double
     var broker: BrokerProcess?
@@ -27,11 +29,12 @@ struct CeilingPhase {
 
         let gate = StartGate()
         let recorder = BenchThread(name: "ceiling recorder") { [self] in
-            try CeilingRecorder(url: url, topology: topology, storePath: storePath, expectedRows: 3 * intents, batchSize: batchSize)
+            try CeilingRecorder(url: url, topology: topology, storePath: storePath, expectedRows: (1 + statusEvents) * intents, batchSize: batchSize)
                 .run(gate: gate, control: control)
         }
         let worker = BenchThread(name: "ceiling worker") { [self] in
-            try CeilingWorker(url: url, topology: topology, count: intents, prefetch: prefetch).run(gate: gate, control: control)
+            try CeilingWorker(url: url, topology: topology, count: intents, prefetch: prefetch, statusEvents: statusEvents).run(
+                gate: gate, control: control)
         }
         let producerThreads = BenchRun.shares(of: intents, among: producers).enumerated().map { index, share in
             BenchThread(name: "ceiling producer \(index + 1)") { [self] in

@@ -1,14 +1,16 @@
 import Foundation
 import IntentAMQP
 
-/// The ceiling's worker: for each delivery of the work queue, two persistent
-/// confirmed publishes to the status exchange, then an ack (`multiple`) once
-/// both are confirmed. No decoding, no handler, no status logic.
+/// The ceiling's worker: for each delivery of the work queue, `statusEvents`
+/// persistent confirmed publishes to the status exchange (the outcome, after
+/// `inProgress` when 2), then an ack (`multiple`) once they are confirmed. No
+/// decoding, no handler, no status logic.
 struct CeilingWorker: Sendable {
     var url: BrokerURL
     var topology: Topology
     var count: Int
     var prefetch: UInt16
+    var statusEvents: Int
 
     func run(gate: StartGate, control: PhaseControl) throws {
         let connection = try AMQPConnection(url: url, connectTimeout: 5)
@@ -16,7 +18,7 @@ struct CeilingWorker: Sendable {
         try connection.enableConfirms()
         try connection.setPrefetch(prefetch)
         try connection.consume(topology.workQueue)
-        let events = Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling")
+        let events = Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(statusEvents)
         let bodies = events.map { $0.encoded() }
         let keys = events.map(\.routingKey)
         var tracker = ConfirmWindow<Never>()

@@ -8,7 +8,7 @@ import Testing
 /// A three-node RabbitMQ cluster (deploy/cluster.sh) on loopback: one node is
 /// stopped (or killed) in the middle of a run; nothing confirmed is lost, every
 /// intent ends, work goes on through the other nodes, and the node rejoins.
-@Suite(.serialized, .timeLimit(.minutes(8)))
+@Suite(.serialized, .timeLimit(.minutes(10)))
 struct ClusterTests {
     static let script = Paths.repository.appendingPathComponent("deploy/cluster.sh").path
     static let name = "iqtestcluster"

@@ -6,7 +6,7 @@ import Testing
 
 /// The SiriKit conversation across the queue: questions answered later,
 /// confirmation, slow handlers, cancellation, restricted intents, deletion.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct ConversationTests {
     @Test func theJeffQuestionAnsweredLaterEndsWithOneMessageAndItsHistory() async throws {
         let sandbox = try await Sandbox("answer")
@@ -247,7 +247,7 @@ struct ConversationTests {
 }
 
 /// The app's vocabulary and its views of intents, through the tools.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct VocabularyAndViewTests {
     @Test func termsAreReadAsTheAppsNamesAndCanBeListedAndCleared() async throws {
         let sandbox = try await Sandbox("vocabulary")

@@ -286,9 +286,16 @@ import Testing
             #expect(packages.contains(library), "the runtime stage lacks \(library) (for \(provider))")
         }
         #expect(packages.filter { $0.hasSuffix("-dev") }.isEmpty, "headers in the runtime image: \(packages.sorted())")
+        // The tools carry the Swift runtime (built with --static-swift-stdlib): no shared Swift libraries to copy.
+        let builds = try #require(dockerfile.stages.first).arguments(of: "RUN").joined(separator: "\n")
+            .components(separatedBy: "swift build").dropFirst()
+        #expect(!builds.isEmpty && builds.allSatisfy { $0.hasPrefix(" -c release --static-swift-stdlib") }, "\(Array(builds))")
         #expect(
-            runtime.arguments(of: "COPY").contains { $0.contains("--from=build") && $0.contains("/usr/lib/swift/linux/") },
-            "the Swift runtime libraries are not copied from the build stage")
+            !runtime.arguments(of: "COPY").contains { $0.contains("/usr/lib/swift/linux/") },
+            "Swift's shared runtime libraries are copied, though the tools link it statically")
+        #expect(
+            runtime.arguments(of: "ENV").contains { $0.contains("swift-backtrace=/usr/libexec/swift/linux/swift-backtrace-static") },
+            "a statically linked tool is not told where the backtracer is")
         let user = try #require(runtime.arguments(of: "USER").last, "the image runs as root")
         #expect(!["root", "0"].contains(user.split(separator: ":").first.map(String.init) ?? ""), "USER \(user)")
         #expect(runtime.arguments(of: "VOLUME").contains { $0.contains("/var/lib/intentqueue") })

@@ -3,7 +3,7 @@ import IntentStore
 import Testing
 
 /// A client in another language submits in the documented wire format.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct InteropTests {
     @Test func anIntentPublishedByAmqpPublishIsHandled() async throws {
         let publisher = "/usr/bin/amqp-publish"

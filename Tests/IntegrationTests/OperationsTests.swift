@@ -7,7 +7,7 @@ import Testing
 
 /// What an operator uses: remote status, the live watch, --wait woken by
 /// events, the metrics file and retention, against the real broker and store.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct OperationsTests {
     /// Publishes envelopes with confirms, off the cooperative pool.
     static func submit(_ envelopes: [IntentEnvelope], url: String) async throws {
@@ -98,7 +98,42 @@ struct OperationsTests {
         let alone = try await remote(["remote-ok"])
         #expect(alone.exitCode == 69, "\(alone)")
         #expect(alone.stderr.contains("no recorder answers"))
-        #expect(alone.seconds < 5)
+    }
+
+    @Test func aRunThatEndsWithinTheStartedEventDelayPublishesItsOutcomeAlone() async throws {
+        let sandbox = try await Sandbox("started-delay")
+        defer { Task { await sandbox.tearDown() } }
+        // A delay longer than any run here: the outcome alone, with when its run started.
+        var worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "600"])
+        let watcher = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        func events(of id: String) -> [StatusEvent] {
+            watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }
+                .filter { $0.id == id }
+        }
+        try await eventually(timeout: 10, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        let quick = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=quick", "--id", "quick-1", "--wait"])
+        #expect(quick.exitCode == 0, "\(quick)")
+        try await eventually(timeout: 20, "the watcher to print quick-1's outcome") { events(of: "quick-1").contains { $0.state == .success } }
+        let alone = events(of: "quick-1")
+        #expect(alone.map(\.state) == [.success])
+        let startedAt = try #require(alone.first?.startedAt)
+        #expect(startedAt <= alone[0].at)
+        let stored = try #require(try sandbox.statusStore().status(id: "quick-1"))
+        #expect(stored.state == .success && stored.startedAt == startedAt, "\(stored)")
+
+        // No delay: the run is seen to start before it ends.
+        #expect(try await worker.stop() == 0)
+        worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "0"])
+        let seen = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=seen", "--id", "quick-2", "--wait"])
+        #expect(seen.exitCode == 0, "\(seen)")
+        try await eventually(timeout: 20, "the watcher to print quick-2's outcome") { events(of: "quick-2").contains { $0.state == .success } }
+        #expect(events(of: "quick-2").map(\.state) == [.inProgress, .success])
+        #expect(try await sandbox.statusStore().status(id: "quick-2")?.startedAt != nil)
+        watcher.process.interrupt()
+        #expect(try await watcher.stop() == 0)
+        #expect(try await worker.stop() == 0)
     }
 
     @Test func watchShowsEveryStateChangeOfAHundredIntentsInOrder() async throws {
@@ -142,8 +177,9 @@ struct OperationsTests {
         for id in ids {
             let events = seen[id] ?? []
             let stored = try #require(try store.status(id: id))
-            // Started, then the outcome the store holds, never moving backwards.
-            #expect(events.first?.state == .inProgress, "\(id): \(events.map(\.state))")
+            // Started (or, for a run that ended within the worker's started-event delay, the
+            // outcome alone, saying when its run started), then the outcome the store holds, never moving backwards.
+            #expect(events.first?.state == .inProgress || events.first?.startedAt != nil, "\(id): \(events.map(\.state))")
             #expect(events.last?.state == stored.state, "\(id): \(events.map(\.state)) vs stored \(stored.state)")
             #expect(
                 zip(events, events.dropFirst()).allSatisfy { $0.state.rank <= $1.state.rank && $0.at <= $1.at },

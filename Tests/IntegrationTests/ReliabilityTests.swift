@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// Nothing lost, nothing done twice: retries, poison messages, bad input and shutdown.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct ReliabilityTests {
     @Test func transientFailuresAreRetriedWithBackoffThenGiveUp() async throws {
         let sandbox = try await Sandbox("retry")

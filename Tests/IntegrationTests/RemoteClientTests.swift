@@ -7,7 +7,7 @@ import Testing
 /// nowhere) submits, reads, answers, confirms, denies, cancels and deletes:
 /// the questions are read from the recorder over the broker, and the delete
 /// is the recorder's to carry out — within what the producer owns.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct RemoteClientTests {
     @Test func everyConversationStepAndADeleteWorkWithoutTheStoreFile() async throws {
         let secure = try await SecureSandbox("remote-client")

@@ -9,7 +9,7 @@ import Testing
 /// (alice, whose intents are the victims, and bob): each attack is refused —
 /// by the broker, or by the worker with a clear error on bob's side — and
 /// alice's intent, its status and its effects stay as they were.
-@Suite(.timeLimit(.minutes(6)))
+@Suite(.timeLimit(.minutes(10)))
 struct SecurityTests {
     func rows(_ secure: SecureSandbox, _ table: String, _ id: String) throws -> Int {
         try Database(path: secure.sandbox.appDatabasePath, mode: .readOnly)

@@ -3,7 +3,7 @@ import Testing
 
 /// amqps:// with the broker's certificate and host name verified, on loopback,
 /// against a certificate authority the test creates.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct TLSTests {
     static let node = "iqtest-tls"
     static let port = 5695

@@ -7,7 +7,7 @@ import Testing
 /// Once `timedOut` is published, the intent's effects can no longer commit,
 /// and a handler that ignores its cancellation keeps its concurrency slot
 /// until it really returns.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct TimeLimitTests {
     /// 200 calls of 0.3 s against a 0.1 s limit: each is reported `timedOut`
     /// at its deadline, goes on (a telephone call does not hang up), then

@@ -5,7 +5,7 @@ import IntentStore
 import Testing
 
 /// Many intents through one worker: every one reaches a terminal state, once.
-@Suite(.timeLimit(.minutes(4)))
+@Suite(.timeLimit(.minutes(10)))
 struct VolumeTests {
     @Test func aThousandIntentsAllEndAndAreStoredOnce() async throws {
         let sandbox = try await Sandbox("volume")

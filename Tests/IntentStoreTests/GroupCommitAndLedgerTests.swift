@@ -50,6 +50,40 @@ import Testing
 
     // MARK: Group commit
 
+    @Test func aWriteThatNeedNotBeDurableCommitsUnsyncedAndADurableOneSyncsAgain() async throws {
+        let queue = try queue()
+        @Sendable func synchronous(_ db: Database) throws -> Int { try db.queryFirst("PRAGMA synchronous") { $0.int(0) } ?? -1 }
+        // 1 is NORMAL (no fsync at commit in WAL mode), 2 is FULL.
+        let unsynced = try await queue.write(durable: false) { db in
+            try db.run("INSERT INTO item(name) VALUES ('admitted')")
+            return try synchronous(db)
+        }
+        #expect(unsynced == 1)
+        // Committed all the same: another connection reads it at once.
+        let reader = try Database(path: directory.file("app.sqlite"))
+        #expect(try reader.queryFirst("SELECT count(*) FROM item WHERE name = 'admitted'") { $0.int(0) } == 1)
+        reader.close()
+        let synced = try await queue.write { db in
+            try db.run("INSERT INTO item(name) VALUES ('decided')")
+            return try synchronous(db)
+        }
+        #expect(synced == 2)
+        // A batch with one durable write among others is durable as a whole.
+        let mixed = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    (try? await queue.write(durable: index != 7 ? false : true) { db in
+                        try db.run("INSERT INTO item(name) VALUES (?)", [.text("mixed-\(index)")])
+                        return try synchronous(db)
+                    }) ?? -1
+                }
+            }
+            return await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(mixed.count == 20 && mixed.allSatisfy { $0 == 1 || $0 == 2 } && mixed.contains(2))
+        #expect(try rows(queue) == 22)
+    }
+
     @Test func aWriteThatThrowsFailsAloneAndTheRestOfItsBatchCommits() async throws {
         let queue = try queue()
         let results = await Self.concurrentWrites(40, on: queue, failing: 17)

@@ -7,7 +7,7 @@ import Testing
 
 /// `ServiceGroup` without signals: it runs every service, and the first to
 /// fail stops the others in reverse order and is rethrown.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(10)))
 struct ServiceGroupTests {
     final class Log: Sendable {
         private let entries = Mutex<[String]>([])

@@ -6,7 +6,7 @@ import Testing
 
 /// The shipped test double: the real worker on the in-memory transport, as a
 /// user's handler tests drive it.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct TestWorkerTests {
     /// "Water the plants in the kitchen": a room chosen among three, a confirmation for many litres.
     struct WaterPlants: Intent {

@@ -8,7 +8,7 @@ import Testing
 
 /// `WorkerService` on an in-memory transport, with its handler, pipeline and a
 /// real SQLite ledger: what it publishes and acks for each kind of delivery.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct WorkerServiceTests {
     /// "Note this down", written once to the test's database.
     struct Note: Intent {

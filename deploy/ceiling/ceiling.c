@@ -1,0 +1,387 @@
+/*
+ * IntentQueue's message pattern in plain C (rabbitmq-c and SQLite), with none
+ * of IntentQueue's code: the independent check of intent-bench's ceiling phase.
+ *
+ *   ceiling --host H --port P --user U --password W --vhost V
+ *           --exchange intents --key SendMessage --work-queue Q --status-exchange X --ledger-queue L
+ *           --intent-body FILE --status-body FILE[=routing.key] [--status-body …]
+ *           --intents N --producers P --window W --prefetch F --batch B --db PATH
+ *
+ * The topology must exist (intent-bench declares it). P producer threads
+ * publish N intents (persistent, mandatory, message id, type, timestamp) with
+ * confirms, at most W unconfirmed each. One worker thread consumes the work
+ * queue with prefetch F and, for each delivery, publishes every status body
+ * (persistent, confirmed) to the status exchange, then acks it (`multiple`)
+ * once they are confirmed. One recorder thread consumes the ledger queue
+ * (every intent and every status event) and writes each message as a row in
+ * SQLite (WAL, synchronous=FULL), in transactions of at most B, acking each
+ * batch after its commit. Prints one JSON object: seconds from the start to
+ * the last commit, intents per second, and this process's CPU seconds.
+ */
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+
+#define MAX_EVENTS 8
+
+static struct {
+    const char *host, *user, *password, *vhost;
+    int port;
+    const char *exchange, *key, *work_queue, *status_exchange, *ledger_queue, *db;
+    amqp_bytes_t intent_body;
+    amqp_bytes_t status_bodies[MAX_EVENTS];
+    const char *status_keys[MAX_EVENTS];
+    int events;
+    long intents;
+    int producers, window, prefetch, batch;
+} config = {.host = "127.0.0.1", .user = "guest", .password = "guest", .vhost = "/", .port = 5672,
+            .producers = 2, .window = 128, .prefetch = 64, .batch = 500};
+
+static pthread_barrier_t start_gate;
+static double started_at;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "ceiling: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    exit(1);
+}
+
+static void check_reply(amqp_rpc_reply_t reply, const char *what) {
+    if (reply.reply_type == AMQP_RESPONSE_NORMAL) return;
+    if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) die("%s: %s", what, amqp_error_string2(reply.library_error));
+    die("%s: the broker closed the channel or connection", what);
+}
+
+static void check_status(int status, const char *what) {
+    if (status != AMQP_STATUS_OK) die("%s: %s", what, amqp_error_string2(status));
+}
+
+static amqp_connection_state_t open_connection(void) {
+    amqp_connection_state_t connection = amqp_new_connection();
+    amqp_socket_t *socket = amqp_tcp_socket_new(connection);
+    if (!socket) die("cannot create a socket");
+    check_status(amqp_socket_open(socket, config.host, config.port), "connecting");
+    check_reply(amqp_login(connection, config.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, config.user, config.password),
+                "logging in");
+    amqp_channel_open(connection, 1);
+    check_reply(amqp_get_rpc_reply(connection), "opening a channel");
+    return connection;
+}
+
+static void close_connection(amqp_connection_state_t connection) {
+    amqp_channel_close(connection, 1, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(connection, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(connection);
+}
+
+static void enable_confirms(amqp_connection_state_t connection) {
+    amqp_confirm_select(connection, 1);
+    check_reply(amqp_get_rpc_reply(connection), "confirm.select");
+}
+
+/* Reads one frame that is not a delivery: a confirm (returns its tag and
+ * sets *multiple), a return (fatal), or anything else (returns 0). */
+static uint64_t read_confirm(amqp_connection_state_t connection, struct timeval *timeout, int *multiple, int *got) {
+    amqp_frame_t frame;
+    *got = 0;
+    int status = amqp_simple_wait_frame_noblock(connection, &frame, timeout);
+    if (status == AMQP_STATUS_TIMEOUT) return 0;
+    check_status(status, "reading a frame");
+    if (frame.frame_type != AMQP_FRAME_METHOD) return 0;
+    switch (frame.payload.method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+        amqp_basic_ack_t *ack = frame.payload.method.decoded;
+        *multiple = ack->multiple;
+        *got = 1;
+        return ack->delivery_tag;
+    }
+    case AMQP_BASIC_NACK_METHOD: die("the broker refused a publish (basic.nack)");
+    case AMQP_BASIC_RETURN_METHOD: die("a publish was returned: nothing is bound for it");
+    case AMQP_CHANNEL_CLOSE_METHOD: die("the broker closed the channel");
+    case AMQP_CONNECTION_CLOSE_METHOD: die("the broker closed the connection");
+    }
+    return 0;
+}
+
+/* ── producers ─────────────────────────────────────────────────────────── */
+
+struct producer {
+    pthread_t thread;
+    long count;
+    int index;
+    double finished;
+};
+
+static void *produce(void *argument) {
+    struct producer *self = argument;
+    amqp_connection_state_t connection = open_connection();
+    enable_confirms(connection);
+    char id[64];
+    amqp_basic_properties_t properties = {0};
+    properties._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG |
+                        AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
+    properties.delivery_mode = 2;
+    properties.content_type = amqp_cstring_bytes("application/json");
+    properties.type = amqp_cstring_bytes(config.key);
+    pthread_barrier_wait(&start_gate);
+    uint64_t published = 0, confirmed = 0;
+    while (confirmed < (uint64_t)self->count) {
+        while (published < (uint64_t)self->count && published - confirmed < (uint64_t)config.window) {
+            snprintf(id, sizeof id, "ceiling-%d-%llu", self->index, (unsigned long long)published);
+            properties.message_id = amqp_cstring_bytes(id);
+            properties.timestamp = (uint64_t)time(NULL);
+            check_status(amqp_basic_publish(connection, 1, amqp_cstring_bytes(config.exchange), amqp_cstring_bytes(config.key),
+                                            1, 0, &properties, config.intent_body),
+                         "publishing an intent");
+            published++;
+        }
+        struct timeval timeout = {10, 0};
+        int multiple, got;
+        uint64_t tag = read_confirm(connection, &timeout, &multiple, &got);
+        if (!got) continue;
+        /* Confirms come in order on one channel; a single one for the next message counts like a multiple one. */
+        (void)multiple;
+        if (tag > confirmed) confirmed = tag;
+    }
+    self->finished = now();
+    close_connection(connection);
+    return NULL;
+}
+
+/* ── worker ────────────────────────────────────────────────────────────── */
+
+static void *work(void *argument) {
+    (void)argument;
+    amqp_connection_state_t connection = open_connection();
+    enable_confirms(connection);
+    amqp_basic_qos(connection, 1, 0, (uint16_t)config.prefetch, 0);
+    check_reply(amqp_get_rpc_reply(connection), "basic.qos");
+    amqp_basic_consume(connection, 1, amqp_cstring_bytes(config.work_queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+    check_reply(amqp_get_rpc_reply(connection), "basic.consume");
+    /* Deliveries in order, each with the publish sequence of its last status event. */
+    uint64_t *last_sequence = calloc((size_t)config.intents, sizeof *last_sequence);
+    uint64_t *delivery_tag = calloc((size_t)config.intents, sizeof *delivery_tag);
+    if (!last_sequence || !delivery_tag) die("out of memory");
+    long received = 0, settled = 0;
+    uint64_t sequence = 0, confirmed = 0, ack_up_to = 0;
+    amqp_basic_properties_t properties = {0};
+    properties._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG |
+                        AMQP_BASIC_CONTENT_TYPE_FLAG;
+    properties.delivery_mode = 2;
+    properties.content_type = amqp_cstring_bytes("application/json");
+    properties.type = amqp_cstring_bytes(config.key);
+    pthread_barrier_wait(&start_gate);
+    while (settled < config.intents) {
+        amqp_envelope_t envelope;
+        struct timeval timeout = {10, 0};
+        amqp_maybe_release_buffers(connection);
+        amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, &timeout, 0);
+        if (reply.reply_type == AMQP_RESPONSE_NORMAL) {
+            if (received >= config.intents) die("more deliveries than intents");
+            properties.message_id = envelope.message.properties.message_id;
+            for (int event = 0; event < config.events; event++) {
+                check_status(amqp_basic_publish(connection, 1, amqp_cstring_bytes(config.status_exchange),
+                                                amqp_cstring_bytes(config.status_keys[event]), 0, 0, &properties,
+                                                config.status_bodies[event]),
+                             "publishing a status event");
+                sequence++;
+            }
+            last_sequence[received] = sequence;
+            delivery_tag[received] = envelope.delivery_tag;
+            received++;
+            amqp_destroy_envelope(&envelope);
+        } else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && reply.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
+            struct timeval zero = {0, 0};
+            int multiple, got;
+            uint64_t tag = read_confirm(connection, &zero, &multiple, &got);
+            if (got) {
+                (void)multiple;
+                if (tag > confirmed) confirmed = tag;
+                while (settled < received && last_sequence[settled] <= confirmed) {
+                    ack_up_to = delivery_tag[settled];
+                    settled++;
+                }
+            }
+        } else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && reply.library_error == AMQP_STATUS_TIMEOUT) {
+            die("the worker waited 10 s for a delivery or a confirm");
+        } else {
+            check_reply(reply, "consuming");
+        }
+        /* One ack for everything settled, once nothing more waits in the buffer. */
+        if (ack_up_to && (settled == config.intents || !amqp_data_in_buffer(connection))) {
+            check_status(amqp_basic_ack(connection, 1, ack_up_to, 1), "acking");
+            ack_up_to = 0;
+        }
+    }
+    free(last_sequence);
+    free(delivery_tag);
+    close_connection(connection);
+    return NULL;
+}
+
+/* ── recorder ──────────────────────────────────────────────────────────── */
+
+static double last_commit;
+
+static void sql(sqlite3 *db, const char *statement) {
+    char *error = NULL;
+    if (sqlite3_exec(db, statement, NULL, NULL, &error) != SQLITE_OK) die("SQLite: %s: %s", statement, error);
+}
+
+static void *record(void *argument) {
+    (void)argument;
+    sqlite3 *db;
+    if (sqlite3_open(config.db, &db) != SQLITE_OK) die("cannot open %s", config.db);
+    sqlite3_busy_timeout(db, 5000);
+    sql(db, "PRAGMA journal_mode=WAL");
+    sql(db, "PRAGMA synchronous=FULL");
+    sql(db, "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, routing_key TEXT NOT NULL, body TEXT NOT NULL)");
+    sqlite3_stmt *insert;
+    if (sqlite3_prepare_v2(db, "INSERT INTO ledger(routing_key, body) VALUES (?, ?)", -1, &insert, NULL) != SQLITE_OK)
+        die("preparing: %s", sqlite3_errmsg(db));
+    amqp_connection_state_t connection = open_connection();
+    amqp_basic_qos(connection, 1, 0, (uint16_t)(config.batch * 2 > 65535 ? 65535 : config.batch * 2), 0);
+    check_reply(amqp_get_rpc_reply(connection), "basic.qos");
+    amqp_basic_consume(connection, 1, amqp_cstring_bytes(config.ledger_queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+    check_reply(amqp_get_rpc_reply(connection), "basic.consume");
+    long expected = config.intents * (1 + config.events), written = 0;
+    int in_batch = 0;
+    uint64_t last_tag = 0;
+    pthread_barrier_wait(&start_gate);
+    while (written < expected) {
+        amqp_envelope_t envelope;
+        struct timeval poll_only = {0, 0}, wait = {10, 0};
+        amqp_maybe_release_buffers(connection);
+        amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, in_batch ? &poll_only : &wait, 0);
+        int have = reply.reply_type == AMQP_RESPONSE_NORMAL;
+        if (!have && !(reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && reply.library_error == AMQP_STATUS_TIMEOUT))
+            check_reply(reply, "consuming the ledger");
+        if (!have && !in_batch) die("the recorder waited 10 s for a message");
+        if (have) {
+            if (!in_batch) sql(db, "BEGIN IMMEDIATE");
+            sqlite3_bind_text(insert, 1, envelope.routing_key.bytes, (int)envelope.routing_key.len, SQLITE_TRANSIENT);
+            sqlite3_bind_text(insert, 2, envelope.message.body.bytes, (int)envelope.message.body.len, SQLITE_TRANSIENT);
+            if (sqlite3_step(insert) != SQLITE_DONE) die("inserting: %s", sqlite3_errmsg(db));
+            sqlite3_reset(insert);
+            last_tag = envelope.delivery_tag;
+            in_batch++;
+            amqp_destroy_envelope(&envelope);
+        }
+        if (in_batch && (!have || in_batch >= config.batch || written + in_batch >= expected)) {
+            sql(db, "COMMIT");
+            check_status(amqp_basic_ack(connection, 1, last_tag, 1), "acking the ledger");
+            written += in_batch;
+            in_batch = 0;
+            last_commit = now();
+        }
+    }
+    sqlite3_finalize(insert);
+    sqlite3_close(db);
+    close_connection(connection);
+    return NULL;
+}
+
+/* ── main ──────────────────────────────────────────────────────────────── */
+
+static amqp_bytes_t read_file(const char *path) {
+    FILE *file = fopen(path, "rb");
+    if (!file) die("cannot read %s", path);
+    fseek(file, 0, SEEK_END);
+    long size = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    amqp_bytes_t bytes = amqp_bytes_malloc((size_t)size);
+    if (size > 0 && fread(bytes.bytes, 1, (size_t)size, file) != (size_t)size) die("cannot read %s", path);
+    fclose(file);
+    return bytes;
+}
+
+static long number(const char *text, const char *option, long low, long high) {
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || value < low || value > high) die("%s takes a number from %ld to %ld, not '%s'", option, low, high, text);
+    return value;
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *option = argv[i];
+        if (i + 1 >= argc) die("%s needs a value", option);
+        const char *value = argv[++i];
+        if (!strcmp(option, "--host")) config.host = value;
+        else if (!strcmp(option, "--port")) config.port = (int)number(value, option, 1, 65535);
+        else if (!strcmp(option, "--user")) config.user = value;
+        else if (!strcmp(option, "--password")) config.password = value;
+        else if (!strcmp(option, "--vhost")) config.vhost = value;
+        else if (!strcmp(option, "--exchange")) config.exchange = value;
+        else if (!strcmp(option, "--key")) config.key = value;
+        else if (!strcmp(option, "--work-queue")) config.work_queue = value;
+        else if (!strcmp(option, "--status-exchange")) config.status_exchange = value;
+        else if (!strcmp(option, "--ledger-queue")) config.ledger_queue = value;
+        else if (!strcmp(option, "--db")) config.db = value;
+        else if (!strcmp(option, "--intent-body")) config.intent_body = read_file(value);
+        else if (!strcmp(option, "--status-body")) {
+            if (config.events == MAX_EVENTS) die("at most %d --status-body", MAX_EVENTS);
+            char *copy = strdup(value), *key = strchr(copy, '=');
+            if (!key) die("--status-body takes FILE=routing.key, not '%s'", value);
+            *key++ = '\0';
+            config.status_bodies[config.events] = read_file(copy);
+            config.status_keys[config.events++] = key;
+        } else if (!strcmp(option, "--intents")) config.intents = number(value, option, 1, 100000000);
+        else if (!strcmp(option, "--producers")) config.producers = (int)number(value, option, 1, 64);
+        else if (!strcmp(option, "--window")) config.window = (int)number(value, option, 1, 100000);
+        else if (!strcmp(option, "--prefetch")) config.prefetch = (int)number(value, option, 1, 65535);
+        else if (!strcmp(option, "--batch")) config.batch = (int)number(value, option, 1, 100000);
+        else die("unknown option %s", option);
+    }
+    if (!config.exchange || !config.key || !config.work_queue || !config.status_exchange || !config.ledger_queue || !config.db ||
+        !config.intent_body.bytes || config.intents == 0)
+        die("needs --exchange, --key, --work-queue, --status-exchange, --ledger-queue, --db, --intent-body and --intents");
+    if (config.producers > config.intents) config.producers = (int)config.intents;
+
+    pthread_barrier_init(&start_gate, NULL, (unsigned)(config.producers + 3));
+    struct producer *producers = calloc((size_t)config.producers, sizeof *producers);
+    pthread_t worker, recorder;
+    pthread_create(&recorder, NULL, record, NULL);
+    pthread_create(&worker, NULL, work, NULL);
+    for (int i = 0; i < config.producers; i++) {
+        producers[i].index = i;
+        producers[i].count = config.intents / config.producers + (i < config.intents % config.producers ? 1 : 0);
+        pthread_create(&producers[i].thread, NULL, produce, &producers[i]);
+    }
+    struct rusage before, after;
+    pthread_barrier_wait(&start_gate);
+    getrusage(RUSAGE_SELF, &before);
+    started_at = now();
+    for (int i = 0; i < config.producers; i++) pthread_join(producers[i].thread, NULL);
+    pthread_join(worker, NULL);
+    pthread_join(recorder, NULL);
+    getrusage(RUSAGE_SELF, &after);
+    double seconds = last_commit - started_at;
+    double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) + (after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6 +
+                 (after.ru_stime.tv_sec - before.ru_stime.tv_sec) + (after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+    double submitted = 0;
+    for (int i = 0; i < config.producers; i++)
+        if (producers[i].finished > submitted) submitted = producers[i].finished;
+    printf("{\"intents\":%ld,\"seconds\":%.3f,\"perSecond\":%.1f,\"cpuSeconds\":%.3f,\"submitSeconds\":%.3f,\"statusEvents\":%d}\n",
+           config.intents, seconds, config.intents / seconds, cpu, submitted - started_at, config.events);
+    return 0;
+}
