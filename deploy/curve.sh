@@ -2,7 +2,8 @@
 # The cost curve: end-to-end throughput with 1, 2 and 4 workers, and latency
 # (submit → terminal state in the status store, p50/p99) for offered loads from
 # 100 intents/s up to saturation, each point one intent-bench run against the
-# local broker. Writes the points as CSV and draws them as SVG.
+# local broker. Writes the points as CSV and draws them as SVG (copied into the
+# Performance article's catalog too).
 #
 #   deploy/curve.sh [--bin .build/release] [--out docs/performance] [--seconds 6] [--rates "100 200 …"]
 #
@@ -20,7 +21,7 @@ while [[ $# -gt 0 ]]; do
         --out) OUT="$2"; shift 2 ;;
         --seconds) SECONDS_PER_POINT="$2"; shift 2 ;;
         --rates) RATES="$2"; shift 2 ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "curve.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
     esac
 done
@@ -52,3 +53,5 @@ PY
 done
 
 python3 "$HERE/curve-plot.py" "$RUNS" "$OUT"
+# The Performance article shows the same picture.
+cp "$OUT/curve.svg" "$HERE/../Sources/IntentKit/IntentKit.docc/curve.svg"
