@@ -9,8 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 toolchain="$(dirname "$(readlink -f "$(command -v swift)")")"
 bin="$(swift build --show-bin-path)"
-profiles=("$bin"/codecov/*.profraw)
-[[ -e "${profiles[0]}" ]] || { echo "coverage.sh: no profiles in $bin/codecov (run swift test --enable-code-coverage first)" >&2; exit 1; }
+# INTENTQUEUE_PROFILES: a folder holding the profiles of several test runs
+# (deploy/test.sh moves each run's aside); by default the last run's.
+source="${INTENTQUEUE_PROFILES:-$bin/codecov}"
+mapfile -t profiles < <(find "$source" -name '*.profraw' -size +0c)
+[[ ${#profiles[@]} -gt 0 ]] || { echo "coverage.sh: no profiles in $source (run swift test --enable-code-coverage first)" >&2; exit 1; }
+mkdir -p "$bin/codecov"
 "$toolchain/llvm-profdata" merge -sparse "${profiles[@]}" -o "$bin/codecov/merged.profdata"
 objects=()
 for tool in intent-worker intent-submit intent-status; do objects+=(-object "$bin/$tool"); done

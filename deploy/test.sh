@@ -25,13 +25,23 @@ swift build --build-tests --enable-code-coverage
 # Every test but two, in parallel; then each of them alone: starting three
 # RabbitMQ nodes beside thirty busy suites starves everything on two cores, and
 # the --wait latency it prints means little on a machine that is saturated.
-rm -f "$(swift build --show-bin-path)"/codecov/*.profraw
-run_tests() { swift test --skip-build --enable-code-coverage "$@" 2>&1 | tee -a .build/test-output.txt; }
+# Each `swift test --enable-code-coverage` starts by emptying the profile
+# folder, so the profiles of each run are moved aside before the next.
+CODECOV="$(swift build --show-bin-path)/codecov"
+PROFILES=.build/coverage-profiles
+rm -rf "$PROFILES" && mkdir -p "$PROFILES"
+rm -f "$CODECOV"/*.profraw
+run_tests() {
+    swift test --skip-build --enable-code-coverage "$@" 2>&1 | tee -a .build/test-output.txt
+    local kept="$PROFILES/run-$(find "$PROFILES" -mindepth 1 -maxdepth 1 | wc -l)"
+    mkdir -p "$kept"
+    find "$CODECOV" -maxdepth 1 -name '*.profraw' -exec mv {} "$kept/" \;
+}
 : >.build/test-output.txt
 run_tests --skip 'ClusterTests|waitLatencyAfterTheTerminalEvent'
 run_tests --filter ClusterTests
 run_tests --filter waitLatencyAfterTheTerminalEvent
-deploy/coverage.sh
+INTENTQUEUE_PROFILES="$PROFILES" deploy/coverage.sh
 
 # The documentation, with warnings as errors.
 deploy/docs.sh

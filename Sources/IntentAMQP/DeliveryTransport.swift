@@ -129,7 +129,8 @@ public final class InMemoryTransport: DeliveryTransport {
     public var rejected: [(tag: UInt64, requeue: Bool)] { state.withLock { $0.rejected } }
 
     /// Waits (polling every millisecond, up to `timeout` seconds) until `condition` holds; false if it never did.
-    public func wait(timeout: Double = 10, until condition: (InMemoryTransport) -> Bool) async -> Bool {
+    /// The default is generous: a test on a busy machine waits for the condition, not for a guess at how long it takes.
+    public func wait(timeout: Double = 120, until condition: (InMemoryTransport) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(timeout * 1000)))
         while ContinuousClock.now < deadline {
             if condition(self) { return true }

@@ -54,7 +54,7 @@ public final class TestWorker: Sendable {
     }
 
     /// Submits a typed intent; returns its outcome once the worker is done with it.
-    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), timeout: Double = 30) async throws -> StatusEvent {
+    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), timeout: Double = 120) async throws -> StatusEvent {
         try await take(try IntentEnvelope(intent, id: id), timeout: timeout)
     }
 
@@ -62,7 +62,7 @@ public final class TestWorker: Sendable {
     /// (`lenient`: as typed on a command line).
     public func submit(
         _ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString.lowercased(), lenient: Bool = false,
-        timeout: Double = 30
+        timeout: Double = 120
     ) async throws -> StatusEvent {
         try await take(
             IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, lenientParameters: lenient),
@@ -70,7 +70,7 @@ public final class TestWorker: Sendable {
     }
 
     /// Answers the question an intent asked, as `intent-submit --answer` does.
-    public func answer(_ id: String, _ answers: [String: JSONValue], lenient: Bool = false, timeout: Double = 30) async throws -> StatusEvent {
+    public func answer(_ id: String, _ answers: [String: JSONValue], lenient: Bool = false, timeout: Double = 120) async throws -> StatusEvent {
         let (asked, question) = try waiting(id)
         return try await take(
             IntentEnvelope.answering(
@@ -79,7 +79,7 @@ public final class TestWorker: Sendable {
     }
 
     /// Confirms what an intent asks to confirm (a value, or the whole intent).
-    public func confirm(_ id: String, timeout: Double = 30) async throws -> StatusEvent {
+    public func confirm(_ id: String, timeout: Double = 120) async throws -> StatusEvent {
         let (asked, question) = try waiting(id)
         let confirming = (question.resolutions ?? []).filter {
             if case .confirmationRequired = $0.result { return true } else { return false }
@@ -91,13 +91,13 @@ public final class TestWorker: Sendable {
     }
 
     /// Refuses the confirmation an intent asks for: it ends `failure`/`denied`.
-    public func deny(_ id: String, timeout: Double = 30) async throws -> StatusEvent {
+    public func deny(_ id: String, timeout: Double = 120) async throws -> StatusEvent {
         let (asked, question) = try waiting(id)
         return try await take(.request(.deny, id: id, type: asked.type, turn: (question.turn ?? 0) + 1), timeout: timeout)
     }
 
     /// Cancels an intent not decided yet: it ends `canceled`, or keeps the outcome it has.
-    public func cancel(_ id: String, timeout: Double = 30) async throws -> StatusEvent {
+    public func cancel(_ id: String, timeout: Double = 120) async throws -> StatusEvent {
         guard let asked = submitted.withLock({ $0[id] }) else { throw Timeout(description: "\(id) was never submitted") }
         return try await take(.request(.cancel, id: id, type: asked.type), timeout: timeout, remember: false)
     }

@@ -150,23 +150,20 @@ struct BenchCommand: Command {
         let broker = BrokerProcess.find(host: url.host, port: url.port)
         var ceiling: PhaseResult?
         var afterCeiling: Int?
+        var cCeilingResult: PhaseResult?
         if !skipCeiling {
             progress("ceiling: \(intents) messages in IntentQueue's pattern…")
-            ceiling = try CeilingPhase(
+            var pattern = CeilingPhase(
                 url: url, topology: try run.topology("ceiling"), intents: intents, producers: producers, window: window,
                 prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, statusEvents: ceilingEvents,
-                storePath: run.path("ceiling.sqlite"), timeout: phaseTimeout, broker: broker
-            ).run()
+                storePath: run.path("ceiling.sqlite"), timeout: phaseTimeout, broker: broker)
+            ceiling = try pattern.run()
             afterCeiling = ProcessMetrics.sample().residentBytes
-        }
-        var cCeilingResult: PhaseResult?
-        if let cCeiling {
-            progress("ceiling (C): the same \(intents) messages by \(cCeiling)…")
-            cCeilingResult = try CCeilingPhase(
-                executable: cCeiling, url: url, topology: try run.topology("cceiling"), intents: intents, producers: producers,
-                window: window, prefetch: UInt16(clamping: prefetch), batchSize: Self.recorderBatch, statusEvents: ceilingEvents,
-                run: run, timeout: phaseTimeout, broker: broker
-            ).measure()
+            if let cCeiling {
+                progress("ceiling (C): the same \(intents) messages by \(cCeiling)…")
+                pattern.topology = try run.topology("cceiling")
+                cCeilingResult = try CCeilingPhase(executable: cCeiling, pattern: pattern, run: run).measure()
+            }
         }
         progress("end to end: \(intents) intents at full speed, then \(latencyIntents) at \(rate)/s…")
         let outcome = try EndToEndPhase(

@@ -8,39 +8,26 @@ import IntentKit
 /// Swift ceiling phase measures the broker's limit and not its own overhead.
 struct CCeilingPhase {
     var executable: String
-    var url: BrokerURL
-    var topology: Topology
-    var intents: Int
-    var producers: Int
-    var window: Int
-    var prefetch: UInt16
-    var batchSize: Int
-    var statusEvents: Int
+    /// The Swift ceiling's settings, on a topology of this phase's own; its store path is not used.
+    var pattern: CeilingPhase
     var run: BenchRun
-    var timeout: Double
-    var broker: BrokerProcess?
 
     func measure() throws -> PhaseResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw BenchError.failed("--c-ceiling: '\(executable)' is not an executable (deploy/ceiling.sh builds it)")
         }
-        do {
-            let connection = try AMQPConnection(url: url, connectTimeout: 5)
-            defer { connection.close() }
-            try topology.declareWork(on: connection, types: [Workload.type])
-        } catch {
-            throw BenchError.from(error, phase: "C ceiling set-up")
-        }
+        try pattern.declareTopology(phase: "C ceiling")
+        let (url, topology, intents) = (pattern.url, pattern.topology, pattern.intents)
         let intentBody = run.path("c-ceiling-intent.json")
         FileManager.default.createFile(atPath: intentBody, contents: Data(Workload.envelope(id: Workload.newID()).encoded()))
         var arguments = [
             "--host", url.host, "--port", "\(url.port)", "--user", url.user, "--password", url.password, "--vhost", url.virtualHost,
             "--exchange", topology.intentsExchange, "--key", Workload.type, "--work-queue", topology.workQueue,
             "--status-exchange", topology.statusExchange, "--ledger-queue", topology.ledgerQueue,
-            "--intent-body", intentBody, "--intents", "\(intents)", "--producers", "\(producers)", "--window", "\(window)",
-            "--prefetch", "\(prefetch)", "--batch", "\(batchSize)", "--db", run.path("c-ceiling.sqlite"),
+            "--intent-body", intentBody, "--intents", "\(intents)", "--producers", "\(pattern.producers)", "--window", "\(pattern.window)",
+            "--prefetch", "\(pattern.prefetch)", "--batch", "\(pattern.batchSize)", "--db", run.path("c-ceiling.sqlite"),
         ]
-        for (index, event) in Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(statusEvents).enumerated() {
+        for (index, event) in Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(pattern.statusEvents).enumerated() {
             let path = run.path("c-ceiling-status-\(index).json")
             FileManager.default.createFile(atPath: path, contents: Data(event.encoded()))
             arguments += ["--status-body", "\(path)=\(event.routingKey)"]
@@ -52,17 +39,17 @@ struct CCeilingPhase {
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        let before = ProcessMetrics.sample(broker: broker)
+        let before = ProcessMetrics.sample(broker: pattern.broker)
         try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(pattern.timeout)
         while process.isRunning {
             if Date() > deadline {
                 process.terminate()
-                throw BenchError.failed("C ceiling: not done within \(Int(timeout)) s")
+                throw BenchError.failed("C ceiling: not done within \(Int(pattern.timeout)) s")
             }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        let used = ProcessMetrics.sample(broker: broker).since(before)
+        let used = ProcessMetrics.sample(broker: pattern.broker).since(before)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard process.terminationStatus == 0, let result = try? JSONValue.parse(Data(text.utf8)),
             let seconds = result["seconds"]?.numberValue, let cpu = result["cpuSeconds"]?.numberValue

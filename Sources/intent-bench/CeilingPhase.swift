@@ -17,15 +17,20 @@ struct CeilingPhase {
     var timeout: Double
     var broker: BrokerProcess?
 
-    func run() throws -> PhaseResult {
-        let control = PhaseControl(phase: "ceiling", timeout: timeout)
+    /// Declares the phase's queues and exchanges (the work, ledger and status objects, as a worker would).
+    func declareTopology(phase: String) throws {
         do {
             let connection = try AMQPConnection(url: url, connectTimeout: 5)
             defer { connection.close() }
             try topology.declareWork(on: connection, types: [Workload.type])
         } catch {
-            throw BenchError.from(error, phase: "ceiling set-up")
+            throw BenchError.from(error, phase: "\(phase) set-up")
         }
+    }
+
+    func run() throws -> PhaseResult {
+        let control = PhaseControl(phase: "ceiling", timeout: timeout)
+        try declareTopology(phase: "ceiling")
 
         let gate = StartGate()
         let recorder = BenchThread(name: "ceiling recorder") { [self] in
