@@ -186,8 +186,10 @@ public final class ConsumerLoop: Sendable {
         var groups: [Int: ConfirmGroup] = [:]
         var nextGroup = 0
         var acks: [UInt64] = []
-        // Deferred publishes by message id, with the uptime (ns) they are due at.
+        // Deferred publishes by message id, with the uptime (ns) they are due at, and
+        // the earliest due time among them (earlier than it, when that one was superseded).
         var deferred: [String: (message: OutgoingMessage, due: UInt64)] = [:]
+        var earliestDue = UInt64.max
         let idleWait = Int32(min(1_000, max(100, configuration.heartbeat * 250)))
         // Whether the socket may have something to read: false only after a wait
         // that a task's command ended with nothing on the socket. Read anyway
@@ -232,20 +234,21 @@ public final class ConsumerLoop: Sendable {
             confirms.published(try connection.publish(signed), group: group)
         }
 
-        /// Publishes the deferred messages that are due; returns the milliseconds until the next one is.
-        func publishDue() throws -> Int32? {
-            guard !deferred.isEmpty else { return nil }
-            let now = DispatchTime.now().uptimeNanoseconds
-            var next: UInt64?
-            for (id, entry) in deferred {
-                if entry.due <= now {
-                    deferred[id] = nil
-                    try send(entry.message, group: nil)
-                } else {
-                    next = min(next ?? entry.due, entry.due)
+        /// Publishes the deferred messages that are due at `now` (looking only once the
+        /// earliest may be); returns the milliseconds until the next one is.
+        func publishDue(now: UInt64) throws -> Int32? {
+            if now >= earliestDue {
+                earliestDue = .max
+                for (id, entry) in deferred {
+                    if entry.due <= now {
+                        deferred[id] = nil
+                        try send(entry.message, group: nil)
+                    } else {
+                        earliestDue = min(earliestDue, entry.due)
+                    }
                 }
             }
-            return next.map { Int32(clamping: ($0 - now + 999_999) / 1_000_000) }
+            return earliestDue == .max ? nil : Int32(clamping: (earliestDue - now + 999_999) / 1_000_000)
         }
 
         func flushAcks() throws {
@@ -264,6 +267,7 @@ public final class ConsumerLoop: Sendable {
 
         while true {
             signal.drain()
+            let now = DispatchTime.now().uptimeNanoseconds
             let (commands, stopConsuming, shutdown) = shared.withLock { state in
                 defer { state.commands.removeAll(keepingCapacity: true) }
                 return (state.commands, state.stopConsuming, state.shutdown)
@@ -320,15 +324,16 @@ public final class ConsumerLoop: Sendable {
                     try connection.reject(tag.value, requeue: requeue)
                 case .publishDeferred(let message, let delay):
                     guard message.problem == nil else { continue }
-                    let due = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, delay) * 1e9)
                     if delay > 0, let id = message.messageID {
+                        let due = now + UInt64(min(delay, 1e6) * 1e9)  // bounded, so no delay can overflow
                         if let earlier = deferred.updateValue((message, due), forKey: id) { try send(earlier.message, group: nil) }
+                        earliestDue = min(earliestDue, due)
                     } else {
                         try send(message, group: nil)
                     }
                 }
             }
-            let nextDue = try publishDue()
+            let nextDue = try publishDue(now: now)
 
             if stopConsuming, consuming {
                 consuming = false
@@ -338,7 +343,6 @@ public final class ConsumerLoop: Sendable {
                 logger.info("stopped consuming", metadata: ["amqp.queue": configuration.queue])
             }
 
-            let now = DispatchTime.now().uptimeNanoseconds
             let readNow = mayRead || connection.hasBufferedData || now &- lastRead > 100_000_000
             if readNow { lastRead = now }
             var budget = readNow ? 512 : 0

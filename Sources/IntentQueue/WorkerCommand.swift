@@ -100,7 +100,7 @@ struct WorkerCommand {
                                 which fails them with expired unless an answer came first; default 86400)
           --started-event-delay S
                                 a run's inProgress event is published after S seconds; a run that ends sooner
-                                publishes its outcome alone, with its startedAt (default 0.02; 0: at once)
+                                publishes its outcome alone, with its startedAt (default \(WorkerConfiguration.defaultStartedEventDelay); 0: at once)
           --retain D            the recorder removes intents finished longer ago than D, in small batches
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
@@ -143,7 +143,7 @@ struct WorkerCommand {
     var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var questionTTL: Double = 86_400
-    var startedEventDelay = 0.02
+    var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
     var metricsFile: String?
     var metricsInterval: Double = 5
@@ -181,7 +181,7 @@ struct WorkerCommand {
             guard mode != .worker else { throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)") }
             retention = text == "forever" ? nil : try Self.duration(text, option: "--retain")
         }
-        var startedEventDelay = 0.02
+        var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
         if let text = try arguments.value("--started-event-delay") {
             guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
                 throw UsageError("--started-event-delay takes seconds from 0 to 3600, not '\(text)'")

@@ -24,7 +24,9 @@ public struct WorkerConfiguration: Sendable {
     /// that reaches its outcome sooner publishes the outcome alone (with the
     /// run's `startedAt`), which halves the status events of quick intents.
     /// 0 publishes it at once.
-    public var startedEventDelay = 0.02
+    public var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
+    /// 20 ms: longer than most quick runs take, short enough that `watch` sees a slow one start at once.
+    public static let defaultStartedEventDelay = 0.02
     /// Where the fault-injection suite may kill the worker (off by default).
     public var faults: FaultInjection
     /// Broker users whose submissions of restricted types are handled.

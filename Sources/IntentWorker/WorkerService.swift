@@ -354,7 +354,7 @@ public final class WorkerService: Service {
 
     /// The pipeline's outcome, decided in the ledger and published. A time
     /// limit arrives here at its deadline, before the handler has returned.
-    private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant, committed: CommittedOutcome? = nil) async {
+    private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant, committed: CommittedOutcome) async {
         configuration.faults.hit(.afterHandle, intentID: job.id)
         if let metrics = configuration.metrics {
             let elapsed = received.duration(to: .now)
@@ -400,14 +400,14 @@ public final class WorkerService: Service {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)
                 } else {
-                    finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
+                    finish(outcome, for: job)
                 }
                 return
             }
             let ours = DecidedOutcome(
                 state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
             // The handler's `once` committed this very outcome with its effects: it stands, with no second write.
-            var standing = committed?.value.flatMap { $0 == ours ? $0 : nil }
+            var standing = committed.value == ours ? ours : nil
             if standing == nil { standing = try await job.ledger.decide(job.id, ours, attempt: job.attempt, by: .run) }
             guard let standing else {
                 loop.send(.ack(job.delivery.tag))  // a run always decides; nothing to publish if it did not
@@ -415,7 +415,7 @@ public final class WorkerService: Service {
             }
             if standing == ours {
                 job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
-                finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
+                finish(outcome, for: job)
             } else {
                 job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
                 publish(standing, for: job)
@@ -427,9 +427,12 @@ public final class WorkerService: Service {
 
     /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
     private func publish(_ decided: DecidedOutcome, for job: Job) {
-        finish(
-            job.delivery, envelope: job.envelope, attempt: job.attempt,
-            outcome: PipelineOutcome(state: decided.state, response: decided.response), owner: job.owner, startedAt: job.startedAt)
+        finish(PipelineOutcome(state: decided.state, response: decided.response), for: job)
+    }
+
+    /// Publishes the job's outcome, as its intent's owner's, with when its run started.
+    private func finish(_ outcome: PipelineOutcome, for job: Job) {
+        finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
