@@ -3,7 +3,7 @@ import PackageDescription
 
 // ARCHITECTURE §6. Three libraries for users — IntentQueue (write and run a
 // worker), IntentClient (submit, follow and answer intents), IntentTesting
-// (test handlers without a broker) — and the four tools. The modules under
+// (test handlers without a broker) — and the five tools. The modules under
 // them each know one thing; the example app and the benchmark are not products.
 let package = Package(
     name: "IntentQueue",
@@ -16,10 +16,12 @@ let package = Package(
         .executable(name: "intent-submit", targets: ["intent-submit"]),
         .executable(name: "intent-status", targets: ["intent-status"]),
         .executable(name: "intent-bench", targets: ["intent-bench"]),
+        .executable(name: "intent-gateway", targets: ["intent-gateway"]),
     ],
     targets: [
         .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // The model, without I/O: intents, parameters, handlers, the pipeline, the wire format.
         .target(name: "IntentKit"),
@@ -38,11 +40,15 @@ let package = Package(
         // The worker on an in-memory transport, for handler tests.
         .target(name: "IntentTesting", dependencies: ["IntentQueue"]),
 
+        // HTTP: the only importer of CMicroHTTPD; the API and dashboard over the client's pieces.
+        .target(name: "IntentGateway", dependencies: ["CMicroHTTPD", "IntentKit", "IntentAMQP", "IntentStore", "IntentClient", "IntentWorker"]),
+
         // The example app, served by intent-worker.
         .target(name: "Hairdressers", dependencies: ["IntentKit", "IntentStore"]),
         .executableTarget(name: "intent-worker", dependencies: ["IntentQueue", "IntentCLI", "Hairdressers"]),
         .executableTarget(name: "intent-submit", dependencies: ["IntentClient", "IntentCLI"]),
         .executableTarget(name: "intent-status", dependencies: ["IntentClient", "IntentCLI"]),
+        .executableTarget(name: "intent-gateway", dependencies: ["IntentGateway", "IntentCLI"]),
         .executableTarget(name: "intent-bench", dependencies: ["IntentQueue", "IntentCLI", "Hairdressers"]),
 
         .testTarget(name: "IntentKitTests", dependencies: ["IntentKit"]),
@@ -53,6 +59,7 @@ let package = Package(
         .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore", "IntentTesting"]),
         .testTarget(name: "HairdressersTests", dependencies: ["Hairdressers", "IntentStore"]),
         .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient"]),
+        .testTarget(name: "IntentGatewayTests", dependencies: ["IntentGateway"]),
     ],
     swiftLanguageModes: [.v6]
 )

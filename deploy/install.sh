@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages IntentQueue builds and runs with, when missing:
-# rabbitmq-c and SQLite headers, the RabbitMQ server, amqp-tools (a non-Swift
+# rabbitmq-c, SQLite and libmicrohttpd headers, the RabbitMQ server, amqp-tools (a non-Swift
 # client used by the interop test) and the sqlite3 shell.
 set -euo pipefail
 
-packages=(librabbitmq-dev libsqlite3-dev rabbitmq-server amqp-tools sqlite3)
+packages=(librabbitmq-dev libsqlite3-dev libmicrohttpd-dev rabbitmq-server amqp-tools sqlite3)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

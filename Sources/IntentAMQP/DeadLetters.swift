@@ -41,7 +41,11 @@ public enum DeadLetters {
     /// Looks through the dead-letter queue for the intent `id`; republishes it
     /// (confirmed, mandatory) to `intents` with its own routing key and removes
     /// it from the dead-letter queue. Every other message is left where it was.
-    public static func requeue(id: String, url: BrokerURL, topology: Topology = Topology(), limit: Int = 100_000) throws(AMQPError) -> Outcome {
+    /// `userID` names the operator it is requeued for when the connection's
+    /// user is another (the HTTP gateway's, which has the `impersonator` tag).
+    public static func requeue(
+        id: String, url: BrokerURL, topology: Topology = Topology(), limit: Int = 100_000, userID: String? = nil
+    ) throws(AMQPError) -> Outcome {
         let connection = try AMQPConnection(url: url, connectTimeout: 3, rpcTimeout: 5)
         defer { connection.close() }  // closing returns every message still held to the queue
         try connection.enableConfirms()
@@ -61,7 +65,7 @@ public enum DeadLetters {
                 [
                     OutgoingMessage(
                         exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
-                        userID: connection.url.user, persistent: true, mandatory: true, headers: headers)
+                        userID: userID ?? connection.url.user, persistent: true, mandatory: true, headers: headers)
                 ], timeout: 5, context: "requeueing \(id)"
             ) { _ in AMQPError(.unroutable, context: "requeueing \(id)", detail: "no worker serves intent type '\(type)' any more") }
             try connection.ack(message.tag.value)

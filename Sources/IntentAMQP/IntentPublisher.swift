@@ -32,16 +32,16 @@ public final class IntentPublisher {
     /// it still be queued, and the request itself, through `intents` like the
     /// intent, which one worker decides in the intent's ledger (canceled, or
     /// the outcome that was decided first). Throws `.unroutable` when no
-    /// worker serves the type.
-    public func cancel(id: String, type: String) throws(AMQPError) {
+    /// worker serves the type. `userID` as in `submit(_:userID:)`.
+    public func cancel(id: String, type: String, userID: String? = nil) throws(AMQPError) {
         try connection.publishConfirmed(
             [
                 OutgoingMessage(
                     exchange: topology.cancelExchange, routingKey: "",
                     body: JSONValue.object(["id": .string(id), "type": .string(type), "at": .number(Date().timeIntervalSince1970)]).serialized(),
-                    messageID: id, type: type, userID: connection.url.user, persistent: true)
+                    messageID: id, type: type, userID: userID ?? connection.url.user, persistent: true)
             ], timeout: confirmTimeout, context: "canceling \(id)")
-        try submit(IntentEnvelope.request(.cancel, id: id, type: type))
+        try submit(IntentEnvelope.request(.cancel, id: id, type: type), userID: userID)
     }
 
     /// Closes the connection; the publisher submits nothing more.

@@ -22,14 +22,17 @@ public final class StatusRequester {
     }
 
     /// Sends one request and waits for its answer, at most `timeout` seconds
-    /// (and never longer than the requester's own timeout).
-    public func ask(_ request: [UInt8], timeout limit: Double? = nil) throws(AMQPError) -> [UInt8] {
+    /// (and never longer than the requester's own timeout). `userID` asks for
+    /// another user than the connection's: the broker accepts it only from a
+    /// user with the `impersonator` tag (the HTTP gateway's).
+    public func ask(_ request: [UInt8], timeout limit: Double? = nil, userID: String? = nil) throws(AMQPError) -> [UInt8] {
         let timeout = max(0.01, min(self.timeout, limit ?? self.timeout))
         let correlation = UUID().uuidString
         // Signed with the connection's user, which the broker verifies: the recorder answers what that user may read.
         try connection.publish(
             OutgoingMessage(
-                exchange: topology.statusRequestExchange, routingKey: topology.statusRequestQueue, body: request, userID: connection.url.user,
+                exchange: topology.statusRequestExchange, routingKey: topology.statusRequestQueue, body: request,
+                userID: userID ?? connection.url.user,
                 persistent: false, mandatory: true, replyTo: Topology.directReplyTo, correlationID: correlation,
                 expirationMilliseconds: Int(timeout * 1000)))
         let deadline = Date().addingTimeInterval(timeout)

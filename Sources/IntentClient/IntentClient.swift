@@ -74,6 +74,12 @@ public final class IntentClient: Sendable {
         return statuses
     }
 
+    /// How many intents there are of each type in each state (this user's own, unless an operator).
+    public func tally() throws(IntentClientError) -> [StatusQuery.Tally] {
+        guard case .tally(let lines) = try answer(.tally) else { throw .unexpectedAnswer("a tally") }
+        return lines
+    }
+
     /// Waits up to `timeout` seconds until `done` holds (by default: the
     /// intent ends or asks a question), woken by its status events; returns
     /// the last status read (nil: never seen).
@@ -139,37 +145,68 @@ public final class IntentClient: Sendable {
     /// `submit`. A turn's parameters are read leniently, as a command line's:
     /// they merge the submission's, which may have been typed as text.
     public func answer(id: String, _ answers: [String: JSONValue], asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
-        let status = try waiting(id, asOperator: asOperator)
+        try Self.answering(try waiting(id, asOperator: asOperator), with: answers)
+    }
+
+    /// The next turn confirming what the intent asks to confirm (a value, or the whole intent).
+    public func confirmation(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
+        try Self.confirming(try waiting(id, asOperator: asOperator))
+    }
+
+    /// The request refusing what the intent asks to confirm: a worker decides
+    /// it (`failure`/`denied`, unless a confirmation was handled first).
+    public func denial(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
+        try Self.denying(try waiting(id, asOperator: asOperator))
+    }
+
+    /// The next turn of the intent whose status is `status` (in `needsInput`),
+    /// answering `answers`: what `answer(id:_:asOperator:)` publishes, for a
+    /// caller that read the status itself (the HTTP gateway).
+    public static func answering(_ status: IntentStatus, with answers: [String: JSONValue]) throws(IntentClientError) -> IntentEnvelope {
         let known = Set(status.parameters?.objectValue?.keys.map { $0 } ?? []).union((status.resolutions ?? []).map(\.parameter))
         if let unknown = answers.keys.sorted().first(where: { !known.contains($0) }) {
             throw IntentClientError(.invalid, "\(status.type) has no parameter '\(unknown)' (it knows \(known.sorted().joined(separator: ", ")))")
         }
         // The merged parameters may mix the submission's with answers typed now.
         return IntentEnvelope.answering(
-            id: id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: answers,
+            id: status.id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: answers,
             confirmed: status.confirmed ?? [], group: status.group, lenient: true)
     }
 
-    /// The next turn confirming what the intent asks to confirm (a value, or the whole intent).
-    public func confirmation(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
-        let status = try waiting(id, asOperator: asOperator)
-        let confirming = Self.confirmable(status)
-        guard !confirming.isEmpty else { throw IntentClientError(.notWaiting, "\(id) is not asking for a confirmation; answer it instead") }
+    /// The next turn confirming what `status` asks to confirm.
+    public static func confirming(_ status: IntentStatus) throws(IntentClientError) -> IntentEnvelope {
+        let confirming = confirmable(status)
+        guard !confirming.isEmpty else { throw IntentClientError(.notWaiting, "\(status.id) is not asking for a confirmation; answer it instead") }
         return IntentEnvelope.answering(
-            id: id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: [:],
+            id: status.id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: [:],
             confirmed: status.confirmed ?? [], confirming: confirming, group: status.group, lenient: true)
     }
 
-    /// The request refusing what the intent asks to confirm: a worker decides
-    /// it (`failure`/`denied`, unless a confirmation was handled first).
-    public func denial(id: String, asOperator: Bool = false) throws(IntentClientError) -> IntentEnvelope {
-        let status = try waiting(id, asOperator: asOperator)
-        guard !Self.confirmable(status).isEmpty else {
-            throw IntentClientError(.notWaiting, "\(id) is not asking for a confirmation; answer it instead")
+    /// The request refusing what `status` asks to confirm.
+    public static func denying(_ status: IntentStatus) throws(IntentClientError) -> IntentEnvelope {
+        guard !confirmable(status).isEmpty else {
+            throw IntentClientError(.notWaiting, "\(status.id) is not asking for a confirmation; answer it instead")
         }
-        var denial = IntentEnvelope.request(.deny, id: id, type: status.type, turn: (status.turn ?? 0) + 1)
+        var denial = IntentEnvelope.request(.deny, id: status.id, type: status.type, turn: (status.turn ?? 0) + 1)
         denial.group = status.group
         return denial
+    }
+
+    /// `status` (read for `id`), checked to be waiting for `user`'s answer:
+    /// known, in `needsInput`, and `user`'s own unless `asOperator`.
+    public static func waitingForAnswer(_ status: IntentStatus?, id: String, user: String, asOperator: Bool) throws(IntentClientError)
+        -> IntentStatus
+    {
+        guard let status, !isRefusal(status) else {
+            throw IntentClientError(.unknownIntent, "\(id) is unknown to the status store")
+        }
+        guard status.state == .needsInput else {
+            throw IntentClientError(.notWaiting, "\(id) is not waiting for an answer: it is \(status.state.rawValue)")
+        }
+        if let owner = status.owner, owner != user, !asOperator {
+            throw IntentClientError(.notYours, "\(id) is \(owner)'s intent: only its owner (or an operator) may answer it")
+        }
+        return status
     }
 
     // MARK: Canceling
@@ -281,16 +318,7 @@ public final class IntentClient: Sendable {
 
     /// The status of an intent that must be waiting for this user's answer.
     private func waiting(_ id: String, asOperator: Bool) throws(IntentClientError) -> IntentStatus {
-        guard let status = try status(id: id), !Self.isRefusal(status) else {
-            throw IntentClientError(.unknownIntent, "\(id) is unknown to the status store")
-        }
-        guard status.state == .needsInput else {
-            throw IntentClientError(.notWaiting, "\(id) is not waiting for an answer: it is \(status.state.rawValue)")
-        }
-        if let owner = status.owner, owner != user, !asOperator {
-            throw IntentClientError(.notYours, "\(id) is \(owner)'s intent: only its owner (or an operator) may answer it")
-        }
-        return status
+        try Self.waitingForAnswer(try status(id: id), id: id, user: user, asOperator: asOperator)
     }
 
     private func publish(_ body: (IntentPublisher) throws(AMQPError) -> Void) throws(IntentClientError) {
@@ -418,7 +446,8 @@ public struct IntentClientError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    init(_ error: AMQPError) {
+    /// The client's kind of failure for a broker error.
+    public init(_ error: AMQPError) {
         switch error.kind {
         case .unroutable: self.init(.noWorker, error.detail)
         case .configuration: self.init(.configuration, error.description)

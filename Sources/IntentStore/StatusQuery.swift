@@ -5,8 +5,8 @@ import IntentKit
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
 /// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`,
-/// `{"query":"dead","limit":…}`, or `{"query":"delete","ids":[…]|"group":"…"|"all":true}`.
-/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"deleted":n}`, or
+/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, or `{"query":"delete","ids":[…]|"group":"…"|"all":true}`.
+/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}`, or
 /// `{"error":"…"}`. Statuses are `IntentStatus` in the JSON `intent-status
 /// --json` prints, so a remote read decodes to the same value.
 ///
@@ -22,6 +22,25 @@ public enum StatusQuery: Sendable, Hashable {
     case dead(limit: Int)
     /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all.
     case delete(ids: [String]?, group: String?)
+    /// How many intents there are of each type in each state (the reader's own, unless an operator).
+    case tally
+
+    /// One line of a tally: how many intents of `type` are in `state`.
+    public struct Tally: Sendable, Hashable, Decodable {
+        /// The intent type.
+        public var type: String
+        /// The state they are in.
+        public var state: IntentState
+        /// How many.
+        public var count: Int
+
+        /// A line saying `count` intents of `type` are in `state`.
+        public init(type: String, state: IntentState, count: Int) {
+            self.type = type
+            self.state = state
+            self.count = count
+        }
+    }
 
     /// What the recorder answers a query with.
     public enum Answer: Sendable, Hashable {
@@ -31,6 +50,8 @@ public enum StatusQuery: Sendable, Hashable {
         case statuses([IntentStatus])
         /// For `delete`: how many intents were removed.
         case deleted(Int)
+        /// For `tally`: the counts by type and state.
+        case tally([Tally])
     }
 
     /// The most ids one delete may name.
@@ -55,6 +76,8 @@ public enum StatusQuery: Sendable, Hashable {
             if let type { object["type"] = .string(type) }
         case .dead(let limit):
             object = ["query": "dead", "limit": .number(Double(limit))]
+        case .tally:
+            object = ["query": "tally"]
         case .delete(let ids, let group):
             object = ["query": "delete"]
             if let ids { object["ids"] = .array(ids.map(JSONValue.string)) }
@@ -100,6 +123,8 @@ public enum StatusQuery: Sendable, Hashable {
             return .list(state: state, type: try string("type"), limit: try limit())
         case "dead":
             return .dead(limit: try limit())
+        case "tally":
+            return .tally
         case "delete":
             let group = try string("group")
             var ids: [String]?
@@ -117,7 +142,7 @@ public enum StatusQuery: Sendable, Hashable {
             }
             return .delete(ids: ids, group: group)
         case let other:
-            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, delete")
+            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete")
         }
     }
 
@@ -168,6 +193,8 @@ public enum StatusQuery: Sendable, Hashable {
         case .dead(let limit):
             guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
             return .statuses(try store.deadLettered(limit: limit))
+        case .tally:
+            return .tally(try store.tally(owner: reader.isOperator ? nil : reader.user ?? ""))
         case .delete(let ids, let group):
             if ids == nil, group == nil, !reader.isOperator {
                 throw Forbidden(description: "deleting every interaction is for operators only")
@@ -186,6 +213,11 @@ public enum StatusQuery: Sendable, Hashable {
             return sized(Array(#"{"status":"#.utf8) + IntentStatus.jsonEncoded(status) + Array("}".utf8))
         case .success(.statuses(let statuses)):
             return sized(Array(#"{"statuses":"#.utf8) + IntentStatus.jsonEncoded(statuses) + Array("}".utf8))
+        case .success(.tally(let lines)):
+            return JSONValue.object([
+                "tally": .array(
+                    lines.map { .object(["type": .string($0.type), "state": .string($0.state.rawValue), "count": .number(Double($0.count))]) })
+            ]).serialized()
         case .success(.deleted(let count)):
             return JSONValue.object(["deleted": .number(Double(count))]).serialized()
         case .failure(let error as Forbidden):
@@ -211,6 +243,7 @@ public enum StatusQuery: Sendable, Hashable {
             var status: IntentStatus?
             var statuses: [IntentStatus]?
             var deleted: Int?
+            var tally: [Tally]?
             var error: String?
             var forbidden: Bool?
         }
@@ -226,6 +259,7 @@ public enum StatusQuery: Sendable, Hashable {
         }
         if let statuses = reply.statuses { return .statuses(statuses) }
         if let deleted = reply.deleted { return .deleted(deleted) }
+        if let tally = reply.tally { return .tally(tally) }
         return .status(reply.status)
     }
 }

@@ -132,6 +132,18 @@ public final class StatusReader {
         return counts
     }
 
+    /// How many intents there are of each type in each state (an owner's
+    /// only, when `owner` is given), by type and then state.
+    public func tally(owner: String? = nil) throws -> [StatusQuery.Tally] {
+        guard try hasSchema() else { return [] }
+        return try database.query(
+            "SELECT type, state, count(*) FROM intent_status WHERE (?1 IS NULL OR owner = ?1) GROUP BY type, state ORDER BY type, state",
+            [.optional(owner)]
+        ) { row in
+            StatusQuery.Tally(type: row.string(0), state: IntentState(rawValue: row.string(1)) ?? .queued, count: row.int(2))
+        }
+    }
+
     /// Terminal events that disagreed with the stored outcome (see `status_conflict`).
     public func conflictCount() throws -> Int {
         guard try hasSchema() else { return 0 }

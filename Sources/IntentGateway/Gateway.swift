@@ -1,0 +1,253 @@
+import Foundation
+import IntentAMQP
+import IntentClient
+import IntentKit
+import IntentStore
+
+/// The HTTP gateway: IntentQueue's API under `/v1` and its dashboard at `/`,
+/// for clients that speak HTTP. It acts on the broker like the other tools —
+/// submits confirmed and mandatory, reads statuses through the recorder,
+/// follows `intents.status` — and never opens the status store. Each token
+/// names a broker user: the gateway's own user has RabbitMQ's `impersonator`
+/// tag and publishes with that user's `user_id`, so ownership works through
+/// HTTP exactly as through `intent-submit`.
+public final class Gateway: Sendable {
+    /// What the gateway needs.
+    public struct Configuration: Sendable {
+        /// The broker, as the gateway's own user (which has the `impersonator` tag).
+        public var brokerURL: BrokerURL
+        /// The exchanges and queues.
+        public var topology = Topology()
+        /// The bearer tokens and whom they name.
+        public var tokens: GatewayTokens
+        /// The address to listen on.
+        public var host = "127.0.0.1"
+        /// The port (0: any free one).
+        public var port: UInt16 = 8080
+        /// Threads that talk to the broker.
+        public var brokerThreads = 8
+        /// The one origin allowed to call the API from a browser page (nil: CORS off).
+        public var corsOrigin: String?
+        /// The HTTP server's limits.
+        public var limits = HTTPServer.Limits()
+        /// The longest `?wait=` in seconds.
+        public var maximumWait = 300.0
+        /// Where the gateway logs (never a token).
+        public var logger: Logger
+
+        /// A configuration with the defaults.
+        public init(brokerURL: BrokerURL, tokens: GatewayTokens, logger: Logger) {
+            self.brokerURL = brokerURL
+            self.tokens = tokens
+            self.logger = logger
+        }
+    }
+
+    private let configuration: Configuration
+    private let pool: BrokerPool
+    private let follower: StatusFollower
+    private let metrics = GatewayMetrics()
+    private let server: Box<HTTPServer?> = Box(nil)
+
+    /// The largest `limit` a list may ask for.
+    public static let maximumLimit = 1000
+
+    /// Starts following the broker and serving HTTP.
+    public init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        pool = BrokerPool(url: configuration.brokerURL, topology: configuration.topology, threads: configuration.brokerThreads)
+        follower = StatusFollower(
+            url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger)
+        do {
+            server.value = try HTTPServer(host: configuration.host, port: configuration.port, limits: configuration.limits) { [self] request in
+                route(request)
+            }
+        } catch {
+            follower.stop()
+            pool.stop()
+            throw error
+        }
+    }
+
+    /// The port the gateway listens on.
+    public var port: UInt16 { server.value?.port ?? 0 }
+
+    /// Whether the gateway follows status events on the broker now.
+    public var isFollowing: Bool { follower.isConnected }
+
+    /// Stops serving: waiting requests are answered 503, streams end.
+    public func stop() {
+        follower.stop()
+        server.value?.stop()
+        pool.stop()
+    }
+
+    // MARK: Routing (on the HTTP thread: nothing here blocks)
+
+    private func route(_ request: HTTPRequest) -> HTTPReply {
+        let started = Date()
+        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        let method = request.method == "HEAD" ? "GET" : request.method
+        let answer = Answer(route: Self.routeName(segments), started: started, metrics: metrics, cors: configuration.corsOrigin)
+        if method == "OPTIONS", let origin = configuration.corsOrigin {
+            return .now(
+                answer.finish(
+                    HTTPResponse(
+                        status: 204, contentType: "text/plain",
+                        headers: [
+                            ("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
+                            ("Access-Control-Allow-Headers", "Authorization, Content-Type"), ("Access-Control-Max-Age", "600"),
+                        ], body: [])))
+        }
+        switch segments.first {
+        case "":
+            guard segments.count == 1 else { break }
+            return answer.now(allow: ["GET"], method) {
+                HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(DashboardAssets.html.utf8))
+            }
+        case "dashboard.js":
+            return answer.now(allow: ["GET"], method) {
+                HTTPResponse(status: 200, contentType: "application/javascript; charset=utf-8", body: Array(DashboardAssets.javascript.utf8))
+            }
+        case "dashboard.css":
+            return answer.now(allow: ["GET"], method) {
+                HTTPResponse(status: 200, contentType: "text/css; charset=utf-8", body: Array(DashboardAssets.css.utf8))
+            }
+        case "healthz" where segments.count == 1:
+            guard method == "GET" else { return .now(answer.finish(Self.notAllowed(["GET"]))) }
+            return health(answer)
+        case "metrics" where segments.count == 1:
+            return answer.now(allow: ["GET"], method) {
+                let counts = follower.counts
+                return HTTPResponse(
+                    status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                    body: Array(
+                        metrics.render(waits: counts.waits, streams: counts.streams, connections: server.value?.openRequests ?? 0).utf8))
+            }
+        case "v1":
+            return api(request, method: method, segments: Array(segments.dropFirst()), answer: answer)
+        default:
+            break
+        }
+        return .now(answer.finish(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))")))
+    }
+
+    private func api(_ request: HTTPRequest, method: String, segments: [String], answer: Answer) -> HTTPReply {
+        // Which routes exist (for 404 and 405) is told before a token is asked for.
+        let allowed: [String]
+        switch (segments.first, segments.count) {
+        case ("intents", 1), ("dead", 1), ("stats", 1), ("events", 1): allowed = ["GET"]
+        case ("intents", 2): allowed = ["GET", "POST"]
+        case ("intents", 3) where segments[2] == "events": allowed = ["GET"]
+        case ("intents", 3) where ["answer", "confirm", "deny", "cancel"].contains(segments[2]): allowed = ["POST"]
+        case ("dead", 3) where segments[2] == "requeue": allowed = ["POST"]
+        default:
+            return .now(answer.finish(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))")))
+        }
+        guard allowed.contains(method) else { return .now(answer.finish(Self.notAllowed(allowed))) }
+        guard let identity = configuration.tokens.identity(authorization: request.headers["authorization"]) else {
+            metrics.unauthorized()
+            let words = request.headers["authorization"] == nil ? "a bearer token is required" : "the bearer token is not valid"
+            return .now(answer.finish(HTTPServer.error(401, "unauthorized", words, headers: [("WWW-Authenticate", "Bearer realm=\"intentqueue\"")])))
+        }
+        let handler = Handlers(
+            gateway: self, request: request, identity: identity, answer: answer, pool: pool, follower: follower,
+            configuration: configuration, metrics: metrics)
+        switch (segments[0], segments.count, method) {
+        case ("intents", 1, _): return handler.list()
+        case ("stats", 1, _): return handler.stats()
+        case ("dead", 1, _): return handler.dead()
+        case ("events", 1, _): return handler.liveEvents()
+        case ("intents", 2, "GET"): return handler.show(id: segments[1])
+        case ("intents", 2, _): return handler.submit(type: segments[1])
+        case ("intents", 3, "GET"): return handler.events(id: segments[1])
+        case ("intents", 3, _) where segments[2] == "cancel": return handler.cancel(id: segments[1])
+        case ("intents", 3, _): return handler.turn(segments[2], id: segments[1])
+        default: return handler.requeue(id: segments[1])
+        }
+    }
+
+    private func health(_ answer: Answer) -> HTTPReply {
+        let following = follower.isConnected
+        let user = configuration.brokerURL.user
+        return .later { [pool] responder in
+            pool.run { session in
+                let recorder: Bool
+                do {
+                    _ = try session.ask(.show(id: "gateway-health-probe"), as: user, timeout: 2)
+                    recorder = true
+                } catch {
+                    recorder = false
+                }
+                let ok = following && recorder
+                let body: JSONValue = [
+                    "status": .string(ok ? "ok" : "degraded"), "broker": .string(following ? "up" : "down"),
+                    "recorder": .string(recorder ? "up" : "down"),
+                ]
+                answer.send(
+                    HTTPResponse(status: ok ? 200 : 503, headers: ok ? [] : [("Retry-After", "1")], body: body.serialized() + [0x0A]), responder)
+            }
+        }
+    }
+
+    static func notAllowed(_ methods: [String]) -> HTTPResponse {
+        HTTPServer.error(
+            405, "methodNotAllowed", "allowed here: \(methods.joined(separator: ", "))", headers: [("Allow", methods.joined(separator: ", "))])
+    }
+
+    /// The route's name in metrics: the path with its ids and types left out.
+    static func routeName(_ segments: [String]) -> String {
+        switch (segments.first, segments.count) {
+        case ("v1", 2): return "/v1/\(segments[1])"
+        case ("v1", 3) where segments[1] == "intents": return "/v1/intents/{}"
+        case ("v1", 4): return "/v1/\(segments[1])/{}/\(segments[3])"
+        case ("", 1): return "/"
+        case (let first?, 1) where ["healthz", "metrics", "dashboard.js", "dashboard.css"].contains(first): return "/\(first)"
+        default: return "other"
+        }
+    }
+
+    /// A path as it may be quoted back: control characters escaped, at most 200 characters.
+    static func printable(_ text: String) -> String {
+        String(text.escapingControlCharacters.prefix(200))
+    }
+}
+
+/// A value shared by reference (set once, before the server calls the gateway).
+final class Box<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: written once in `Gateway.init`, read after.
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// How a request's answer is finished: CORS headers, metrics.
+struct Answer: Sendable {
+    var route: String
+    var started: Date
+    var metrics: GatewayMetrics
+    var cors: String?
+
+    func finish(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        if let cors {
+            response.headers.append(("Access-Control-Allow-Origin", cors))
+            response.headers.append(("Vary", "Origin"))
+        }
+        metrics.answered(route: route, status: response.status, seconds: Date().timeIntervalSince(started))
+        return response
+    }
+
+    func send(_ response: HTTPResponse, _ responder: Responder) {
+        responder.respond(finish(response))
+    }
+
+    func stream(_ stream: EventStream, _ responder: Responder) {
+        metrics.answered(route: route, status: 200, seconds: Date().timeIntervalSince(started))
+        responder.stream(stream, headers: cors.map { [("Access-Control-Allow-Origin", $0), ("Vary", "Origin")] } ?? [])
+    }
+
+    func now(allow methods: [String], _ method: String, _ make: () -> HTTPResponse) -> HTTPReply {
+        guard methods.contains(method) else { return .now(finish(Gateway.notAllowed(methods))) }
+        return .now(finish(make()))
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import IntentGateway
+
+@Suite struct GatewayTokensTests {
+    static let file = """
+        # token user role
+        0123456789abcdef-alice alice producer
+        fedcba9876543210-oper  ops   operator   # the on-call operator
+        """
+
+    @Test func aBearerTokenNamesItsUserAndRole() throws {
+        let tokens = try GatewayTokens.parse(Self.file)
+        #expect(tokens.count == 2)
+        #expect(tokens.identity(authorization: "Bearer 0123456789abcdef-alice") == GatewayIdentity(user: "alice", role: .producer))
+        #expect(tokens.identity(authorization: "bearer fedcba9876543210-oper") == GatewayIdentity(user: "ops", role: .operator))
+    }
+
+    @Test func aWrongMissingOrPartialTokenNamesNobody() throws {
+        let tokens = try GatewayTokens.parse(Self.file)
+        #expect(tokens.identity(authorization: nil) == nil)
+        #expect(tokens.identity(authorization: "Bearer ") == nil)
+        #expect(tokens.identity(authorization: "Bearer 0123456789abcdef-alic") == nil)
+        #expect(tokens.identity(authorization: "Bearer 0123456789abcdef-alicex") == nil)
+        #expect(tokens.identity(authorization: "Basic 0123456789abcdef-alice") == nil)
+        #expect(tokens.identity(authorization: "0123456789abcdef-alice") == nil)
+    }
+
+    @Test func aMalformedFileIsRefusedWithItsLine() {
+        #expect(throws: GatewayTokensError.self) { try GatewayTokens.parse("0123456789abcdef alice admin") }
+        #expect(throws: GatewayTokensError.self) { try GatewayTokens.parse("short alice producer") }
+        #expect(throws: GatewayTokensError.self) { try GatewayTokens.parse("# nothing\n") }
+        do {
+            _ = try GatewayTokens.parse("0123456789abcdef-alice alice producer\nbroken line")
+            Issue.record("a broken line was accepted")
+        } catch {
+            #expect(error.description.contains("line 2"))
+        }
+    }
+
+    @Test func aTokenFileOthersCanReadIsRefused() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Self.file.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o644)
+        #expect(throws: GatewayTokensError.self) { try GatewayTokens.load(path: path) }
+        chmod(path, 0o600)
+        #expect(try GatewayTokens.load(path: path).count == 2)
+    }
+
+    @Test func comparingTokensLooksAtEveryByte() {
+        #expect(GatewayTokens.equal(Array("abc".utf8), Array("abc".utf8)))
+        #expect(!GatewayTokens.equal(Array("abc".utf8), Array("abd".utf8)))
+        #expect(!GatewayTokens.equal(Array("abc".utf8), Array("abcd".utf8)))
+        #expect(!GatewayTokens.equal([], Array("a".utf8)))
+        // Lengths that differ by a multiple of 256 still differ.
+        #expect(!GatewayTokens.equal(Array(repeating: 0, count: 256), []))
+    }
+}
