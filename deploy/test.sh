@@ -11,7 +11,7 @@ deploy/install.sh
 deploy/broker.sh ensure 5672
 
 stop_test_nodes() {
-    for node in iqtest iqtest-restart iqtest-freeze iqtest-tls; do deploy/broker.sh stop "$node"; done
+    for node in iqtest iqtest-restart iqtest-freeze iqtest-tls iqtest-gateway; do deploy/broker.sh stop "$node"; done
     INTENTQUEUE_CLUSTER_NAME=iqtestcluster deploy/cluster.sh stop >/dev/null 2>&1 || true
 }
 trap stop_test_nodes EXIT

@@ -81,6 +81,14 @@ struct DefinitionsBrokerTests {
                     try followQueue(connection, key: "\(user).#")
                 },
             ]
+        case .gateway:
+            // The operator's grants, and the impersonator tag: it publishes as each token's user.
+            return commands(.operator) + [
+                Command(name: "submit for a token's user (impersonator)", needs: [Need(kind: .write, objects: "intents")]) { connection, _ in
+                    try publish(
+                        connection, OutgoingMessage(exchange: t.intentsExchange, routingKey: "SendMessage", body: envelope, userID: "someone-else"))
+                }
+            ]
         case .operator:
             return [
                 Command(
@@ -205,7 +213,7 @@ struct DefinitionsBrokerTests {
         switch role {
         case .producer:
             return common + [("follow another owner's events", other), ("follow everyone's events", everyone), ("read the dead letters", dead)]
-        case .operator:
+        case .operator, .gateway:
             return common
         case .worker, .recorder:
             return []
@@ -243,17 +251,18 @@ struct DefinitionsBrokerTests {
         }
     }
 
-    @Test(arguments: [Role.worker, .recorder, .producer, .operator])
+    @Test(arguments: [Role.worker, .recorder, .producer, .operator, .gateway])
     func eachRoleMayDoWhatItsProcessesDoAndNothingElseAndNeedsEveryGrant(_ role: Role) async throws {
         let secure = try await SecureSandbox("definitions-\(role.rawValue.dropFirst(7))")
         defer { Task { await secure.tearDown() } }
-        let user =
-            switch role {
-            case .producer: secure.alice
-            case .worker: secure.workerUser
-            case .recorder: secure.recorderUser
-            case .operator: secure.operatorUser
-            }
+        let user: String
+        switch role {
+        case .producer: user = secure.alice
+        case .worker: user = secure.workerUser
+        case .recorder: user = secure.recorderUser
+        case .operator: user = secure.operatorUser
+        case .gateway: user = try await secure.addGatewayUser()
+        }
         // The topology the worker and the recorder declare, for the other roles to use.
         if role != .worker, let declare = Self.commands(.worker).first {
             #expect(await run(declare.run, as: secure.workerUser, in: secure) == nil, "the worker declares the topology")

@@ -13,6 +13,7 @@ final class SecureSandbox: @unchecked Sendable {
         case worker = "intent-worker"
         case recorder = "intent-recorder"
         case `operator` = "intent-operator"
+        case gateway = "intent-gateway"
     }
 
     struct Grant: Equatable {
@@ -49,6 +50,16 @@ final class SecureSandbox: @unchecked Sendable {
                 policy["name"] as? String ?? "policy", policy["pattern"] as? String ?? "", String(decoding: definition, as: UTF8.self),
             ])
         }
+    }
+
+    /// A user of the gateway role, with the `impersonator` tag the definitions give it.
+    func addGatewayUser() async throws -> String {
+        let user = "gateway-\(suffix)"
+        try await TestBroker.shared.control(["add_user", user, password(user)])
+        users.append(user)
+        try await TestBroker.shared.control(["set_user_tags", user, "impersonator"])
+        try await grant(.gateway, to: user)
+        return user
     }
 
     func password(_ user: String) -> String { "pw-\(user)" }

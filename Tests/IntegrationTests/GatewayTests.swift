@@ -1,0 +1,374 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// intent-gateway against the real broker, recorder and worker, through a
+/// real HTTP client: every endpoint's success and its errors.
+@Suite(.timeLimit(.minutes(10)))
+struct GatewayTests {
+    @Test func submittingReadingAndWaitingGoThroughTheTokensOwner() async throws {
+        let world = try await GatewaySandbox("gw-submit")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+
+        let submitted = try await world.request(
+            "POST", "/v1/intents/SendMessage", token: world.aliceToken,
+            json: #"{"id":"gw-hello","parameters":{"recipients":["Alice"],"content":"Running late"}}"#)
+        #expect(submitted.status == 202, "\(submitted)")
+        #expect(submitted.header("Location") == "/v1/intents/gw-hello")
+        #expect(submitted.json["id"] as? String == "gw-hello" && submitted.state == "queued")
+
+        let waited = try await world.request("GET", "/v1/intents/gw-hello?wait=30", token: world.aliceToken)
+        #expect(waited.status == 200 && waited.state == "success", "\(waited)")
+        #expect(waited.json["owner"] as? String == world.secure.alice, "the gateway published as the token's user")
+        // The recorder's store says the same: the answer was read from it.
+        let stored = try await world.secure.status(as: world.secure.operatorUser, ["gw-hello", "--remote", "--json"])
+        #expect(stored.stdout.contains(#""state":"success""#), "\(stored)")
+        #expect(try world.secure.sandbox.messageCount(intentID: "gw-hello") == 1)
+
+        // Another producer cannot see it; an operator can.
+        let hidden = try await world.request("GET", "/v1/intents/gw-hello", token: world.bobToken)
+        #expect(hidden.status == 404 && hidden.code == "unknownIntent", "\(hidden)")
+        let seen = try await world.request("GET", "/v1/intents/gw-hello", token: world.operatorToken)
+        #expect(seen.status == 200 && seen.state == "success", "\(seen)")
+
+        // Submitting with ?wait answers with the outcome.
+        let direct = try await world.request(
+            "POST", "/v1/intents/OrderSoup?wait=30", token: world.aliceToken, json: #"{"id":"gw-soup","parameters":{"soup":"tomato","quantity":2}}"#)
+        #expect(direct.status == 200 && direct.state == "success", "\(direct)")
+        let soldOut = try await world.request(
+            "POST", "/v1/intents/OrderSoup?wait=30", token: world.aliceToken,
+            json: #"{"id":"gw-minestrone","parameters":{"soup":"Minestrone","quantity":1}}"#)
+        #expect(soldOut.status == 200 && soldOut.state == "failure", "\(soldOut)")
+
+        // Lists, the tally and their filters are the reader's own.
+        let list = try await world.request("GET", "/v1/intents?state=success&limit=10", token: world.aliceToken)
+        let ids = (list.json["intents"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(list.status == 200 && Set(ids) == ["gw-hello", "gw-soup"], "\(list)")
+        let bobs = try await world.request("GET", "/v1/intents", token: world.bobToken)
+        #expect((bobs.json["intents"] as? [Any])?.isEmpty == true, "\(bobs)")
+        let stats = try await world.request("GET", "/v1/stats", token: world.aliceToken)
+        #expect(stats.json["total"] as? Int == 3, "\(stats)")
+        #expect((stats.json["byState"] as? [String: Int]) == ["success": 2, "failure": 1], "\(stats)")
+        #expect(((stats.json["byType"] as? [String: [String: Int]])?["OrderSoup"]) == ["success": 1, "failure": 1], "\(stats)")
+        let bobStats = try await world.request("GET", "/v1/stats", token: world.bobToken)
+        #expect(bobStats.json["total"] as? Int == 0, "\(bobStats)")
+
+        // A second submitter of the same id is refused by the worker, and told so.
+        let taken = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: world.bobToken,
+            json: #"{"id":"gw-hello","parameters":{"recipients":["Bob"],"content":"mine now"}}"#)
+        #expect(taken.status == 403 && taken.code == "forbidden", "\(taken)")
+        #expect(try world.secure.sandbox.messageCount(intentID: "gw-hello") == 1)
+    }
+
+    @Test func badRequestsAreRefusedWithTheirReason() async throws {
+        let world = try await GatewaySandbox("gw-errors")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        let token = world.aliceToken
+
+        let missing = try await world.request("GET", "/v1/intents", token: nil)
+        #expect(missing.status == 401 && missing.code == "unauthorized" && missing.header("WWW-Authenticate") != nil, "\(missing)")
+        let wrong = try await world.request("GET", "/v1/intents", token: token + "x")
+        #expect(wrong.status == 401, "\(wrong)")
+        #expect(!wrong.text.contains(token), "a token is never echoed")
+
+        let cases: [(String, String, String?, Int, String)] = [
+            ("POST", "/v1/intents/SendMessage", "{not json", 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", "[1,2]", 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", #"{"parameters":[]}"#, 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", #"{"parameter":{}}"#, 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", #"{"id":"has space","parameters":{}}"#, 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", #"{"id":""}"#, 400, "invalid"),
+            ("POST", "/v1/intents/NoSuchType", "{}", 404, "noWorker"),
+            ("POST", "/v1/intents/Bad%20Type", "{}", 404, "noWorker"),
+            ("GET", "/v1/intents/never-submitted", nil, 404, "unknownIntent"),
+            ("GET", "/v1/intents/x?wait=-1", nil, 400, "invalid"),
+            ("GET", "/v1/intents/x?wait=100000", nil, 400, "invalid"),
+            ("GET", "/v1/intents?limit=0", nil, 400, "invalid"),
+            ("GET", "/v1/intents?limit=99999999999999999999", nil, 400, "invalid"),
+            ("GET", "/v1/intents?state=done", nil, 400, "invalid"),
+            ("DELETE", "/v1/intents/x", nil, 405, "methodNotAllowed"),
+            ("GET", "/v1/nothing", nil, 404, "notFound"),
+            ("GET", "/v1/intents/..%2F..%2Fetc%2Fpasswd", nil, 404, "notFound"),
+            ("POST", "/v1/intents/never-submitted/answer", #"{"parameters":{"a":1}}"#, 404, "unknownIntent"),
+            ("POST", "/v1/intents/never-submitted/confirm", nil, 404, "unknownIntent"),
+            ("POST", "/v1/intents/never-submitted/cancel", nil, 404, "unknownIntent"),
+            ("GET", "/v1/dead", nil, 403, "forbidden"),
+            ("POST", "/v1/dead/x/requeue", nil, 403, "forbidden"),
+        ]
+        for (method, path, body, status, code) in cases {
+            let answer = try await world.request(method, path, token: token, json: body)
+            #expect(answer.status == status && answer.code == code, "\(method) \(path): \(answer)")
+        }
+        var form = URLRequest(url: URL(string: world.base + "/v1/intents/SendMessage")!)
+        form.httpMethod = "POST"
+        form.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        form.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+        form.httpBody = Data("recipients=Alice".utf8)
+        let (formBody, formResponse) = try await URLSession.shared.data(for: form)
+        #expect((formResponse as? HTTPURLResponse)?.statusCode == 415, "\(String(decoding: formBody, as: UTF8.self))")
+        var big = URLRequest(url: URL(string: world.base + "/v1/intents/SendMessage")!)
+        big.httpMethod = "POST"
+        big.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        big.httpBody = Data(repeating: 0x20, count: 200_000)
+        let (_, response) = try await URLSession.shared.data(for: big)
+        #expect((response as? HTTPURLResponse)?.statusCode == 413)
+
+        let health = try await world.request("GET", "/healthz", token: nil)
+        #expect(health.status == 200 && health.json["broker"] as? String == "up" && health.json["recorder"] as? String == "up", "\(health)")
+        let metrics = try await world.request("GET", "/metrics", token: nil)
+        #expect(metrics.status == 200 && metrics.text.contains("intent_gateway_requests_total{code=\"400\""), "\(metrics)")
+        #expect(metrics.text.contains("intent_gateway_unauthorized_total 2"), "\(metrics.text.prefix(2000))")
+        let page = try await world.request("GET", "/", token: nil)
+        #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
+    }
+
+    @Test func questionsAreAnsweredConfirmedAndDeniedOverHTTP() async throws {
+        let world = try await GatewaySandbox("gw-conversation")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        let token = world.aliceToken
+
+        let jeff = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: token, json: #"{"id":"gw-jeff","parameters":{"recipients":["Jeff"],"content":"3pm?"}}"#)
+        #expect(jeff.status == 200 && jeff.state == "needsInput", "\(jeff)")
+        let notAParameter = try await world.request("POST", "/v1/intents/gw-jeff/answer", token: token, json: #"{"parameters":{"colour":"red"}}"#)
+        #expect(notAParameter.status == 400, "\(notAParameter)")
+        let notAConfirmation = try await world.request("POST", "/v1/intents/gw-jeff/confirm", token: token)
+        #expect(notAConfirmation.status == 409 && notAConfirmation.code == "notWaiting", "\(notAConfirmation)")
+        let bobs = try await world.request(
+            "POST", "/v1/intents/gw-jeff/answer", token: world.bobToken, json: #"{"parameters":{"recipients":["Jeff Chen"]}}"#)
+        #expect(bobs.status == 404, "another producer's answer: \(bobs)")
+        let answered = try await world.request(
+            "POST", "/v1/intents/gw-jeff/answer?wait=30", token: token, json: #"{"parameters":{"recipients":["Jeff Baker"]}}"#)
+        #expect(answered.status == 200 && answered.state == "success", "\(answered)")
+        #expect((answered.json["response"] as? [String: Any])?["message"] as? String == "Message sent to Jeff Baker", "\(answered)")
+        let again = try await world.request("POST", "/v1/intents/gw-jeff/answer", token: token, json: #"{"parameters":{"recipients":["Jeff Chen"]}}"#)
+        #expect(again.status == 409, "an ended intent takes no answer: \(again)")
+
+        let order = try await world.request(
+            "POST", "/v1/intents/OrderSoup?wait=30", token: token, json: #"{"id":"gw-12","parameters":{"soup":"tomato","quantity":12}}"#)
+        #expect(order.status == 200 && order.state == "needsInput", "\(order)")
+        let confirmed = try await world.request("POST", "/v1/intents/gw-12/confirm?wait=30", token: token)
+        #expect(confirmed.status == 200 && confirmed.state == "success", "\(confirmed)")
+
+        let other = try await world.request(
+            "POST", "/v1/intents/OrderSoup?wait=30", token: token, json: #"{"id":"gw-13","parameters":{"soup":"tomato","quantity":13}}"#)
+        #expect(other.state == "needsInput", "\(other)")
+        let accepted = try await world.request("POST", "/v1/intents/gw-13/deny", token: token)
+        #expect(accepted.status == 202 && accepted.state == "queued", "\(accepted)")
+        let denied = try await world.request("GET", "/v1/intents/gw-13?wait=30", token: token)
+        #expect(denied.state == "failure" && (denied.json["response"] as? [String: Any])?["code"] as? String == "denied", "\(denied)")
+
+        // The operator may answer anyone's.
+        let forBob = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: world.bobToken,
+            json: #"{"id":"gw-bob-jeff","parameters":{"recipients":["Jeff"],"content":"hi"}}"#)
+        #expect(forBob.state == "needsInput", "\(forBob)")
+        let byOperator = try await world.request(
+            "POST", "/v1/intents/gw-bob-jeff/answer?wait=30", token: world.operatorToken, json: #"{"parameters":{"recipients":["Jeff Chen"]}}"#)
+        #expect(byOperator.state == "success" && byOperator.json["owner"] as? String == world.secure.bob, "\(byOperator)")
+    }
+
+    @Test func cancelingEndsWithTheDecisionTheStoreHolds() async throws {
+        let world = try await GatewaySandbox("gw-cancel")
+        defer { Task { await world.tearDown() } }
+        try await world.secure.startServices()
+        try await world.startGateway()
+        world.secure.stopWorker()
+        try await eventually(timeout: 30, "the worker to stop") { !world.secure.workerIsRunning }
+
+        // Queued with no worker: the cancel is requested; a worker decides it.
+        let queued = try await world.request(
+            "POST", "/v1/intents/SendMessage", token: world.aliceToken, json: #"{"id":"gw-c1","parameters":{"recipients":["Alice"],"content":"x"}}"#)
+        #expect(queued.status == 202, "\(queued)")
+        try await eventually(timeout: 30, "the recorder to see gw-c1") {
+            (try? world.secure.sandbox.statusStore().status(id: "gw-c1")) != nil
+        }
+        let requested = try await world.request("POST", "/v1/intents/gw-c1/cancel?wait=0", token: world.aliceToken)
+        #expect(requested.status == 202, "\(requested)")
+        try await world.secure.startWorker()
+        let decided = try await world.request("GET", "/v1/intents/gw-c1?wait=30", token: world.aliceToken)
+        #expect(decided.state == "canceled", "\(decided)")
+        #expect(try world.secure.sandbox.messageCount(intentID: "gw-c1") == 0, "a canceled message was sent")
+
+        // Ended already: the outcome stands.
+        let done = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: world.aliceToken,
+            json: #"{"id":"gw-c2","parameters":{"recipients":["Alice"],"content":"y"}}"#)
+        #expect(done.state == "success", "\(done)")
+        let late = try await world.request("POST", "/v1/intents/gw-c2/cancel", token: world.aliceToken)
+        #expect(late.status == 200 && late.state == "success", "\(late)")
+        let notYours = try await world.request("POST", "/v1/intents/gw-c2/cancel", token: world.bobToken)
+        #expect(notYours.status == 404, "\(notYours)")
+
+        // Raced against a running handler: whatever is answered is what the store holds.
+        let slow = try await world.request(
+            "POST", "/v1/intents/BookAppointment", token: world.aliceToken,
+            json: #"{"id":"gw-c3","parameters":{"hairdresser":"Alice","time":"3pm","callSeconds":1}}"#)
+        #expect(slow.status == 202, "\(slow)")
+        let raced = try await world.request("POST", "/v1/intents/gw-c3/cancel?wait=30", token: world.aliceToken)
+        #expect(raced.status == 200 && ["canceled", "success"].contains(raced.state ?? ""), "\(raced)")
+        let store = try await world.request("GET", "/v1/intents/gw-c3", token: world.aliceToken)
+        #expect(store.state == raced.state, "the cancel answered \(raced.state ?? "?") but the store holds \(store)")
+    }
+
+    @Test func deadLettersAreListedAndRequeuedByOperatorsOnly() async throws {
+        let world = try await GatewaySandbox("gw-dead")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        let envelope = IntentEnvelope(
+            id: "gw-dead-1", type: "SendMessage", parameters: ["recipients": ["Alice"], "content": "from the dead"],
+            submittedAt: Date().timeIntervalSince1970)
+        try await publishRaw(
+            url: world.secure.url(world.secure.workerUser), routingKey: "SendMessage", body: envelope.encoded(), messageID: "gw-dead-1",
+            exchange: "intents.dead")
+        try await eventually(timeout: 30, "the dead letter to be listed") {
+            let semaphore = DispatchSemaphore(value: 0)
+            let found = LockedFlag()
+            Task {
+                if let dead = try? await world.request("GET", "/v1/dead", token: world.operatorToken),
+                    (dead.json["intents"] as? [[String: Any]])?.contains(where: { $0["id"] as? String == "gw-dead-1" }) == true
+                {
+                    found.set()
+                }
+                semaphore.signal()
+            }
+            semaphore.wait()
+            return found.value
+        }
+        let forbidden = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.aliceToken)
+        #expect(forbidden.status == 403, "\(forbidden)")
+        let unknown = try await world.request("POST", "/v1/dead/no-such-letter/requeue", token: world.operatorToken)
+        #expect(unknown.status == 404, "\(unknown)")
+        let requeued = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.operatorToken)
+        #expect(requeued.status == 200 && requeued.json["requeued"] as? Bool == true, "\(requeued)")
+        let ran = try await world.request("GET", "/v1/intents/gw-dead-1?wait=30", token: world.operatorToken)
+        #expect(ran.state == "success", "\(ran)")
+        #expect(try world.secure.sandbox.messageCount(intentID: "gw-dead-1") == 1)
+    }
+
+    @Test func eventStreamsCarryTheReadersOwnEventsAndEndAfterTheTerminalOne() async throws {
+        let world = try await GatewaySandbox("gw-events")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+
+        let jeff = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: world.aliceToken,
+            json: #"{"id":"gw-s1","parameters":{"recipients":["Jeff"],"content":"?"}}"#)
+        #expect(jeff.state == "needsInput", "\(jeff)")
+        async let followed = world.stream("/v1/intents/gw-s1/events", token: world.aliceToken, timeout: 60)
+        async let live = world.stream("/v1/events?type=SendMessage", token: world.bobToken, timeout: 8)
+        try await eventually(timeout: 30, "both streams to be open") {
+            let metrics = try Data(contentsOf: URL(string: world.base + "/metrics")!)
+            return String(decoding: metrics, as: UTF8.self).contains("intent_gateway_open_streams 2")
+        }
+        let answered = try await world.request(
+            "POST", "/v1/intents/gw-s1/answer?wait=30", token: world.aliceToken, json: #"{"parameters":{"recipients":["Jeff Chen"]}}"#)
+        #expect(answered.state == "success", "\(answered)")
+        let stream = try await followed
+        // It ended by itself (curl exits 0), after the snapshot and the terminal event.
+        #expect(stream.exitCode == 0, "\(stream)")
+        #expect(stream.stdout.hasPrefix("event: snapshot\ndata: {"), "\(stream.stdout.prefix(300))")
+        #expect(stream.stdout.contains(#""state":"needsInput""#))
+        let last = stream.stdout.components(separatedBy: "\n\n").filter { !$0.isEmpty }.last ?? ""
+        #expect(last.hasPrefix("event: status\ndata: ") && last.contains(#""state":"success""#), "\(last)")
+        // Bob's live stream saw none of Alice's events.
+        let bobs = try await live
+        #expect(!bobs.stdout.contains("gw-s1"), "\(bobs.stdout.prefix(500))")
+
+        // An ended intent's stream is its snapshot alone; an unknown one is a 404.
+        let ended = try await world.stream("/v1/intents/gw-s1/events", token: world.aliceToken, timeout: 30)
+        #expect(ended.exitCode == 0 && ended.stdout.components(separatedBy: "event: ").count == 2, "\(ended)")
+        let unknown = try await world.request("GET", "/v1/intents/nothing-here/events", token: world.aliceToken)
+        #expect(unknown.status == 404, "\(unknown)")
+    }
+
+    @Test func aLongPollWakesWhenTheTerminalEventComes() async throws {
+        let world = try await GatewaySandbox("gw-latency")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        var lags: [Double] = []
+        for round in 0..<5 {
+            let id = "gw-lag-\(round)"
+            // A 1 s call: the long poll is well into its wait when the outcome comes.
+            let booked = try await world.request(
+                "POST", "/v1/intents/BookAppointment", token: world.aliceToken,
+                json: #"{"id":"\#(id)","parameters":{"hairdresser":"Alice","time":"3pm","callSeconds":1}}"#)
+            #expect(booked.status == 202, "\(booked)")
+            let waited = try await world.request("GET", "/v1/intents/\(id)?wait=30", token: world.aliceToken)
+            let answeredAt = Date().timeIntervalSince1970
+            #expect(waited.state == "success", "\(waited)")
+            let finished = try #require(waited.json["finishedAt"] as? Double)
+            lags.append(answeredAt - finished)
+        }
+        let sorted = lags.sorted()
+        print(
+            "intent-gateway ?wait: answered \(sorted.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", ")) ms after the outcome was decided"
+        )
+    }
+
+    @Test func theGatewaySurvivesABrokerRestart() async throws {
+        let broker = TestBroker(node: "iqtest-gateway", port: 5694)
+        if TestBroker.answers(port: 5694) { try await broker.stop() }
+        let sandbox = try await Sandbox("gw-restart", broker: broker)
+        let tokens = sandbox.directory.appendingPathComponent("tokens").path
+        try "restart-token-0123456789 guest operator\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        chmod(tokens, 0o600)
+        let port = try GatewaySandbox.freePort()
+        try await broker.control(["set_user_tags", "guest", "administrator", "impersonator"])
+        let gateway = try WorkerProcess(
+            arguments: ["--tokens", tokens, "--listen", "127.0.0.1:\(port)"], environment: sandbox.environment,
+            executable: Paths.tool("intent-gateway"), logPath: sandbox.directory.appendingPathComponent("gateway.log").path)
+        defer {
+            Task {
+                _ = try? await gateway.stop()
+                await sandbox.tearDown()
+                try? await broker.stop()
+            }
+        }
+        try await sandbox.startWorker()
+        func call(_ method: String, _ path: String, _ json: String? = nil) async throws -> HTTPResult {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+            request.httpMethod = method
+            request.timeoutInterval = 60
+            request.setValue("Bearer restart-token-0123456789", forHTTPHeaderField: "Authorization")
+            if let json {
+                request.httpBody = Data(json.utf8)
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return HTTPResult(status: (response as? HTTPURLResponse)?.statusCode ?? 0, headers: [:], body: data)
+        }
+        try await eventually(timeout: 60, "the gateway to be healthy") {
+            (try? Data(contentsOf: URL(string: "http://127.0.0.1:\(port)/healthz")!)).map { String(decoding: $0, as: UTF8.self).contains(#""ok""#) }
+                ?? false
+        }
+        let before = try await call("POST", "/v1/intents/SendMessage?wait=30", #"{"id":"gw-r1","parameters":{"recipients":["Alice"],"content":"a"}}"#)
+        #expect(before.state == "success", "\(before)")
+
+        try await broker.stop()
+        // Down: a clear 503 with a reason, not a hang; the health check says which part is down.
+        let refused = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r2","parameters":{"recipients":["Alice"],"content":"b"}}"#)
+        #expect(refused.status == 503 && refused.code == "unavailable", "\(refused)")
+        let health = try await call("GET", "/healthz")
+        #expect(health.status == 503 && health.json["broker"] as? String == "down", "\(health)")
+        #expect(gateway.isRunning)
+
+        try await broker.restart()
+        try await eventually(timeout: 90, "the gateway to follow the broker again") {
+            (try? Data(contentsOf: URL(string: "http://127.0.0.1:\(port)/healthz")!)).map { String(decoding: $0, as: UTF8.self).contains(#""ok""#) }
+                ?? false
+        }
+        let after = try await call("POST", "/v1/intents/SendMessage?wait=60", #"{"id":"gw-r3","parameters":{"recipients":["Alice"],"content":"c"}}"#)
+        #expect(after.state == "success", "\(after)")
+    }
+}
