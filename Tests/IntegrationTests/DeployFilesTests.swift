@@ -174,7 +174,10 @@ import Testing
         }
         #expect(containerPorts["\(port)"] == "\(port)", "AMQP: \(published) vs BrokerURL's default port \(port)")
         #expect(containerPorts["15672"] != nil, "the management UI is not published")
-        for (name, service) in services where name != "rabbitmq" {
+        // The gateway serves HTTP, on the host's loopback only.
+        let gateway = (services["intent-gateway"]?["ports"]?.items ?? []).compactMap(\.string).map(Deploy.interpolated)
+        #expect(gateway == ["127.0.0.1:8080:8080"], "the gateway publishes \(gateway)")
+        for (name, service) in services where name != "rabbitmq" && name != "intent-gateway" {
             #expect(service["ports"] == nil, "\(name) publishes ports")
         }
     }
@@ -303,7 +306,7 @@ import Testing
 
     @Test func theDockerfileBuildsThePackagesExecutables() throws {
         let products = try Deploy.dockerfileProducts()
-        #expect(products == ["intent-worker", "intent-submit", "intent-status"])
+        #expect(products == ["intent-worker", "intent-submit", "intent-status", "intent-gateway"])
         let executables = try Deploy.packageExecutables()
         #expect(products.isSubset(of: executables), "not executables of Package.swift: \(products.subtracting(executables).sorted())")
         let dockerfile = try Deploy.dockerfile()

@@ -6,7 +6,7 @@ enum Deploy {
     static let units = ["intent-worker.service", "intent-recorder.service", "intent-worker@.service"]
 
     /// The Debian runtime package of each -dev package Package.swift names as a provider.
-    static let runtimePackage = ["librabbitmq-dev": "librabbitmq4", "libsqlite3-dev": "libsqlite3-0"]
+    static let runtimePackage = ["librabbitmq-dev": "librabbitmq4", "libsqlite3-dev": "libsqlite3-0", "libmicrohttpd-dev": "libmicrohttpd12"]
 
     /// The service keys of the compose specification this project may use; a typo is not one.
     static let composeServiceKeys: Set<String> = [
