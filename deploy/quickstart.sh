@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # IntentQueue on one machine, from nothing: installs what is missing, starts a
 # local RabbitMQ on loopback when none answers, builds, starts a worker that
-# hosts the status recorder, submits the Hairdressers story and prints how
-# each intent ended.
+# hosts the status recorder and the HTTP gateway, submits the Hairdressers
+# story and prints how each intent ended, then the gateway's URL and a token.
+# The worker and the gateway keep running afterwards (it prints how to stop them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,11 +24,13 @@ export HAIRDRESSERS_DB="$RUN_DIR/hairdressers.sqlite"
 
 "$BIN/intent-worker" --with-recorder 2>"$RUN_DIR/worker.log" &
 WORKER=$!
-stop_worker() {
-    kill -TERM "$WORKER" 2>/dev/null || true
-    wait "$WORKER" 2>/dev/null || true
+GATEWAY=""
+stop_services() {
+    for pid in $GATEWAY $WORKER; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in $GATEWAY $WORKER; do wait "$pid" 2>/dev/null || true; done
 }
-trap stop_worker EXIT
+# Stopped when the quickstart fails; left running when it succeeds.
+trap stop_services EXIT
 
 for _ in $(seq 1 150); do
     [[ $(grep -c " connected " "$RUN_DIR/worker.log" || true) -ge 2 ]] && break
@@ -64,8 +67,50 @@ story 3 "A message to the group \"co\"" SendMessage groupName=co "content=Team l
 story 4 "Two tomato soups" OrderSoup soup=tomato quantity=2
 story 5 "A sold-out soup" OrderSoup soup=Minestrone quantity=1
 echo
-echo "Story 2 waits for an answer; give it later, under the same id:"
-echo "   export INTENT_STATUS_DB=$INTENT_STATUS_DB HAIRDRESSERS_DB=$HAIRDRESSERS_DB"
-echo "   $BIN/intent-worker --with-recorder &"
-echo "   $BIN/intent-submit --answer story-2-$RUN_ID \"recipients=Jeff Baker\" --wait"
+echo "Story 2 waits for an answer; give it under the same id:"
+echo "   INTENT_STATUS_DB=$INTENT_STATUS_DB $BIN/intent-submit --answer story-2-$RUN_ID \"recipients=Jeff Baker\" --wait"
+
+# The HTTP gateway, as a broker user of its own with the impersonator tag (it
+# publishes as each token's user). Made here on the local node this script
+# runs; a broker that is someone else's gets no new user, and no gateway.
+GATEWAY_PORT="${INTENTQUEUE_GATEWAY_PORT:-8080}"
+if deploy/broker.sh ctl intentqueue list_users >/dev/null 2>&1; then
+    umask 077
+    gateway_password="$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    ctl() { deploy/broker.sh ctl intentqueue "$@" >/dev/null 2>&1; }
+    ctl delete_user intent-gateway || true
+    ctl add_user intent-gateway "$gateway_password"
+    ctl set_user_tags intent-gateway impersonator
+    ctl set_permissions -p / intent-gateway '^amq\.gen-.*$' '^(intents(\.cancel|\.status\.requests)?|amq\.gen-.*)$' '^(intents\.(dead|status)|amq\.gen-.*)$'
+    ctl set_topic_permissions -p / intent-gateway intents.status '^$' '.*'
+    TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    # The token acts as guest, who submitted the stories above.
+    echo "$TOKEN guest producer" >"$RUN_DIR/gateway-tokens"
+    INTENT_BROKER_URL="amqp://intent-gateway:$gateway_password@127.0.0.1:5672/%2f" \
+        "$BIN/intent-gateway" --tokens "$RUN_DIR/gateway-tokens" --listen "127.0.0.1:$GATEWAY_PORT" 2>"$RUN_DIR/gateway.log" &
+    GATEWAY=$!
+    for _ in $(seq 1 100); do
+        curl -sf "http://127.0.0.1:$GATEWAY_PORT/healthz" >/dev/null 2>&1 && break
+        kill -0 "$GATEWAY" 2>/dev/null || { echo "quickstart: the gateway exited; see $RUN_DIR/gateway.log" >&2; cat "$RUN_DIR/gateway.log" >&2; exit 1; }
+        sleep 0.2
+    done
+    URL="http://127.0.0.1:$GATEWAY_PORT"
+    echo
+    echo "── The same over HTTP: the gateway at $URL (dashboard: $URL/#token=$TOKEN)"
+    echo "   token: $TOKEN"
+    echo "   \$ curl -s -H \"Authorization: Bearer \$TOKEN\" --json '{\"parameters\":{\"soup\":\"tomato\",\"quantity\":12}}' '$URL/v1/intents/OrderSoup?wait=20'"
+    order="$(curl -s -H "Authorization: Bearer $TOKEN" --json '{"id":"http-soup-'"$RUN_ID"'","parameters":{"soup":"tomato","quantity":12}}' "$URL/v1/intents/OrderSoup?wait=20")"
+    echo "   $(echo "$order" | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/state: \1/p') (12 soups ask for a confirmation)"
+    echo "   \$ curl -s -X POST -H \"Authorization: Bearer \$TOKEN\" '$URL/v1/intents/http-soup-$RUN_ID/confirm?wait=20'"
+    confirmed="$(curl -s -X POST -H "Authorization: Bearer $TOKEN" "$URL/v1/intents/http-soup-$RUN_ID/confirm?wait=20")"
+    echo "   $(echo "$confirmed" | sed -n 's/.*"message":"\([^"]*\)".*"state":"\([a-zA-Z]*\)".*/state: \2 — \1/p')"
+    echo "   Answer story 2's question over HTTP:"
+    echo "   curl -s -H \"Authorization: Bearer $TOKEN\" --json '{\"parameters\":{\"recipients\":[\"Jeff Baker\"]}}' '$URL/v1/intents/story-2-$RUN_ID/answer?wait=20'"
+else
+    echo
+    echo "(No gateway: the broker on 5672 is not this script's node, so it makes no broker user there.)"
+fi
+echo
 echo "Worker log: $RUN_DIR/worker.log"
+echo "The worker (pid $WORKER)${GATEWAY:+ and the gateway (pid $GATEWAY)} keep running; stop them with: kill $WORKER $GATEWAY"
+trap - EXIT
