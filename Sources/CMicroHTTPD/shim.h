@@ -8,6 +8,16 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 
+/// Leaves a URL's path and query arguments as they came: the gateway decodes
+/// each path segment itself, so an id holding an encoded '/' stays one segment.
+static inline size_t iq_mhd_keep_escaped(void *context, struct MHD_Connection *connection, char *text) {
+    (void)context;
+    (void)connection;
+    size_t length = 0;
+    while (text[length] != 0) length++;
+    return length;
+}
+
 /// MHD_start_daemon is variadic, which Swift cannot call: this is the form the
 /// gateway uses. One internal epoll thread; connections may be suspended and
 /// resumed from other threads (MHD_ALLOW_SUSPEND_RESUME implies the inter-thread
@@ -29,6 +39,7 @@ static inline struct MHD_Daemon *iq_mhd_start(const struct sockaddr *address, ui
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address_limit,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+                            MHD_OPTION_UNESCAPE_CALLBACK, iq_mhd_keep_escaped, NULL,
                             MHD_OPTION_END);
 }
 

@@ -70,9 +70,16 @@ public final class IntentPublisher {
 
     /// The message `submit` publishes for an envelope.
     private func outgoing(_ envelope: IntentEnvelope, userID: String?) -> OutgoingMessage {
+        Self.message(for: envelope, topology: topology, userID: userID ?? connection.url.user)
+    }
+
+    /// The message that submits `envelope` as `userID`: persistent and
+    /// mandatory, to `intents` with the type as routing key — for a caller
+    /// that publishes on a connection of its own (the HTTP gateway's pipeline).
+    public static func message(for envelope: IntentEnvelope, topology: Topology, userID: String) -> OutgoingMessage {
         OutgoingMessage(
             exchange: topology.intentsExchange, routingKey: envelope.type, body: envelope.encoded(),
-            messageID: envelope.id, type: envelope.type, userID: userID ?? connection.url.user, persistent: true, mandatory: true,
+            messageID: envelope.id, type: envelope.type, userID: userID, persistent: true, mandatory: true,
             timestampSeconds: UInt64(max(0, envelope.submittedAt)))
     }
 }

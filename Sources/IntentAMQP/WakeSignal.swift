@@ -3,12 +3,13 @@ import Synchronization
 
 /// A pipe that lets other threads wake the I/O thread out of `poll(2)`.
 /// Writes are coalesced: at most one byte is in flight between two waits.
-final class WakeSignal: Sendable {
+public final class WakeSignal: Sendable {
     private let readEnd: Int32
     private let writeEnd: Int32
     private let pending = Atomic<Bool>(false)
 
-    init() {
+    /// A new pipe.
+    public init() {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) != 0 {
             fatalError("IntentQueue could not create a pipe: \(String(cString: strerror(errno)))")
@@ -26,14 +27,15 @@ final class WakeSignal: Sendable {
         close(writeEnd)
     }
 
-    func wake() {
+    /// Wakes the waiter (once, however many threads call it before the next wait).
+    public func wake() {
         if pending.exchange(true, ordering: .acquiringAndReleasing) { return }
         var byte: UInt8 = 1
         _ = write(writeEnd, &byte, 1)
     }
 
     /// Clears the pipe before the waiter looks at what it was woken for.
-    func drain() {
+    public func drain() {
         // Nothing was written since the last drain: no system call needed.
         guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
@@ -45,7 +47,7 @@ final class WakeSignal: Sendable {
     /// Returns false only when the wait ended on `wake()` alone, with nothing
     /// (not even an error) on the socket: the caller may skip reading it.
     @discardableResult
-    func wait(socket: Int32, timeoutMilliseconds: Int32) -> Bool {
+    public func wait(socket: Int32, timeoutMilliseconds: Int32) -> Bool {
         var descriptors = [
             pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),

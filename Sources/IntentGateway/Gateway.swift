@@ -45,6 +45,7 @@ public final class Gateway: Sendable {
 
     private let configuration: Configuration
     private let pool: BrokerPool
+    private let pipeline: SubmitPipeline
     private let follower: StatusFollower
     private let metrics = GatewayMetrics()
     private let server: Box<HTTPServer?> = Box(nil)
@@ -56,6 +57,7 @@ public final class Gateway: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         pool = BrokerPool(url: configuration.brokerURL, topology: configuration.topology, threads: configuration.brokerThreads)
+        pipeline = SubmitPipeline(url: configuration.brokerURL, logger: configuration.logger)
         follower = StatusFollower(
             url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger)
         do {
@@ -65,6 +67,7 @@ public final class Gateway: Sendable {
         } catch {
             follower.stop()
             pool.stop()
+            pipeline.stop()
             throw error
         }
     }
@@ -80,13 +83,14 @@ public final class Gateway: Sendable {
         follower.stop()
         server.value?.stop()
         pool.stop()
+        pipeline.stop()
     }
 
     // MARK: Routing (on the HTTP thread: nothing here blocks)
 
     private func route(_ request: HTTPRequest) -> HTTPReply {
         let started = Date()
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        let segments = request.segments
         let method = request.method == "HEAD" ? "GET" : request.method
         let answer = Answer(route: Self.routeName(segments), started: started, metrics: metrics, cors: configuration.corsOrigin)
         if method == "OPTIONS", let origin = configuration.corsOrigin {
@@ -151,7 +155,7 @@ public final class Gateway: Sendable {
             return .now(answer.finish(HTTPServer.error(401, "unauthorized", words, headers: [("WWW-Authenticate", "Bearer realm=\"intentqueue\"")])))
         }
         let handler = Handlers(
-            gateway: self, request: request, identity: identity, answer: answer, pool: pool, follower: follower,
+            gateway: self, request: request, identity: identity, answer: answer, pool: pool, pipeline: pipeline, follower: follower,
             configuration: configuration, metrics: metrics)
         switch (segments[0], segments.count, method) {
         case ("intents", 1, _): return handler.list()

@@ -14,6 +14,7 @@ struct Handlers: Sendable {
     var identity: GatewayIdentity
     var answer: Answer
     var pool: BrokerPool
+    var pipeline: SubmitPipeline
     var follower: StatusFollower
     var configuration: Gateway.Configuration
     var metrics: GatewayMetrics
@@ -179,7 +180,7 @@ struct Handlers: Sendable {
                     }
                     var accepted: [String: JSONValue] = ["id": .string(id), "type": .string(envelope.type), "state": "queued"]
                     accepted["turn"] = .number(Double(envelope.turn))
-                    publish(envelope, wait: wait, accepted: accepted, session: session, responder: responder)
+                    publish(envelope, wait: wait, accepted: accepted, responder: responder)
                 } catch {
                     answer.send(GatewayError.response(for: error), responder)
                 }
@@ -268,23 +269,19 @@ struct Handlers: Sendable {
 
     /// Publishes `envelope` as the token's user; answers 202 `accepted`, or with `wait`, the status once the turn is answered or ended.
     private func publish(_ envelope: IntentEnvelope, wait: Double?, accepted: [String: JSONValue]) -> HTTPReply {
-        .later { [self] responder in
-            pool.run { session in publish(envelope, wait: wait, accepted: accepted, session: session, responder: responder) }
-        }
+        .later { [self] responder in publish(envelope, wait: wait, accepted: accepted, responder: responder) }
     }
 
-    private func publish(
-        _ envelope: IntentEnvelope, wait: Double?, accepted: [String: JSONValue], session: BrokerSession, responder: Responder
-    ) {
+    private func publish(_ envelope: IntentEnvelope, wait: Double?, accepted: [String: JSONValue], responder: Responder) {
         let user = identity.user
         let asOperator = identity.isOperator
         let location = "/v1/intents/\(envelope.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? envelope.id)"
         let acceptedResponse = Self.json(202, accepted, headers: [("Location", location)])
-        var key: UUID?
+        var registered: UUID?
         if let wait {
             let minimumTurn = envelope.turn
             let type = envelope.type
-            key = follower.register(
+            registered = follower.register(
                 waiter(
                     id: envelope.id, seconds: wait, responder: responder,
                     done: { status in
@@ -302,15 +299,20 @@ struct Handlers: Sendable {
                     return Self.ok(status, headers: [("Location", location)])
                 })
         }
-        do {
-            try session.publish { publisher throws(AMQPError) in try publisher.submit(envelope, userID: user) }
-        } catch {
-            if let key { follower.cancel(key) }
-            return answer.send(GatewayError.response(for: error), responder)
+        let answer = answer
+        let metrics = metrics
+        let follower = follower
+        let key = registered
+        pipeline.submit(IntentPublisher.message(for: envelope, topology: configuration.topology, userID: user)) { result in
+            switch result {
+            case .success:
+                metrics.submitted()
+                if let key { follower.check(key, unknownEnds: false) } else { answer.send(acceptedResponse, responder) }
+            case .failure(let error):
+                if let key { follower.cancel(key) }
+                answer.send(GatewayError.response(for: error), responder)
+            }
         }
-        metrics.submitted()
-        guard let key else { return answer.send(acceptedResponse, responder) }
-        follower.check(key, unknownEnds: false)
     }
 
     private func waiter(

@@ -6,8 +6,11 @@ import Synchronization
 public struct HTTPRequest: Sendable {
     /// `GET`, `POST`, …
     public var method: String
-    /// The decoded path, without the query.
+    /// The path as it came (still percent-encoded), without the query.
     public var path: String
+    /// The path's segments after the leading `/`, each percent-decoded on its own
+    /// (so an encoded `/` stays inside its segment).
+    public var segments: [String]
     /// The decoded query arguments (the first of each name).
     public var query: [String: String]
     /// The headers, by lower-cased name.
@@ -24,10 +27,18 @@ public struct HTTPRequest: Sendable {
     ) {
         self.method = method
         self.path = path
+        var invalid = invalidText
+        segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { segment in
+            guard let decoded = String(segment).removingPercentEncoding else {
+                invalid = true
+                return ""
+            }
+            return decoded
+        }
+        self.invalidText = invalid
         self.query = query
         self.headers = headers
         self.body = body
-        self.invalidText = invalidText
     }
 }
 
@@ -470,17 +481,25 @@ public final class HTTPServer: @unchecked Sendable {
             var values: [String: String] = [:]
             var invalid = false
             let lowercase: Bool
-            init(lowercase: Bool) { self.lowercase = lowercase }
+            /// Query arguments come still encoded (see the shim's unescape callback).
+            let decode: Bool
+            init(lowercase: Bool, decode: Bool) {
+                self.lowercase = lowercase
+                self.decode = decode
+            }
+            func decoded(_ text: String) -> String? {
+                decode ? text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding : text
+            }
         }
         let collect: MHD_KeyValueIterator = { context, _, key, value in
             let collected = Unmanaged<Collected>.fromOpaque(context!).takeUnretainedValue()
-            guard let key, let name = String(validatingCString: key) else {
+            guard let key, let raw = String(validatingCString: key), let name = collected.decoded(raw) else {
                 collected.invalid = true
                 return MHD_Result.YES
             }
             let text: String
             if let value {
-                guard let valid = String(validatingCString: value) else {
+                guard let valid = String(validatingCString: value).flatMap(collected.decoded) else {
                     collected.invalid = true
                     return MHD_Result.YES
                 }
@@ -492,8 +511,8 @@ public final class HTTPServer: @unchecked Sendable {
             if collected.values[stored] == nil { collected.values[stored] = text }
             return MHD_Result.YES
         }
-        let headers = Collected(lowercase: true)
-        let query = Collected(lowercase: false)
+        let headers = Collected(lowercase: true, decode: false)
+        let query = Collected(lowercase: false, decode: true)
         MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, collect, Unmanaged.passUnretained(headers).toOpaque())
         MHD_get_connection_values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, collect, Unmanaged.passUnretained(query).toOpaque())
         let path = String(validatingCString: url)

@@ -1,0 +1,197 @@
+import Foundation
+import IntentAMQP
+import IntentClient
+import IntentKit
+import Synchronization
+
+/// Publishes the submissions of every HTTP request on one confirmed
+/// connection, many in flight at once: each request is answered when the
+/// broker confirms its message (202), returns it (no worker serves the type:
+/// 404) or refuses it. So a burst of requests costs a few round trips, not one
+/// each — the windowed publisher `intent-submit` and the benchmark use, shared.
+///
+/// A request is never told "accepted" for a message the broker did not
+/// confirm: when the connection ends with messages unconfirmed, those
+/// requests are answered 503 (resubmitting the same id never repeats its
+/// effects, so a client retries safely).
+final class SubmitPipeline: Sendable {
+    typealias Done = @Sendable (Result<Void, IntentClientError>) -> Void
+
+    private struct Pending: Sendable {
+        var message: OutgoingMessage
+        var done: Done
+    }
+
+    private let queue = Mutex<[Pending]>([])
+    private let wake = WakeSignal()
+    private let stopping = Atomic<Bool>(false)
+    private let url: BrokerURL
+    private let logger: Logger
+    /// The most messages unconfirmed at once.
+    let window: Int
+
+    init(url: BrokerURL, window: Int = 512, logger: Logger) {
+        self.url = url
+        self.window = window
+        self.logger = logger
+        let thread = Thread { [self] in run() }
+        thread.name = "gateway-submit"
+        thread.start()
+    }
+
+    /// Publishes `message` (persistent, mandatory, with its `user_id`); `done` is called once, from the pipeline's thread.
+    func submit(_ message: OutgoingMessage, done: @escaping Done) {
+        queue.withLock { $0.append(Pending(message: message, done: done)) }
+        wake.wake()
+    }
+
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        wake.wake()
+    }
+
+    // MARK: The pipeline's thread
+
+    private func run() {
+        var backoff = 0.1
+        while !stopping.load(ordering: .relaxed) {
+            let connection: AMQPConnection
+            do {
+                connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+                try connection.enableConfirms()
+            } catch {
+                // Nothing can be published now: say so to whoever waits, then try again.
+                fail(takeQueued(), error)
+                logger.warning("gateway: cannot publish submissions: \(error); again in \(backoff) s")
+                waitForWork(seconds: backoff)
+                backoff = min(backoff * 2, 2)
+                continue
+            }
+            backoff = 0.1
+            var inFlight = InFlight()
+            do {
+                try serve(connection, &inFlight)
+            } catch {
+                logger.warning("gateway: the submission connection ended: \(error)")
+            }
+            connection.close()
+            fail(inFlight.all(), AMQPError(.connection, context: "submitting", detail: "the connection ended before the broker confirmed"))
+        }
+        fail(takeQueued(), AMQPError(.connection, context: "submitting", detail: "the gateway is stopping"))
+    }
+
+    private func serve(_ connection: AMQPConnection, _ inFlight: inout InFlight) throws(AMQPError) {
+        while !stopping.load(ordering: .relaxed) {
+            let room = window - inFlight.count
+            var batch: [Pending] = []
+            if room > 0 {
+                batch = queue.withLock { queue in
+                    let taken = Array(queue.prefix(room))
+                    queue.removeFirst(taken.count)
+                    return taken
+                }
+            }
+            for pending in batch {
+                let sequence = try connection.publish(pending.message)
+                inFlight.add(sequence, pending)
+            }
+            if !connection.hasBufferedData {
+                // Woken by a new submission or by the broker's answer; at least once a second for heartbeats.
+                wake.wait(socket: connection.socketDescriptor, timeoutMilliseconds: inFlight.count > 0 ? 100 : 1000)
+            }
+            wake.drain()
+            while let event = try connection.nextEvent(timeout: 0) {
+                switch event {
+                case .confirmed(let sequence, let multiple):
+                    for pending in inFlight.take(through: sequence, multiple: multiple) { pending.done(.success(())) }
+                case .rejected(let sequence, let multiple):
+                    fail(
+                        inFlight.take(through: sequence, multiple: multiple),
+                        AMQPError(.rejected, context: "submitting", detail: "the broker refused the message"))
+                case .returned(let message):
+                    // A mandatory message comes back before its confirm: answered now, its confirm then finds nothing.
+                    if let pending = inFlight.takeReturned(messageID: message.messageID) {
+                        pending.done(
+                            .failure(
+                                IntentClientError(
+                                    .noWorker,
+                                    "no worker serves intent type '\(message.routingKey)' (nothing is bound for it on exchange '\(message.exchange)')"
+                                )))
+                    }
+                case .delivery:
+                    continue
+                }
+            }
+        }
+    }
+
+    private func takeQueued() -> [Pending] {
+        queue.withLock { queue in
+            defer { queue = [] }
+            return queue
+        }
+    }
+
+    private func fail(_ pending: [Pending], _ error: AMQPError) {
+        let failure = IntentClientError(error)
+        for request in pending { request.done(.failure(failure)) }
+    }
+
+    private func waitForWork(seconds: Double) {
+        _ = wake.wait(socket: -1, timeoutMilliseconds: Int32(seconds * 1000))
+        wake.drain()
+    }
+
+    /// The messages published and not yet confirmed, by sequence number.
+    private struct InFlight {
+        private var bySequence: [UInt64: Pending] = [:]
+        private var order: [UInt64] = []
+        private var head = 0
+        private var returned: Set<UInt64> = []
+
+        var count: Int { bySequence.count }
+
+        mutating func add(_ sequence: UInt64, _ pending: Pending) {
+            bySequence[sequence] = pending
+            order.append(sequence)
+        }
+
+        /// The requests a confirm (or nack) answers; a returned one was answered already.
+        mutating func take(through sequence: UInt64, multiple: Bool) -> [Pending] {
+            var taken: [Pending] = []
+            if multiple {
+                while head < order.count, order[head] <= sequence {
+                    let next = order[head]
+                    head += 1
+                    if let pending = bySequence.removeValue(forKey: next), returned.remove(next) == nil { taken.append(pending) }
+                }
+            } else if let pending = bySequence.removeValue(forKey: sequence), returned.remove(sequence) == nil {
+                taken.append(pending)
+            }
+            while head < order.count, bySequence[order[head]] == nil { head += 1 }
+            if head > 4096 {
+                order.removeFirst(head)
+                head = 0
+            }
+            return taken
+        }
+
+        /// The oldest unconfirmed request with this message id not yet returned.
+        mutating func takeReturned(messageID: String?) -> Pending? {
+            guard let messageID else { return nil }
+            for index in head..<order.count {
+                let sequence = order[index]
+                guard !returned.contains(sequence), let pending = bySequence[sequence], pending.message.messageID == messageID else { continue }
+                returned.insert(sequence)
+                return pending
+            }
+            return nil
+        }
+
+        mutating func all() -> [Pending] {
+            let pending = order[head...].compactMap { returned.contains($0) ? nil : bySequence[$0] }
+            self = InFlight()
+            return pending
+        }
+    }
+}
