@@ -17,7 +17,7 @@ mapfile -t profiles < <(find "$source" -name '*.profraw' -size +0c)
 mkdir -p "$bin/codecov"
 "$toolchain/llvm-profdata" merge -sparse "${profiles[@]}" -o "$bin/codecov/merged.profdata"
 objects=()
-for tool in intent-worker intent-submit intent-status; do objects+=(-object "$bin/$tool"); done
+for tool in intent-worker intent-submit intent-status intent-gateway; do objects+=(-object "$bin/$tool"); done
 "$toolchain/llvm-cov" export -summary-only -instr-profile "$bin/codecov/merged.profdata" \
     "$bin/IntentQueuePackageTests.xctest" "${objects[@]}" >"$bin/codecov/summary.json"
 python3 - "$bin/codecov/summary.json" "$PWD/Sources/" <<'PY'
@@ -35,7 +35,7 @@ for name, (covered, count) in best.items():
     module = name[len(root):].split("/")[0]
     c, n = totals.get(module, (0, 0))
     totals[module] = (c + covered, n + count)
-libraries = {"IntentKit", "IntentAMQP", "IntentStore", "IntentWorker", "IntentClient", "IntentQueue", "IntentTesting", "IntentCLI"}
+libraries = {"IntentKit", "IntentAMQP", "IntentStore", "IntentWorker", "IntentClient", "IntentQueue", "IntentTesting", "IntentCLI", "IntentGateway"}
 print("| module | lines | covered |")
 print("|---|---:|---:|")
 low = []

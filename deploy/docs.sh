@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-modules=(IntentKit IntentClient IntentQueue IntentTesting IntentStore IntentAMQP IntentWorker)
+modules=(IntentKit IntentClient IntentQueue IntentTesting IntentStore IntentAMQP IntentWorker IntentGateway)
 
 # Every public declaration of the libraries is documented.
 undocumented=$(swift-format lint --configuration .swift-format-api -r "${modules[@]/#/Sources/}" 2>&1 | grep AllPublicDeclarationsHaveDocumentation || true)

@@ -42,6 +42,8 @@ user="gateway-check-$suffix"
 password="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 run=".build/gateway-check/$suffix"
 mkdir -p "$run" "$(dirname "$screenshot")"
+# A coverage build's tools write profiles: into the run's folder unless the caller says where.
+export LLVM_PROFILE_FILE="${LLVM_PROFILE_FILE:-$PWD/$run/%p.profraw}"
 ctl() { deploy/broker.sh ctl intentqueue "$@" >/dev/null; }
 
 pids=()

@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Debian packages IntentQueue builds and runs with, when missing:
 # rabbitmq-c, SQLite and libmicrohttpd headers, the RabbitMQ server, amqp-tools (a non-Swift
-# client used by the interop test) and the sqlite3 shell.
+# client used by the interop test) and the sqlite3 shell. With --test-tools, also
+# what the gateway's outside checks use (deploy/gateway-check.sh): Chromium and its
+# driver, curl, and from PyPI Selenium and schemathesis.
 set -euo pipefail
 
 packages=(librabbitmq-dev libsqlite3-dev libmicrohttpd-dev rabbitmq-server amqp-tools sqlite3)
+python_packages=()
+if [[ "${1:-}" == "--test-tools" ]]; then
+    packages+=(chromium chromium-driver curl)
+    python3 -c 'import selenium' 2>/dev/null || python_packages+=(selenium==4.51.0)
+    command -v schemathesis >/dev/null || python_packages+=(schemathesis==4.32.5)
+fi
+if ((${#python_packages[@]} > 0)); then
+    echo "install.sh: installing ${python_packages[*]} from PyPI"
+    python3 -m pip install --quiet --disable-pip-version-check "${python_packages[@]}"
+fi
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deploy/install.sh
+deploy/install.sh --test-tools
 deploy/broker.sh ensure 5672
 
 stop_test_nodes() {
@@ -41,6 +41,12 @@ run_tests() {
 run_tests --skip 'ClusterTests|waitLatencyAfterTheTerminalEvent'
 run_tests --filter ClusterTests
 run_tests --filter waitLatencyAfterTheTerminalEvent
+# The gateway from the outside: the dashboard in headless Chromium, and the
+# OpenAPI file checked against the running gateway by schemathesis (its
+# profiles count for coverage too).
+LLVM_PROFILE_FILE="$CODECOV/gateway-check-%p.profraw" deploy/gateway-check.sh
+mkdir -p "$PROFILES/gateway-check"
+find "$CODECOV" -maxdepth 1 -name '*.profraw' -exec mv {} "$PROFILES/gateway-check/" \;
 INTENTQUEUE_PROFILES="$PROFILES" deploy/coverage.sh
 
 # The documentation, with warnings as errors.
