@@ -26,6 +26,8 @@ public final class Gateway: Sendable {
         public var port: UInt16 = 8080
         /// Threads that talk to the broker.
         public var brokerThreads = 8
+        /// Connections that publish submissions, each many at once.
+        public var submitConnections = 2
         /// The one origin allowed to call the API from a browser page (nil: CORS off).
         public var corsOrigin: String?
         /// The HTTP server's limits.
@@ -45,7 +47,7 @@ public final class Gateway: Sendable {
 
     private let configuration: Configuration
     private let pool: BrokerPool
-    private let pipeline: SubmitPipeline
+    private let pipeline: SubmitPipelines
     private let follower: StatusFollower
     private let metrics = GatewayMetrics()
     private let server: Box<HTTPServer?> = Box(nil)
@@ -57,7 +59,7 @@ public final class Gateway: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         pool = BrokerPool(url: configuration.brokerURL, topology: configuration.topology, threads: configuration.brokerThreads)
-        pipeline = SubmitPipeline(url: configuration.brokerURL, logger: configuration.logger)
+        pipeline = SubmitPipelines(count: configuration.submitConnections, url: configuration.brokerURL, logger: configuration.logger)
         follower = StatusFollower(
             url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger)
         do {

@@ -14,7 +14,7 @@ struct Handlers: Sendable {
     var identity: GatewayIdentity
     var answer: Answer
     var pool: BrokerPool
-    var pipeline: SubmitPipeline
+    var pipeline: SubmitPipelines
     var follower: StatusFollower
     var configuration: Gateway.Configuration
     var metrics: GatewayMetrics
@@ -275,7 +275,7 @@ struct Handlers: Sendable {
     private func publish(_ envelope: IntentEnvelope, wait: Double?, accepted: [String: JSONValue], responder: Responder) {
         let user = identity.user
         let asOperator = identity.isOperator
-        let location = "/v1/intents/\(envelope.id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? envelope.id)"
+        let location = "/v1/intents/\(envelope.id.addingPercentEncoding(withAllowedCharacters: Self.segmentAllowed) ?? envelope.id)"
         let acceptedResponse = Self.json(202, accepted, headers: [("Location", location)])
         var registered: UUID?
         if let wait {
@@ -384,6 +384,9 @@ struct Handlers: Sendable {
     private func forbidden(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(403, "forbidden", words))) }
     private func notFound(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(404, "noWorker", words))) }
     private func error(_ error: GatewayError) -> HTTPReply { .now(answer.finish(error.response)) }
+
+    /// What a path segment may hold unencoded.
+    static let segmentAllowed = CharacterSet.urlPathAllowed.subtracting(["/"])
 
     /// Ids in paths may not hold spaces (the command line's rule too).
     static func spaceProblem(_ id: String) -> String? {

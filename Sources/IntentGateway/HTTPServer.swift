@@ -13,8 +13,10 @@ public struct HTTPRequest: Sendable {
     public var segments: [String]
     /// The decoded query arguments (the first of each name).
     public var query: [String: String]
-    /// The headers, by lower-cased name.
+    /// The headers routes read (`readHeaders`), by lower-cased name.
     public var headers: [String: String]
+    /// The headers the server passes on to routes; the others are not read.
+    public static let readHeaders = ["authorization", "content-type", "origin"]
     /// The body (empty when there is none).
     public var body: [UInt8]
     /// The path, a query argument or a header was not valid UTF-8.
@@ -29,6 +31,7 @@ public struct HTTPRequest: Sendable {
         self.path = path
         var invalid = invalidText
         segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { segment in
+            guard segment.contains("%") else { return String(segment) }
             guard let decoded = String(segment).removingPercentEncoding else {
                 invalid = true
                 return ""
@@ -308,7 +311,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// Connections open at once from one address (0: no limit but the total).
         public var maximumConnectionsPerAddress = 0
         /// The memory one connection's request line and headers may use (more: 431).
-        public var connectionMemory = 32 * 1024
+        public var connectionMemory = 16 * 1024
 
         /// The defaults.
         public init() {}
@@ -480,15 +483,10 @@ public final class HTTPServer: @unchecked Sendable {
         final class Collected {
             var values: [String: String] = [:]
             var invalid = false
-            let lowercase: Bool
             /// Query arguments come still encoded (see the shim's unescape callback).
-            let decode: Bool
-            init(lowercase: Bool, decode: Bool) {
-                self.lowercase = lowercase
-                self.decode = decode
-            }
             func decoded(_ text: String) -> String? {
-                decode ? text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding : text
+                guard text.contains("%") || text.contains("+") else { return text }
+                return text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
             }
         }
         let collect: MHD_KeyValueIterator = { context, _, key, value in
@@ -507,18 +505,26 @@ public final class HTTPServer: @unchecked Sendable {
             } else {
                 text = ""
             }
-            let stored = collected.lowercase ? name.lowercased() : name
-            if collected.values[stored] == nil { collected.values[stored] = text }
+            if collected.values[name] == nil { collected.values[name] = text }
             return MHD_Result.YES
         }
-        let headers = Collected(lowercase: true, decode: false)
-        let query = Collected(lowercase: false, decode: true)
-        MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, collect, Unmanaged.passUnretained(headers).toOpaque())
+        let query = Collected()
         MHD_get_connection_values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, collect, Unmanaged.passUnretained(query).toOpaque())
+        // Only the headers a route reads, looked up by name (case-insensitively, by libmicrohttpd).
+        var headers: [String: String] = [:]
+        var invalidHeader = false
+        for name in HTTPRequest.readHeaders {
+            guard let value = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name) else { continue }
+            guard let text = String(validatingCString: value) else {
+                invalidHeader = true
+                continue
+            }
+            headers[name] = text
+        }
         let path = String(validatingCString: url)
         return HTTPRequest(
-            method: String(cString: method), path: path ?? "", query: query.values, headers: headers.values, body: body,
-            invalidText: path == nil || headers.invalid || query.invalid)
+            method: String(cString: method), path: path ?? "", query: query.values, headers: headers, body: body,
+            invalidText: path == nil || invalidHeader || query.invalid)
     }
 
     /// A JSON error body: `{"error": words, "code": code}`.

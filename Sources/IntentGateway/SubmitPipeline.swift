@@ -195,3 +195,24 @@ final class SubmitPipeline: Sendable {
         }
     }
 }
+
+/// Several pipelines, each on its own connection (the broker runs each
+/// channel in a process of its own: two use two of its cores), taken in turn.
+final class SubmitPipelines: Sendable {
+    private let pipelines: [SubmitPipeline]
+    private let next = Atomic<Int>(0)
+
+    init(count: Int, url: BrokerURL, logger: Logger) {
+        pipelines = (0..<max(1, count)).map { _ in SubmitPipeline(url: url, logger: logger) }
+    }
+
+    /// Publishes `message` on the next pipeline; see `SubmitPipeline.submit`.
+    func submit(_ message: OutgoingMessage, done: @escaping SubmitPipeline.Done) {
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue % pipelines.count
+        pipelines[index].submit(message, done: done)
+    }
+
+    func stop() {
+        for pipeline in pipelines { pipeline.stop() }
+    }
+}
