@@ -7,9 +7,11 @@
 #      requeued by a click, one intent's page, a screenshot;
 #   2. the property-based check of deploy/gateway/openapi.yaml with schemathesis
 #      (deploy/api-check.sh, at least 1,000 generated requests): no 5xx, nothing the schema
-#      does not allow.
+#      does not allow;
+#   3. hostile HTTP input (Tests/HTTP/hostile_test.py): oversized headers and bodies,
+#      slowloris, invalid UTF-8, path traversal, huge numbers, 10,000 idle connections.
 #
-#   deploy/gateway-check.sh [--screenshot PATH] [--skip-browser] [--skip-api]
+#   deploy/gateway-check.sh [--screenshot PATH] [--skip-browser] [--skip-api] [--skip-hostile]
 #
 # Needs the debug build (swift build), chromium, chromium-driver, selenium and
 # schemathesis (deploy/install.sh --test-tools installs them). Everything it starts is
@@ -20,12 +22,14 @@ cd "$(dirname "$0")/.."
 screenshot=".build/gateway-check/dashboard.png"
 browser=1
 api=1
+hostile=1
 while (($#)); do
     case "$1" in
         --screenshot) screenshot="$2"; shift 2 ;;
         --skip-browser) browser=0; shift ;;
         --skip-api) api=0; shift ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --skip-hostile) hostile=0; shift ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gateway-check.sh: unknown argument '$1'" >&2; exit 64 ;;
     esac
 done
@@ -79,7 +83,7 @@ umask 077
 printf '%s guest operator\n%s nobody-%s producer\n' "$operator_token" "$producer_token" "$suffix" >"$run/tokens"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 INTENT_BROKER_URL="amqp://$user:$password@127.0.0.1:5672/$vhost" \
-    "$BIN/intent-gateway" --tokens "$run/tokens" --listen "127.0.0.1:$port" 2>"$run/gateway.log" &
+    "$BIN/intent-gateway" --tokens "$run/tokens" --listen "127.0.0.1:$port" --idle-timeout 5 2>"$run/gateway.log" &
 pids+=($!)
 url="http://127.0.0.1:$port"
 for _ in $(seq 1 300); do
@@ -102,6 +106,10 @@ if ((browser)); then
 fi
 if ((api)); then
     GATEWAY_URL="$url" GATEWAY_TOKEN="$operator_token" deploy/api-check.sh || status=1
+fi
+if ((hostile)); then
+    python3 -B Tests/HTTP/hostile_test.py --url "$url" --token "$operator_token" --idle-timeout 5 || status=1
+    kill -0 "${pids[1]}" 2>/dev/null || { echo "gateway-check.sh: the gateway died under hostile input" >&2; status=1; }
 fi
 ((status == 0)) || { echo "gateway-check.sh: failed; logs in $run" >&2; tail -20 "$run/gateway.log" >&2; }
 exit "$status"
