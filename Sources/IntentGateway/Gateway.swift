@@ -3,6 +3,7 @@ import IntentAMQP
 import IntentClient
 import IntentKit
 import IntentStore
+import Synchronization
 
 /// The HTTP gateway: IntentQueue's API under `/v1` and its dashboard at `/`,
 /// for clients that speak HTTP. It acts on the broker like the other tools —
@@ -51,6 +52,7 @@ public final class Gateway: Sendable {
     private let follower: StatusFollower
     private let metrics = GatewayMetrics()
     private let server: Box<HTTPServer?> = Box(nil)
+    private let recorderHealth = Mutex<(at: Date, up: Bool)?>(nil)
 
     /// The largest `limit` a list may ask for.
     public static let maximumLimit = 1000
@@ -175,23 +177,24 @@ public final class Gateway: Sendable {
 
     private func health(_ answer: Answer) -> HTTPReply {
         let following = follower.isConnected
+        let respond: @Sendable (Bool) -> HTTPResponse = { recorder in
+            let ok = following && recorder
+            let body: JSONValue = [
+                "status": .string(ok ? "ok" : "degraded"), "broker": .string(following ? "up" : "down"),
+                "recorder": .string(recorder ? "up" : "down"),
+            ]
+            return HTTPResponse(status: ok ? 200 : 503, headers: ok ? [] : [("Retry-After", "1")], body: body.serialized() + [0x0A])
+        }
+        // The recorder is asked at most once a second, however often /healthz (which needs no token) is called.
+        if let recent = recorderHealth.withLock({ $0 }), Date().timeIntervalSince(recent.at) < 1 {
+            return .now(answer.finish(respond(recent.up)))
+        }
         let user = configuration.brokerURL.user
-        return .later { [pool] responder in
-            pool.run { session in
-                let recorder: Bool
-                do {
-                    _ = try session.ask(.show(id: "gateway-health-probe"), as: user, timeout: 2)
-                    recorder = true
-                } catch {
-                    recorder = false
-                }
-                let ok = following && recorder
-                let body: JSONValue = [
-                    "status": .string(ok ? "ok" : "degraded"), "broker": .string(following ? "up" : "down"),
-                    "recorder": .string(recorder ? "up" : "down"),
-                ]
-                answer.send(
-                    HTTPResponse(status: ok ? 200 : 503, headers: ok ? [] : [("Retry-After", "1")], body: body.serialized() + [0x0A]), responder)
+        return .later { [self] responder in
+            pool.run { [self] session in
+                let up = (try? session.ask(.show(id: "gateway-health-probe"), as: user, timeout: 2)) != nil
+                recorderHealth.withLock { $0 = (Date(), up) }
+                answer.send(respond(up), responder)
             }
         }
     }

@@ -283,7 +283,7 @@ struct Handlers: Sendable {
             let type = envelope.type
             registered = follower.register(
                 waiter(
-                    id: envelope.id, seconds: wait, responder: responder,
+                    id: envelope.id, seconds: wait, responder: responder, ready: false,
                     done: { status in
                         if IntentClient.isRefusal(status) { return true }
                         if !asOperator, let owner = status.owner, owner != user { return false }
@@ -307,7 +307,7 @@ struct Handlers: Sendable {
             switch result {
             case .success:
                 metrics.submitted()
-                if let key { follower.check(key, unknownEnds: false) } else { answer.send(acceptedResponse, responder) }
+                if let key { follower.confirmed(key) } else { answer.send(acceptedResponse, responder) }
             case .failure(let error):
                 if let key { follower.cancel(key) }
                 answer.send(GatewayError.response(for: error), responder)
@@ -316,13 +316,13 @@ struct Handlers: Sendable {
     }
 
     private func waiter(
-        id: String, seconds: Double, responder: Responder, done: @escaping @Sendable (IntentStatus) -> Bool,
+        id: String, seconds: Double, responder: Responder, ready: Bool = true, done: @escaping @Sendable (IntentStatus) -> Bool,
         answer make: @escaping @Sendable (IntentStatus?) -> HTTPResponse
     ) -> StatusFollower.Waiter {
         let answer = self.answer
         return StatusFollower.Waiter(
             id: id, identity: identity, deadline: Date().addingTimeInterval(seconds), done: done, answer: { answer.finish(make($0)) },
-            failure: { answer.finish(GatewayError.response(for: $0)) }, responder: responder)
+            failure: { answer.finish(GatewayError.response(for: $0)) }, responder: responder, ready: ready)
     }
 
     /// Work for the pool whose result (or thrown error) is the answer.

@@ -106,6 +106,11 @@ public final class EventStream: @unchecked Sendable {
     /// Whether the client is still there (and the stream not ended).
     public var isOpen: Bool { state.withLock { !$0.gone && !$0.ended } }
 
+    /// The most bytes a stream keeps for a client that does not read them: past it the stream ends.
+    public static let maximumBuffered = 1 << 20
+
+    var isAsleep: Bool { state.withLock { $0.suspended } }
+
     /// Queues `bytes`; false when the stream has ended or its client is gone.
     @discardableResult
     public func push(_ bytes: [UInt8], end: Bool = false) -> Bool {
@@ -114,10 +119,12 @@ public final class EventStream: @unchecked Sendable {
             if state.held != nil {
                 state.held! += bytes
                 if end { state.endAfterHeld = true }
+                if state.held!.count > Self.maximumBuffered { state.endAfterHeld = true }
                 return true
             }
             state.buffer += bytes
-            if end { state.ended = true }
+            // A client that reads nothing is not given the gateway's memory: its stream ends.
+            if end || state.buffer.count - state.sent > Self.maximumBuffered { state.ended = true }
             if state.suspended, let connection = state.connection {
                 state.suspended = false
                 MHD_resume_connection(connection.raw)
@@ -223,6 +230,8 @@ final class Exchange: @unchecked Sendable {
         var tooLarge = false
         var started = false
         var answered = false
+        /// Asleep in the server, waiting for `complete` (suspended and resumed only under the lock).
+        var suspended = false
         var answer: Answer?
         var stream: EventStream?
     }
@@ -263,15 +272,33 @@ final class Exchange: @unchecked Sendable {
         }
     }
 
+    /// Puts the connection to sleep until `complete`; under the lock, so a
+    /// resume can never come before its suspend.
+    func suspend() {
+        state.withLock { state in
+            state.suspended = true
+            MHD_suspend_connection(connection)
+        }
+    }
+
+    /// Leaves the answer and wakes the connection; false when it was answered already.
     func complete(_ answer: Answer) -> Bool {
-        let first = state.withLock { state in
+        state.withLock { state in
             guard !state.answered else { return false }
             state.answered = true
             state.answer = answer
+            if state.suspended {
+                state.suspended = false
+                MHD_resume_connection(connection)
+            }
             return true
         }
-        if first { MHD_resume_connection(connection) }
-        return first
+    }
+
+    /// Whether the connection sleeps, in the server or in its stream.
+    var isAsleep: Bool {
+        let (suspended, stream) = state.withLock { ($0.suspended, $0.stream) }
+        return suspended || (stream?.isAsleep ?? false)
     }
 
     /// Marks a direct answer as given (no resume needed).
@@ -284,8 +311,14 @@ final class Exchange: @unchecked Sendable {
 
     var isAnswered: Bool { state.withLock { $0.answered } }
 
+    /// Ends the stream (or the one waiting to start), so its connection wakes and closes.
     func wakeStream() {
-        state.withLock { $0.stream }?.wake()
+        let (stream, pending) = state.withLock { state -> (EventStream?, EventStream?) in
+            if case .stream(let pending, _) = state.answer { return (state.stream, pending) }
+            return (state.stream, nil)
+        }
+        stream?.wake()
+        pending?.wake()
     }
 
     func finished() {
@@ -311,7 +344,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// Connections open at once from one address (0: no limit but the total).
         public var maximumConnectionsPerAddress = 0
         /// The memory one connection's request line and headers may use (more: 431).
-        public var connectionMemory = 16 * 1024
+        public var connectionMemory = 32 * 1024
 
         /// The defaults.
         public init() {}
@@ -325,6 +358,7 @@ public final class HTTPServer: @unchecked Sendable {
     private let box: HTTPServerBox
     private let daemon = Mutex<CPointer?>(nil)
     private let open = Mutex<[ObjectIdentifier: Exchange]>([:])
+    private let stopping = Atomic<Bool>(false)
 
     /// The port it listens on (the one chosen when it was asked for port 0).
     public var port: UInt16 { daemon.withLock { $0.map { iq_mhd_port($0.raw) } ?? 0 } }
@@ -375,21 +409,25 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops: every sleeping connection is woken first (its client gets what
     /// it was sent so far), then the server thread ends.
     public func stop() {
-        for exchange in open.withLock({ Array($0.values) }) {
-            if exchange.isAnswered {
-                exchange.wakeStream()
-            } else {
-                _ = exchange.complete(.response(HTTPServer.error(503, "unavailable", "the gateway is stopping")))
+        guard let running = daemon.withLock({ $0 }) else { return }
+        stopping.store(true, ordering: .releasing)
+        // No new connections; the listening socket is ours to close.
+        let listener = MHD_quiesce_daemon(running.raw)
+        // libmicrohttpd must not be stopped with a connection asleep: wake every one, until none is.
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            for exchange in open.withLock({ Array($0.values) }) {
+                if exchange.isAnswered {
+                    exchange.wakeStream()
+                } else {
+                    _ = exchange.complete(.response(HTTPServer.error(503, "unavailable", "the gateway is stopping")))
+                }
             }
-        }
-        Thread.sleep(forTimeInterval: 0.05)
-        guard
-            let running = daemon.withLock({ daemon in
-                defer { daemon = nil }
-                return daemon
-            })
-        else { return }
+            Thread.sleep(forTimeInterval: 0.01)
+        } while open.withLock({ $0.values.contains { $0.isAsleep } }) && Date() < deadline
+        daemon.withLock { $0 = nil }
         MHD_stop_daemon(running.raw)
+        if listener >= 0 { close(listener) }
         box.server = nil
         Unmanaged.passUnretained(box).release()
     }
@@ -433,8 +471,12 @@ public final class HTTPServer: @unchecked Sendable {
             exchange.answeredNow(stream: nil)
             return queue(.response(response), on: connection)
         case .later(let start):
+            if stopping.load(ordering: .acquiring) {
+                exchange.answeredNow(stream: nil)
+                return queue(.response(Self.error(503, "unavailable", "the gateway is stopping")), on: connection)
+            }
             // Asleep before the work can answer: a resume never comes before its suspend.
-            MHD_suspend_connection(connection)
+            exchange.suspend()
             start(Responder(exchange: exchange))
             return MHD_Result.YES
         }
@@ -462,6 +504,7 @@ public final class HTTPServer: @unchecked Sendable {
             return result
         case .stream(let stream, let headers):
             stream.attach(connection)
+            if stopping.load(ordering: .acquiring) { stream.wake() }
             let context = Unmanaged.passRetained(stream).toOpaque()
             guard let made = MHD_create_response_from_callback(UInt64.max, 4096, streamReader, context, streamReleaser) else {
                 Unmanaged<EventStream>.fromOpaque(context).release()

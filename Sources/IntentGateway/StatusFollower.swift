@@ -27,6 +27,8 @@ final class StatusFollower: Sendable {
         /// The answer when the status cannot be read.
         var failure: @Sendable (any Error) -> HTTPResponse
         var responder: Responder
+        /// False while its submission is not yet confirmed: the deadline does not answer it before the broker has.
+        var ready = true
     }
 
     /// An event stream: one intent's (ending after its terminal event) or the live one.
@@ -95,6 +97,13 @@ final class StatusFollower: Sendable {
         return key
     }
 
+    /// The submission a wait was registered for is confirmed: from now on its
+    /// deadline may answer it; the status is read once.
+    func confirmed(_ key: UUID) {
+        registry.withLock { $0.waiters[key]?.ready = true }
+        check(key, unknownEnds: false)
+    }
+
     /// Forgets a wait that will not be answered through the follower.
     func cancel(_ key: UUID) { _ = remove(key) }
 
@@ -127,30 +136,30 @@ final class StatusFollower: Sendable {
         }
     }
 
-    /// Reads again for a wait an event may have ended: every 2 ms until the
-    /// recorder shows it, for at most `eagerReading` seconds.
-    private func reread(_ key: UUID) {
+    /// Reads again for a wait an event may have ended, until the recorder
+    /// shows it: after 2, 4, 8 … ms, for at most `eagerReading` seconds in all.
+    /// No pool thread is held between two reads.
+    private func reread(_ key: UUID, attempt: Int = 0, since: Date = Date()) {
         pool.run { [self] session in
-            let until = Date().addingTimeInterval(Self.eagerReading)
-            while let waiter = registry.withLock({ $0.waiters[key] }) {
-                do {
-                    let status = try session.status(id: waiter.id, as: waiter.identity.user)
-                    if let status, waiter.done(status) {
-                        finish(key, with: status)
-                        return
-                    }
-                } catch {
-                    return  // the deadline answers it
+            guard let waiter = registry.withLock({ $0.waiters[key] }) else { return }
+            do {
+                let status = try session.status(id: waiter.id, as: waiter.identity.user)
+                if let status, waiter.done(status) {
+                    finish(key, with: status)
+                    return
                 }
-                if Date() > until { return }
-                Thread.sleep(forTimeInterval: 0.002)
+            } catch {
+                return  // the deadline answers it
             }
+            let delay = 0.002 * Double(1 << min(attempt, 9))
+            guard Date().addingTimeInterval(delay).timeIntervalSince(since) <= Self.eagerReading else { return }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in reread(key, attempt: attempt + 1, since: since) }
         }
     }
 
     /// Answers every wait whose time is up with the status read now.
     private func expire(now: Date) {
-        let due = registry.withLock { registry in registry.waiters.filter { $0.value.deadline <= now }.map(\.key) }
+        let due = registry.withLock { registry in registry.waiters.filter { $0.value.ready && $0.value.deadline <= now }.map(\.key) }
         for key in due {
             guard let waiter = remove(key) else { continue }
             pool.run { session in
@@ -205,11 +214,28 @@ final class StatusFollower: Sendable {
             return registry.subscriptions.values.map(\.stream)
         }
         for stream in streams { stream.push(Array(": keep-alive\n\n".utf8)) }
+        endStreamsOfEndedIntents()
     }
 
-    /// Every wait is read again (after the feed was down: an event may have been missed).
+    /// One intent's stream whose terminal event was missed (the feed was down,
+    /// or the event passed before the snapshot was stored) ends with the
+    /// stored status as its last message.
+    private func endStreamsOfEndedIntents() {
+        let followed = registry.withLock { registry in registry.subscriptions.filter { $0.value.id != nil } }
+        for (key, subscription) in followed {
+            guard let id = subscription.id else { continue }
+            pool.run { [self] session in
+                guard let status = try? session.status(id: id, as: subscription.identity.user), status.state.isTerminal else { return }
+                subscription.stream.push(Array("event: snapshot\ndata: ".utf8) + IntentStatus.jsonEncoded(status) + Array("\n\n".utf8), end: true)
+                _ = registry.withLock { $0.subscriptions.removeValue(forKey: key) }
+            }
+        }
+    }
+
+    /// Every wait is read again, and every intent's stream checked (after the feed was down: an event may have been missed).
     private func rereadAll() {
         for key in registry.withLock({ Array($0.waiters.keys) }) { reread(key) }
+        endStreamsOfEndedIntents()
     }
 
     // MARK: The feed

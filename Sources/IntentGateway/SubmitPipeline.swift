@@ -91,9 +91,14 @@ final class SubmitPipeline: Sendable {
                     return taken
                 }
             }
-            for pending in batch {
-                let sequence = try connection.publish(pending.message)
-                inFlight.add(sequence, pending)
+            for (index, pending) in batch.enumerated() {
+                do {
+                    inFlight.add(try connection.publish(pending.message), pending)
+                } catch {
+                    // What was taken and not published is answered here; what is in flight, by the caller.
+                    fail(Array(batch[index...]), error)
+                    throw error
+                }
             }
             if !connection.hasBufferedData {
                 // Woken by a new submission or by the broker's answer; at least once a second for heartbeats.
@@ -110,7 +115,7 @@ final class SubmitPipeline: Sendable {
                         AMQPError(.rejected, context: "submitting", detail: "the broker refused the message"))
                 case .returned(let message):
                     // A mandatory message comes back before its confirm: answered now, its confirm then finds nothing.
-                    if let pending = inFlight.takeReturned(messageID: message.messageID) {
+                    if let pending = inFlight.takeReturned(messageID: message.messageID, routingKey: message.routingKey) {
                         pending.done(
                             .failure(
                                 IntentClientError(
@@ -176,12 +181,17 @@ final class SubmitPipeline: Sendable {
             return taken
         }
 
-        /// The oldest unconfirmed request with this message id not yet returned.
-        mutating func takeReturned(messageID: String?) -> Pending? {
+        /// The oldest unconfirmed request with this message id and routing key
+        /// not yet returned: whether a message is routable depends on its
+        /// routing key, so another submitter's message under the same id but
+        /// another type is never the one taken.
+        mutating func takeReturned(messageID: String?, routingKey: String) -> Pending? {
             guard let messageID else { return nil }
             for index in head..<order.count {
                 let sequence = order[index]
-                guard !returned.contains(sequence), let pending = bySequence[sequence], pending.message.messageID == messageID else { continue }
+                guard !returned.contains(sequence), let pending = bySequence[sequence], pending.message.messageID == messageID,
+                    pending.message.routingKey == routingKey
+                else { continue }
                 returned.insert(sequence)
                 return pending
             }

@@ -267,7 +267,7 @@ struct DefinitionsBrokerTests {
         if role != .worker, let declare = Self.commands(.worker).first {
             #expect(await run(declare.run, as: secure.workerUser, in: secure) == nil, "the worker declares the topology")
         }
-        if role == .producer || role == .operator, let declare = Self.commands(.recorder).first {
+        if [.producer, .operator, .gateway].contains(role), let declare = Self.commands(.recorder).first {
             #expect(await run(declare.run, as: secure.recorderUser, in: secure) == nil, "the recorder declares its request exchange")
         }
         for command in Self.commands(role) {

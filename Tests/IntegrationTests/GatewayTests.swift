@@ -88,6 +88,8 @@ struct GatewayTests {
             ("POST", "/v1/intents/SendMessage", #"{"id":"has space","parameters":{}}"#, 400, "invalid"),
             ("POST", "/v1/intents/SendMessage", #"{"id":""}"#, 400, "invalid"),
             ("POST", "/v1/intents/NoSuchType", "{}", 404, "noWorker"),
+            // A wait that is over at once still waits for the broker: a returned message is never "accepted".
+            ("POST", "/v1/intents/NoSuchType?wait=0", "{}", 404, "noWorker"),
             ("POST", "/v1/intents/Bad%20Type", "{}", 404, "noWorker"),
             ("GET", "/v1/intents/never-submitted", nil, 404, "unknownIntent"),
             ("GET", "/v1/intents/x?wait=-1", nil, 400, "invalid"),
