@@ -35,12 +35,20 @@ public final class WakeSignal: Sendable {
     }
 
     /// Clears the pipe before the waiter looks at what it was woken for.
+    ///
+    /// The pipe is read before the flag is cleared: cleared first, a `wake()`
+    /// between the two would set the flag and write a byte that the read then
+    /// swallows, leaving the flag set with the pipe empty — and every later
+    /// `wake()` would be dropped until the waiter's next timeout. Read first,
+    /// such a `wake()` finds the flag still set and returns; what it woke for is
+    /// already queued, and the waiter looks at it after this call.
     public func drain() {
         // Nothing was written since the last drain: no system call needed.
-        guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        guard pending.load(ordering: .acquiring) else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
             while read(readEnd, buffer.baseAddress, buffer.count) > 0 {}
         }
+        pending.store(false, ordering: .releasing)
     }
 
     /// Waits until `socket` is readable, `wake()` is called, or `timeout` passes.

@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import IntentAMQP
+
+/// The wake-up pipe never loses a wake: a waiter that drains, looks at its
+/// queue and waits again is always woken for work queued after it looked.
+@Suite(.timeLimit(.minutes(10)))
+struct WakeSignalTests {
+    @Test func aWakeDuringADrainIsNotLost() async throws {
+        let signal = WakeSignal()
+        // A descriptor that never becomes readable: `wait` then returns true only when its time ran out.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { for end in ends { close(end) } }
+        let idle = ends[0]
+        let queued = Atomic<Int>(0)
+        let rounds = 200_000
+        let lost = Atomic<Int>(0)
+        let done = Atomic<Bool>(false)
+        let waiter = Thread {
+            var taken = 0
+            while taken < rounds {
+                signal.drain()
+                let available = queued.load(ordering: .acquiring)
+                if available > taken {
+                    taken = available
+                    continue
+                }
+                // Everything queued so far is taken; whatever comes next must wake this wait.
+                let timedOut = signal.wait(socket: idle, timeoutMilliseconds: 20_000)
+                if timedOut, queued.load(ordering: .acquiring) > taken { lost.add(1, ordering: .relaxed) }
+            }
+            done.store(true, ordering: .releasing)
+        }
+        waiter.start()
+        for _ in 0..<rounds {
+            queued.add(1, ordering: .releasing)
+            signal.wake()
+            // Now and then let the waiter catch up and sleep, so wakes meet drains at every point.
+            if Int.random(in: 0..<8) == 0 { await Task.yield() }
+        }
+        while !done.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(lost.load(ordering: .relaxed) == 0, "a wait slept through work queued before it")
+    }
+}
