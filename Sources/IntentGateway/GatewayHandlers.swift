@@ -129,7 +129,7 @@ struct Handlers: Sendable {
             return self.error(error)
         }
         guard let parameters = body["parameters"].map({ $0.objectValue }) ?? [:] else { return invalid("parameters must be a JSON object") }
-        var id = UUID().uuidString.lowercased()
+        var id = Self.newID()
         if let given = body["id"] {
             guard let text = given.stringValue else { return invalid("id must be a string") }
             if let problem = IntentEnvelope.problem(withID: text) ?? Self.spaceProblem(text) { return invalid(problem) }
@@ -277,7 +277,7 @@ struct Handlers: Sendable {
         let asOperator = identity.isOperator
         let location = "/v1/intents/\(envelope.id.addingPercentEncoding(withAllowedCharacters: Self.segmentAllowed) ?? envelope.id)"
         let acceptedResponse = Self.json(202, accepted, headers: [("Location", location)])
-        var registered: UUID?
+        var registered: UInt64?
         if let wait {
             let minimumTurn = envelope.turn
             let type = envelope.type
@@ -384,6 +384,19 @@ struct Handlers: Sendable {
     private func forbidden(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(403, "forbidden", words))) }
     private func notFound(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(404, "noWorker", words))) }
     private func error(_ error: GatewayError) -> HTTPReply { .now(answer.finish(error.response)) }
+
+    /// A new intent id, a random (version 4) UUID in lower case, from the
+    /// system's generator: Foundation's `UUID()` opens and reads
+    /// /dev/urandom for each one, three system calls a submission.
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String($0, radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+        let characters = Array(hex)
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+    }
 
     /// What a path segment may hold unencoded.
     static let segmentAllowed = CharacterSet.urlPathAllowed.subtracting(["/"])

@@ -41,9 +41,11 @@ final class StatusFollower: Sendable {
     }
 
     private struct Registry {
-        var waiters: [UUID: Waiter] = [:]
-        var waitersByID: [String: Set<UUID>] = [:]
-        var subscriptions: [UUID: Subscription] = [:]
+        var waiters: [UInt64: Waiter] = [:]
+        var waitersByID: [String: Set<UInt64>] = [:]
+        var subscriptions: [UInt64: Subscription] = [:]
+        /// The key the next wait or stream gets.
+        var next: UInt64 = 0
     }
 
     private let registry = Mutex(Registry())
@@ -88,28 +90,29 @@ final class StatusFollower: Sendable {
     }
 
     /// Registers a long poll without reading: a submission registers before it publishes.
-    func register(_ waiter: Waiter) -> UUID {
-        let key = UUID()
+    func register(_ waiter: Waiter) -> UInt64 {
         registry.withLock { registry in
+            registry.next += 1
+            let key = registry.next
             registry.waiters[key] = waiter
             registry.waitersByID[waiter.id, default: []].insert(key)
+            return key
         }
-        return key
     }
 
     /// The submission a wait was registered for is confirmed: from now on its
     /// deadline may answer it; the status is read once.
-    func confirmed(_ key: UUID) {
+    func confirmed(_ key: UInt64) {
         registry.withLock { $0.waiters[key]?.ready = true }
         check(key, unknownEnds: false)
     }
 
     /// Forgets a wait that will not be answered through the follower.
-    func cancel(_ key: UUID) { _ = remove(key) }
+    func cancel(_ key: UInt64) { _ = remove(key) }
 
     /// Reads the status for a wait: ends it when `done` holds, or when the
     /// intent is unknown and `unknownEnds`. A failed read ends it with 503.
-    func check(_ key: UUID, unknownEnds: Bool) {
+    func check(_ key: UInt64, unknownEnds: Bool) {
         pool.run { [self] session in
             guard let waiter = registry.withLock({ $0.waiters[key] }) else { return }
             do {
@@ -122,12 +125,12 @@ final class StatusFollower: Sendable {
     }
 
     /// Ends a wait with the answer for `status`, unless it has ended already.
-    private func finish(_ key: UUID, with status: IntentStatus?) {
+    private func finish(_ key: UInt64, with status: IntentStatus?) {
         guard let waiter = remove(key) else { return }
         waiter.responder.respond(waiter.answer(status))
     }
 
-    private func remove(_ key: UUID) -> Waiter? {
+    private func remove(_ key: UInt64) -> Waiter? {
         registry.withLock { registry in
             guard let waiter = registry.waiters.removeValue(forKey: key) else { return nil }
             registry.waitersByID[waiter.id]?.remove(key)
@@ -139,7 +142,7 @@ final class StatusFollower: Sendable {
     /// Reads again for a wait an event may have ended, until the recorder
     /// shows it: after 2, 4, 8 … ms, for at most `eagerReading` seconds in all.
     /// No pool thread is held between two reads.
-    private func reread(_ key: UUID, attempt: Int = 0, since: Date = Date()) {
+    private func reread(_ key: UInt64, attempt: Int = 0, since: Date = Date()) {
         pool.run { [self] session in
             guard let waiter = registry.withLock({ $0.waiters[key] }) else { return }
             do {
@@ -176,7 +179,10 @@ final class StatusFollower: Sendable {
 
     /// Sends `subscription` every event its reader may see, from now on.
     func subscribe(_ subscription: Subscription) {
-        registry.withLock { $0.subscriptions[UUID()] = subscription }
+        registry.withLock { registry in
+            registry.next += 1
+            registry.subscriptions[registry.next] = subscription
+        }
     }
 
     static func frame(_ event: StatusEvent) -> [UInt8] {
@@ -200,7 +206,7 @@ final class StatusFollower: Sendable {
         }
         guard !subscribers.isEmpty else { return }
         let frame = Self.frame(event)
-        var ended: [UUID] = []
+        var ended: [UInt64] = []
         for (key, subscription) in subscribers {
             let last = subscription.id != nil && event.state.isTerminal && event.refused != true
             if !subscription.stream.push(frame, end: last) || last { ended.append(key) }

@@ -58,3 +58,18 @@ import Testing
         #expect(!GatewayTokens.equal(Array(repeating: 0, count: 256), []))
     }
 }
+
+@Suite struct GatewayIDTests {
+    @Test func aNewIDIsAVersion4UUIDInLowerCaseAndNeverTheSameTwice() throws {
+        var seen: Set<String> = []
+        for _ in 0..<10_000 {
+            let id = Handlers.newID()
+            let uuid = try #require(UUID(uuidString: id), "\(id) is not a UUID")
+            #expect(id == uuid.uuidString.lowercased())
+            #expect(Array(id)[14] == "4", "version 4: \(id)")
+            #expect("89ab".contains(Array(id)[19]), "RFC 4122 variant: \(id)")
+            seen.insert(id)
+        }
+        #expect(seen.count == 10_000)
+    }
+}
