@@ -74,6 +74,9 @@ struct GatewayTests {
         try await world.start()
         let token = world.aliceToken
 
+        let withoutCORS = try await world.request("GET", "/v1/intents", token: token, headers: ["Origin": "https://elsewhere.example"])
+        #expect(
+            withoutCORS.status == 200 && withoutCORS.header("Access-Control-Allow-Origin") == nil, "CORS is off by default: \(withoutCORS.headers)")
         let missing = try await world.request("GET", "/v1/intents", token: nil)
         #expect(missing.status == 401 && missing.code == "unauthorized" && missing.header("WWW-Authenticate") != nil, "\(missing)")
         let wrong = try await world.request("GET", "/v1/intents", token: token + "x")
@@ -133,6 +136,24 @@ struct GatewayTests {
         #expect(metrics.text.contains("intent_gateway_unauthorized_total 2"), "\(metrics.text.prefix(2000))")
         let page = try await world.request("GET", "/", token: nil)
         #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
+    }
+
+    @Test func browsersOfOtherOriginsAreAllowedOnlyWhenConfigured() async throws {
+        let world = try await GatewaySandbox("gw-cors")
+        defer { Task { await world.tearDown() } }
+        try await world.secure.startServices()
+        try await world.startGateway(["--cors-origin", "https://app.example"])
+        let read = try await world.request("GET", "/v1/intents", token: world.aliceToken, headers: ["Origin": "https://app.example"])
+        #expect(read.status == 200 && read.header("Access-Control-Allow-Origin") == "https://app.example", "\(read) \(read.headers)")
+        let preflight = try await world.request(
+            "OPTIONS", "/v1/intents/SendMessage", token: nil,
+            headers: ["Origin": "https://app.example", "Access-Control-Request-Method": "POST"])
+        #expect(preflight.status == 204, "\(preflight)")
+        #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Authorization") == true, "\(preflight.headers)")
+        #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true, "\(preflight.headers)")
+        // A token is still needed: CORS lets a page ask, not act for nobody.
+        let anonymous = try await world.request("GET", "/v1/intents", token: nil, headers: ["Origin": "https://app.example"])
+        #expect(anonymous.status == 401, "\(anonymous)")
     }
 
     @Test func questionsAreAnsweredConfirmedAndDeniedOverHTTP() async throws {

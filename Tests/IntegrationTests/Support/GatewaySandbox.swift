@@ -43,10 +43,10 @@ final class GatewaySandbox: @unchecked Sendable {
     }
 
     /// Starts the gateway on a free port and waits until it answers `/healthz` with 200.
-    func startGateway(environment extra: [String: String] = [:]) async throws {
+    func startGateway(_ arguments: [String] = [], environment extra: [String: String] = [:]) async throws {
         port = try Self.freePort()
         let gateway = try WorkerProcess(
-            arguments: ["--tokens", tokensPath, "--listen", "127.0.0.1:\(port)", "--broker-threads", "4"],
+            arguments: ["--tokens", tokensPath, "--listen", "127.0.0.1:\(port)", "--broker-threads", "4"] + arguments,
             environment: secure.environment(as: gatewayUser).merging(extra) { _, new in new }, executable: Paths.tool("intent-gateway"),
             logPath: secure.sandbox.directory.appendingPathComponent("gateway.log").path)
         self.gateway = gateway
