@@ -167,24 +167,18 @@ struct Handlers: Sendable {
             return self.error(error)
         }
         let identity = identity
-        return .later { [self] responder in
-            pool.run { session in
-                do {
-                    let status = try IntentClient.waitingForAnswer(
-                        try session.status(id: id, as: identity.user), id: id, user: identity.user, asOperator: identity.isOperator)
-                    let envelope: IntentEnvelope
-                    switch kind {
-                    case "answer": envelope = try IntentClient.answering(status, with: answers)
-                    case "confirm": envelope = try IntentClient.confirming(status)
-                    default: envelope = try IntentClient.denying(status)
-                    }
-                    var accepted: [String: JSONValue] = ["id": .string(id), "type": .string(envelope.type), "state": "queued"]
-                    accepted["turn"] = .number(Double(envelope.turn))
-                    publish(envelope, wait: wait, accepted: accepted, responder: responder)
-                } catch {
-                    answer.send(GatewayError.response(for: error), responder)
-                }
+        return onPool { [self] session, responder in
+            let status = try IntentClient.waitingForAnswer(
+                try session.status(id: id, as: identity.user), id: id, user: identity.user, asOperator: identity.isOperator)
+            let envelope: IntentEnvelope
+            switch kind {
+            case "answer": envelope = try IntentClient.answering(status, with: answers)
+            case "confirm": envelope = try IntentClient.confirming(status)
+            default: envelope = try IntentClient.denying(status)
             }
+            var accepted: [String: JSONValue] = ["id": .string(id), "type": .string(envelope.type), "state": "queued"]
+            accepted["turn"] = .number(Double(envelope.turn))
+            publish(envelope, wait: wait, accepted: accepted, responder: responder)
         }
     }
 
@@ -198,31 +192,25 @@ struct Handlers: Sendable {
             return self.error(error)
         }
         let identity = identity
-        return .later { [self] responder in
-            pool.run { session in
-                do {
-                    guard let status = try session.status(id: id, as: identity.user), !IntentClient.isRefusal(status) else {
-                        return answer.send(Self.unknown(id), responder)
-                    }
-                    if status.state.isTerminal { return answer.send(Self.ok(status), responder) }
-                    let key = follower.register(
-                        waiter(id: id, seconds: wait, responder: responder, done: { $0.state.isTerminal || IntentClient.isRefusal($0) }) { decided in
-                            guard let decided, !IntentClient.isRefusal(decided) else {
-                                return Self.json(202, ["id": .string(id), "type": .string(status.type), "state": "cancelRequested"])
-                            }
-                            return decided.state.isTerminal ? Self.ok(decided) : Self.ok(decided, status: 202)
-                        })
-                    do {
-                        try session.publish { publisher throws(AMQPError) in try publisher.cancel(id: id, type: status.type, userID: identity.user) }
-                    } catch {
-                        follower.cancel(key)
-                        throw error
-                    }
-                    follower.check(key, unknownEnds: false)
-                } catch {
-                    answer.send(GatewayError.response(for: error), responder)
-                }
+        return onPool { [self] session, responder in
+            guard let status = try session.status(id: id, as: identity.user), !IntentClient.isRefusal(status) else {
+                return answer.send(Self.unknown(id), responder)
             }
+            if status.state.isTerminal { return answer.send(Self.ok(status), responder) }
+            let key = follower.register(
+                waiter(id: id, seconds: wait, responder: responder, done: { $0.state.isTerminal || IntentClient.isRefusal($0) }) { decided in
+                    guard let decided, !IntentClient.isRefusal(decided) else {
+                        return Self.json(202, ["id": .string(id), "type": .string(status.type), "state": "cancelRequested"])
+                    }
+                    return decided.state.isTerminal ? Self.ok(decided) : Self.ok(decided, status: 202)
+                })
+            do {
+                try session.publish { publisher throws(AMQPError) in try publisher.cancel(id: id, type: status.type, userID: identity.user) }
+            } catch {
+                follower.cancel(key)
+                throw error
+            }
+            follower.check(key, unknownEnds: false)
         }
     }
 
@@ -328,10 +316,16 @@ struct Handlers: Sendable {
     /// Work for the pool whose result (or thrown error) is the answer.
     private func deferred(_ work: @escaping @Sendable (BrokerSession) throws -> HTTPResponse) -> HTTPReply {
         let answer = self.answer
+        return onPool { session, responder in answer.send(try work(session), responder) }
+    }
+
+    /// Work for the pool that answers through `responder` itself; an error it throws is the answer.
+    private func onPool(_ work: @escaping @Sendable (BrokerSession, Responder) throws -> Void) -> HTTPReply {
+        let answer = self.answer
         return .later { [pool] responder in
             pool.run { session in
                 do {
-                    answer.send(try work(session), responder)
+                    try work(session, responder)
                 } catch {
                     answer.send(GatewayError.response(for: error), responder)
                 }

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import IntentKit
 import Synchronization
 
 /// One HTTP request, as the gateway's routes see it: read whole before a route runs.
@@ -572,25 +573,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A JSON error body: `{"error": words, "code": code}`.
     public static func error(_ status: Int, _ code: String, _ words: String, headers: [(String, String)] = []) -> HTTPResponse {
-        let body = "{\"code\":\(jsonString(code)),\"error\":\(jsonString(words))}\n"
-        return HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
-    }
-
-    /// `text` as a JSON string literal.
-    public static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        HTTPResponse(
+            status: status, headers: headers, body: JSONValue.object(["code": .string(code), "error": .string(words)]).serialized() + [0x0A])
     }
 
 }
