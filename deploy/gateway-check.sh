@@ -61,11 +61,7 @@ trap cleanup EXIT
 
 ctl add_vhost "$vhost"
 ctl set_permissions -p "$vhost" guest '.*' '.*' '.*'
-ctl add_user "$user" "$password"
-ctl set_user_tags "$user" impersonator
-# The gateway's grants, as deploy/definitions.json gives them.
-ctl set_permissions -p "$vhost" "$user" '^amq\.gen-.*$' '^(intents(\.cancel|\.status\.requests)?|amq\.gen-.*)$' '^(intents\.(dead|status)|amq\.gen-.*)$'
-ctl set_topic_permissions -p "$vhost" "$user" intents.status '^$' '.*'
+echo "$password" | deploy/gateway-user.sh intentqueue "$vhost" "$user"
 
 guest_url="amqp://guest:guest@127.0.0.1:5672/$vhost"
 INTENT_BROKER_URL="$guest_url" INTENT_STATUS_DB="$run/status.sqlite" HAIRDRESSERS_DB="$run/hairdressers.sqlite" \

@@ -55,10 +55,7 @@ cleanup() {
 trap cleanup EXIT
 ctl add_vhost "$vhost"
 ctl set_permissions -p "$vhost" guest '.*' '.*' '.*'
-ctl add_user "$user" "$password"
-ctl set_user_tags "$user" impersonator
-ctl set_permissions -p "$vhost" "$user" '^amq\.gen-.*$' '^(intents(\.cancel|\.status\.requests)?|amq\.gen-.*)$' '^(intents\.(dead|status)|amq\.gen-.*)$'
-ctl set_topic_permissions -p "$vhost" "$user" intents.status '^$' '.*'
+echo "$password" | deploy/gateway-user.sh intentqueue "$vhost" "$user"
 guest_url="amqp://guest:guest@127.0.0.1:5672/$vhost"
 
 echo "gateway-load: 1. intent-bench's producer phase (20,000 intents, 2 producers, window 128)"

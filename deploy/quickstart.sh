@@ -77,12 +77,7 @@ GATEWAY_PORT="${INTENTQUEUE_GATEWAY_PORT:-8080}"
 if deploy/broker.sh ctl intentqueue list_users >/dev/null 2>&1; then
     umask 077
     gateway_password="$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-    ctl() { deploy/broker.sh ctl intentqueue "$@" >/dev/null 2>&1; }
-    ctl delete_user intent-gateway || true
-    ctl add_user intent-gateway "$gateway_password"
-    ctl set_user_tags intent-gateway impersonator
-    ctl set_permissions -p / intent-gateway '^amq\.gen-.*$' '^(intents(\.cancel|\.status\.requests)?|amq\.gen-.*)$' '^(intents\.(dead|status)|amq\.gen-.*)$'
-    ctl set_topic_permissions -p / intent-gateway intents.status '^$' '.*'
+    echo "$gateway_password" | deploy/gateway-user.sh intentqueue / intent-gateway
     TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
     # The token acts as guest, who submitted the stories above.
     echo "$TOKEN guest producer" >"$RUN_DIR/gateway-tokens"
