@@ -18,30 +18,34 @@ struct WakeSignalTests {
         let queued = Atomic<Int>(0)
         let rounds = 200_000
         let lost = Atomic<Int>(0)
-        let done = Atomic<Bool>(false)
-        let waiter = Thread {
-            var taken = 0
-            while taken < rounds {
-                signal.drain()
-                let available = queued.load(ordering: .acquiring)
-                if available > taken {
-                    taken = available
-                    continue
+        // The waiter and the waker each on a thread of its own; the test resumes when the waiter has taken every round.
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            let waiter = Thread {
+                var taken = 0
+                while taken < rounds {
+                    signal.drain()
+                    let available = queued.load(ordering: .acquiring)
+                    if available > taken {
+                        taken = available
+                        continue
+                    }
+                    // Everything queued so far is taken; whatever comes next must wake this wait.
+                    let timedOut = signal.wait(socket: idle, timeoutMilliseconds: 20_000)
+                    if timedOut, queued.load(ordering: .acquiring) > taken { lost.add(1, ordering: .relaxed) }
                 }
-                // Everything queued so far is taken; whatever comes next must wake this wait.
-                let timedOut = signal.wait(socket: idle, timeoutMilliseconds: 20_000)
-                if timedOut, queued.load(ordering: .acquiring) > taken { lost.add(1, ordering: .relaxed) }
+                finished.resume()
             }
-            done.store(true, ordering: .releasing)
+            let waker = Thread {
+                for _ in 0..<rounds {
+                    queued.add(1, ordering: .releasing)
+                    signal.wake()
+                    // Now and then let the waiter catch up and sleep, so wakes meet drains at every point.
+                    if Int.random(in: 0..<8) == 0 { sched_yield() }
+                }
+            }
+            waiter.start()
+            waker.start()
         }
-        waiter.start()
-        for _ in 0..<rounds {
-            queued.add(1, ordering: .releasing)
-            signal.wake()
-            // Now and then let the waiter catch up and sleep, so wakes meet drains at every point.
-            if Int.random(in: 0..<8) == 0 { await Task.yield() }
-        }
-        while !done.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
         #expect(lost.load(ordering: .relaxed) == 0, "a wait slept through work queued before it")
     }
 }
