@@ -2,6 +2,7 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
+import Synchronization
 import Testing
 
 @testable import IntentWorker
@@ -14,8 +15,6 @@ struct WorkerServiceTests {
     struct Note: Intent {
         static let typeName = "Note"
         @Parameter("What should I note?") var text: String
-        /// The handler takes this long, whatever its task is told.
-        @Parameter var seconds: Double?
         /// The handler's database fails this way: "full" (disk full) or nothing.
         @Parameter var storage: String?
     }
@@ -24,22 +23,62 @@ struct WorkerServiceTests {
         let database: DatabaseQueue
         let ledger: (any OutcomeLedger)?
 
-        var timeLimit: Double? { 0.2 }
-
         func handle(_ intent: Note, context: IntentContext) async throws -> IntentResponse {
-            if let seconds = intent.seconds {
-                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done.resume() }
-                }
-            }
             if intent.storage == "full" { throw DatabaseError(code: 13, message: "database or disk is full", context: "writing") }
-            let text = intent.text
-            return try await database.write { db in
+            return try await Self.write(intent.text, into: database, context: context)
+        }
+
+        static func write(_ text: String, into database: DatabaseQueue, context: IntentContext) async throws -> IntentResponse {
+            try await database.write { db in
                 try OnceOnly.perform(in: db, context: context) { db in
                     try db.run("INSERT INTO note(text, intent_id) VALUES (?, ?)", [.text(text), .text(context.intentID)])
                     return .success("noted")
                 }
             }
+        }
+    }
+
+    /// A note that is written only once the test opens its gate, whatever its
+    /// task is told: a call that cannot be hung up, under a 0.2 s time limit.
+    struct LateNote: Intent {
+        static let typeName = "LateNote"
+        @Parameter("What should I note?") var text: String
+    }
+
+    struct LateNoteHandler: IntentHandler {
+        let database: DatabaseQueue
+        let ledger: (any OutcomeLedger)?
+        let gate: Gate
+
+        var timeLimit: Double? { 0.2 }
+
+        func handle(_ intent: LateNote, context: IntentContext) async throws -> IntentResponse {
+            await gate.wait()
+            return try await NoteHandler.write(intent.text, into: database, context: context)
+        }
+    }
+
+    /// Closed until `open()`; whoever waits on it goes on only then.
+    final class Gate: Sendable {
+        private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func wait() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let isOpen = state.withLock { state in
+                    if !state.isOpen { state.waiting.append(continuation) }
+                    return state.isOpen
+                }
+                if isOpen { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let waiting = state.withLock { state in
+                state.isOpen = true
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume() }
         }
     }
 
@@ -50,6 +89,8 @@ struct WorkerServiceTests {
         let transport: InMemoryTransport
         let worker: WorkerService
         let running: Task<Void, any Error>
+        /// Holds every `LateNote` handler until the test opens it.
+        let late: Gate
 
         init(concurrency: Int = 4) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
@@ -57,8 +98,12 @@ struct WorkerServiceTests {
             let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
             try database.sync { db in try db.execute("CREATE TABLE note(text TEXT NOT NULL, intent_id TEXT NOT NULL)") }
             self.database = database
+            let late = Gate()
+            self.late = late
             var registry = IntentRegistry()
-            try registry.register(NoteHandler(database: database, ledger: try DatabaseOutcomeLedger(queue: database)))
+            let ledger = try DatabaseOutcomeLedger(queue: database)
+            try registry.register(NoteHandler(database: database, ledger: ledger))
+            try registry.register(LateNoteHandler(database: database, ledger: ledger, gate: late))
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
             configuration.workerName = "test-worker"
             let topology = configuration.topology
@@ -97,10 +142,9 @@ struct WorkerServiceTests {
         }
     }
 
-    static func note(_ id: String, _ text: String? = "milk", seconds: Double? = nil, storage: String? = nil, turn: Int = 0) -> IntentEnvelope {
+    static func note(_ id: String, _ text: String? = "milk", storage: String? = nil, turn: Int = 0) -> IntentEnvelope {
         var parameters: [String: JSONValue] = [:]
         if let text { parameters["text"] = .string(text) }
-        if let seconds { parameters["seconds"] = .number(seconds) }
         if let storage { parameters["storage"] = .string(storage) }
         return IntentEnvelope(id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn)
     }
@@ -170,11 +214,12 @@ struct WorkerServiceTests {
 
     @Test func aHandlerPastItsLimitIsReportedAtTheDeadlineAndWritesNothing() async throws {
         let harness = try Harness(concurrency: 1)
-        let tag = harness.deliver(Self.note("slow", seconds: 0.6))
+        let tag = harness.deliver(IntentEnvelope(id: "slow", type: LateNote.typeName, parameters: ["text": "milk"], submittedAt: 0))
         let next = harness.deliver(Self.note("next"))
         #expect(await harness.acked(tag))
         #expect(try harness.events("slow").last?.response?.code == FailureCode.timedOut)
         #expect(!harness.transport.acked.contains(next), "the one slot is still the late handler's")
+        harness.late.open()
         #expect(await harness.acked(next))
         #expect(try harness.notes("slow") == 0, "its write found timedOut decided")
         #expect(try harness.notes("next") == 1)
