@@ -439,6 +439,22 @@ public final class AMQPConnection {
         return sequence
     }
 
+    /// Runs `body` with the socket corked (`TCP_CORK`): the frames of a batch
+    /// of publishes leave together in full segments, not a segment (and a
+    /// wake-up of the broker) per message. Uncorked, and so sent, when `body`
+    /// returns or throws.
+    public func corked<T>(_ body: () throws(AMQPError) -> T) throws(AMQPError) -> T {
+        let socket = socketDescriptor
+        func cork(_ value: Int32) {
+            guard socket >= 0 else { return }
+            var value = value
+            _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        cork(1)
+        defer { cork(0) }
+        return try body()
+    }
+
     /// Acks a delivery of this connection by its tag; with `multiple`, every unacked delivery up to it as well.
     public func ack(_ tag: UInt64, multiple: Bool = false) throws(AMQPError) {
         let state = try live("acking")

@@ -32,7 +32,7 @@ public struct HTTPRequest: Sendable {
         self.path = path
         var invalid = invalidText
         segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { segment in
-            guard segment.contains("%") else { return String(segment) }
+            guard segment.utf8.contains(UInt8(ascii: "%")) else { return String(segment) }
             guard let decoded = String(segment).removingPercentEncoding else {
                 invalid = true
                 return ""
@@ -529,7 +529,7 @@ public final class HTTPServer: @unchecked Sendable {
             var invalid = false
             /// Query arguments come still encoded (see the shim's unescape callback).
             func decoded(_ text: String) -> String? {
-                guard text.contains("%") || text.contains("+") else { return text }
+                guard text.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return text }
                 return text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
             }
         }

@@ -91,13 +91,15 @@ final class SubmitPipeline: Sendable {
                     return taken
                 }
             }
-            for (index, pending) in batch.enumerated() {
-                do {
-                    inFlight.add(try connection.publish(pending.message), pending)
-                } catch {
-                    // What was taken and not published is answered here; what is in flight, by the caller.
-                    fail(Array(batch[index...]), error)
-                    throw error
+            try connection.corked { () throws(AMQPError) in
+                for (index, pending) in batch.enumerated() {
+                    do throws(AMQPError) {
+                        inFlight.add(try connection.publish(pending.message), pending)
+                    } catch {
+                        // What was taken and not published is answered here; what is in flight, by the caller.
+                        fail(Array(batch[index...]), error)
+                        throw error
+                    }
                 }
             }
             if !connection.hasBufferedData {

@@ -72,4 +72,12 @@ import Testing
         }
         #expect(seen.count == 10_000)
     }
+
+    @Test func anIDIsAPathSegmentAsItIsOnlyWhenItNeedsNoEncoding() {
+        let generated = Handlers.newID()
+        #expect(Handlers.pathSegment(generated) == generated)
+        #expect(Handlers.pathSegment("order-1.B_~") == "order-1.B_~")
+        #expect(Handlers.pathSegment("a b/c?d") == "a%20b%2Fc%3Fd")
+        #expect(Handlers.pathSegment("café") == "caf%C3%A9")
+    }
 }
