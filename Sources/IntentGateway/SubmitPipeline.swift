@@ -91,7 +91,7 @@ final class SubmitPipeline: Sendable {
                     return taken
                 }
             }
-            try connection.corked { () throws(AMQPError) in
+            func publishBatch() throws(AMQPError) {
                 for (index, pending) in batch.enumerated() {
                     do throws(AMQPError) {
                         inFlight.add(try connection.publish(pending.message), pending)
@@ -102,6 +102,8 @@ final class SubmitPipeline: Sendable {
                     }
                 }
             }
+            // One message leaves at once; several, corked, in as few segments as they fit.
+            if batch.count > 1 { try connection.corked(publishBatch) } else { try publishBatch() }
             if !connection.hasBufferedData {
                 // Woken by a new submission or by the broker's answer; at least once a second for heartbeats.
                 wake.wait(socket: connection.socketDescriptor, timeoutMilliseconds: inFlight.count > 0 ? 100 : 1000)
