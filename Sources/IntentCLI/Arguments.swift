@@ -1,3 +1,5 @@
+import Foundation
+
 /// A command line split into flags, options with values and positional words,
 /// parsed from an explicit array so tests can pass one.
 ///
@@ -68,6 +70,33 @@ public struct Arguments: Sendable {
             throw UsageError("\(option) must be a positive number of seconds, not '\(text)'")
         }
         return seconds
+    }
+
+    /// A positive duration, `90` or `90s` (seconds), `10m`, `2h` or `7d`, in seconds; nil when absent.
+    public func duration(_ option: String) throws(UsageError) -> Double? {
+        guard let text = try value(option) else { return nil }
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        var number = Substring(text)
+        var unit = 1.0
+        if let last = text.last, let scale = units[last] {
+            number = number.dropLast()
+            unit = scale
+        }
+        guard let value = Double(number), value.isFinite, value > 0, (value * unit).isFinite else {
+            throw UsageError("\(option) must be a positive duration such as 90s, 10m, 2h or 7d, not '\(text)'")
+        }
+        return value * unit
+    }
+
+    /// A time in ISO 8601 with its zone (`2026-12-24T18:00:00Z`, `2026-12-24T19:00:00+01:00`, fractions of a
+    /// second allowed), as seconds since 1970; nil when absent.
+    public func instant(_ option: String) throws(UsageError) -> Double? {
+        guard let text = try value(option) else { return nil }
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        throw UsageError("\(option) must be a time in ISO 8601 with its zone, such as 2026-12-24T18:00:00Z, not '\(text)'")
     }
 
     /// A whole number within `range`, or nil when absent.

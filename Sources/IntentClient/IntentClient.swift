@@ -100,10 +100,12 @@ public final class IntentClient: Sendable {
         try publish { publisher throws(AMQPError) in try publisher.submit(envelope) }
     }
 
-    /// A typed intent, submitted under `id`; returns the id.
+    /// A typed intent, submitted under `id`; returns the id. With `expiresAt`,
+    /// a worker that takes it after that time ends it `failure`/`expired` without running it.
     @discardableResult
-    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil) throws(IntentClientError) -> String
-    {
+    public func submit<I: Intent>(
+        _ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil, expiresAt: Date? = nil
+    ) throws(IntentClientError) -> String {
         var envelope: IntentEnvelope
         do {
             envelope = try IntentEnvelope(intent, id: id)
@@ -111,6 +113,7 @@ public final class IntentClient: Sendable {
             throw IntentClientError(.invalid, "\(I.typeName) cannot be submitted: \(error)")
         }
         envelope.group = group
+        envelope.expiresAt = expiresAt?.timeIntervalSince1970
         try submit(envelope)
         return id
     }

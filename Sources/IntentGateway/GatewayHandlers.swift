@@ -123,7 +123,7 @@ struct Handlers: Sendable {
         let body: [String: JSONValue]
         let wait: Double?
         do {
-            body = try object(allowing: ["parameters", "id", "group"])
+            body = try object(allowing: ["parameters", "id", "group", "expiresAt"])
             wait = try seconds("wait")
         } catch {
             return self.error(error)
@@ -142,7 +142,13 @@ struct Handlers: Sendable {
             }
             group = text
         }
-        let envelope = IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group)
+        var expiresAt: Double?
+        if let given = body["expiresAt"], given != .null {
+            guard let seconds = given.numberValue, seconds.isFinite else { return invalid("expiresAt must be a number of seconds since 1970") }
+            expiresAt = seconds
+        }
+        let envelope = IntentEnvelope(
+            id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group, expiresAt: expiresAt)
         return publish(envelope, wait: wait, accepted: ["id": .string(id), "type": .string(type), "state": "queued"])
     }
 

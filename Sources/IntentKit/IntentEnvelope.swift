@@ -25,6 +25,11 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     public var confirmed: [String]?
     /// The conversation this intent belongs to, for deleting interactions together.
     public var group: String?
+    /// Seconds since 1970 after which the intent may no longer start: a worker
+    /// that takes it later decides it `failure`/`expired` without running it.
+    /// An intent a worker has begun (admitted in its ledger) is never expired:
+    /// its retries, redeliveries and answers run whatever the time.
+    public var expiresAt: Double?
     /// Set when the message is not a turn to run but a request about the
     /// intent (cancel it, deny its confirmation, expire its question), which a
     /// worker decides where the intent's effects are decided.
@@ -40,7 +45,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
         answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil,
-        request: IntentRequest? = nil, lenientParameters: Bool = false
+        request: IntentRequest? = nil, lenientParameters: Bool = false, expiresAt: Double? = nil
     ) {
         self.version = version
         self.id = id
@@ -53,6 +58,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         self.group = group
         self.request = request
         self.lenientParameters = lenientParameters
+        self.expiresAt = expiresAt
     }
 
     /// A request about an intent: `cancel` (any turn), or `deny`/`expire` for
@@ -103,6 +109,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         if let group { object["group"] = .string(group) }
         if let request { object["request"] = .string(request.rawValue) }
         if lenientParameters { object["lenientParameters"] = .bool(true) }
+        if let expiresAt { object["expiresAt"] = .number(expiresAt) }
         return JSONValue.object(object).serialized()
     }
 
@@ -223,12 +230,18 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         case .bool(let flag)?: lenient = flag
         default: throw EnvelopeError(id: id, reason: "'lenientParameters' must be true or false")
         }
+        var expiresAt: Double?
+        switch fields["expiresAt"] {
+        case nil, .null?: break
+        case .number(let seconds)? where seconds.isFinite: expiresAt = seconds
+        default: throw EnvelopeError(id: id, reason: "'expiresAt' must be a number of seconds since 1970")
+        }
         if request == .deny || request == .expire, turn < 1 {
             throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
         }
         return IntentEnvelope(
             id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
-            confirmed: confirmed, group: group, request: request, lenientParameters: lenient)
+            confirmed: confirmed, group: group, request: request, lenientParameters: lenient, expiresAt: expiresAt)
     }
 }
 

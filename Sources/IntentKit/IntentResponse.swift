@@ -68,7 +68,8 @@ public enum FailureCode {
     public static let deadLettered = "deadLettered"
     /// The user denied a confirmation.
     public static let denied = "denied"
-    /// A question went unanswered past its time limit.
+    /// A question went unanswered past its time limit, or the intent was not
+    /// started before its `expiresAt`.
     public static let expired = "expired"
     /// Canceled before it was handled.
     public static let canceled = "canceled"

@@ -236,6 +236,13 @@ public final class WorkerService: Service {
 
     static let countLimit = 1_000_000
 
+    /// `seconds` since 1970 as an ISO 8601 time in UTC, to the millisecond.
+    static func timestamp(_ seconds: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+
     private static func count(_ header: HeaderValue?) -> Int {
         Int(clamping: min(max(header?.integerValue ?? 0, 0), Int64(countLimit)))
     }
@@ -302,6 +309,21 @@ public final class WorkerService: Service {
                     code: FailureCode.failureRequiringAppAuthentication,
                     message: "\(envelope.type) is restricted: the submitter \(job.owner.map { "'\($0)'" } ?? "(no user_id)") is not allowed"))
             if let standing = try await ledger.decide(job.id, refused, attempt: job.attempt, by: .run) {
+                publish(standing, for: job)
+            } else {
+                loop.send(.ack(job.delivery.tag))
+            }
+            return
+        }
+        if let expiresAt = envelope.expiresAt, envelope.turn == 0, job.admission.isNew, Date().timeIntervalSince1970 >= expiresAt {
+            // Never begun, and now too late to begin: decided where a run's outcome would be, so a cancel
+            // racing it, or a second delivery, finds one outcome. Begun intents (admitted before) always run on.
+            let expired = DecidedOutcome.failure(
+                IntentFailure(
+                    code: FailureCode.expired,
+                    message: "not started before it expired at \(Self.timestamp(expiresAt)): it never ran"))
+            if let standing = try await ledger.decide(job.id, expired, attempt: job.attempt, by: .run) {
+                job.logger.info("expired before it started: not run")
                 publish(standing, for: job)
             } else {
                 loop.send(.ack(job.delivery.tag))

@@ -9,7 +9,7 @@ import IntentKit
 struct SubmitCommand: Command {
     static let tool = "intent-submit"
     static let usage =
-        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
+        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--expires-in D | --expires-at T] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
         Submit an intent to IntentQueue and print its id once the broker has confirmed it.
 
@@ -32,6 +32,9 @@ struct SubmitCommand: Command {
           --parameters JSON   parameters as one JSON object; name=value pairs override its keys
           --id ID             the intent id (default: a new UUID); resubmitting an id never repeats its effects
           --group G           the conversation it belongs to (intent-status delete --group G removes them together)
+          --expires-in D      not to be started after D from now (90s, 10m, 2h, 7d): a worker that takes it later
+                              ends it failure/expired without running it; once begun, it runs to its end
+          --expires-at T      the same at a time, ISO 8601 with its zone: 2026-12-24T18:00:00Z
           --wait              follow the intent until it ends or needs input
           --timeout S         seconds --wait waits (default 30)
           --json              print JSON instead of text
@@ -62,6 +65,8 @@ struct SubmitCommand: Command {
     var parameters: [String: JSONValue]
     var id: String
     var group: String?
+    /// Seconds since 1970 after which the intent may not start.
+    var expiresAt: Double?
     var wait: Bool
     var timeout: Double
     var json: Bool
@@ -74,7 +79,9 @@ struct SubmitCommand: Command {
     static func parse(_ words: [String]) throws(UsageError) -> SubmitCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--wait", "--json", "--as-operator"],
-            options: ["--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny"])
+            options: [
+                "--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny", "--expires-in", "--expires-at",
+            ])
         if arguments.has("--help") { return nil }
         var conversation: [(Mode, String, String)] = []
         for (option, mode) in [("--answer", Mode.answer), ("--confirm", .confirm), ("--deny", .deny)] {
@@ -87,7 +94,7 @@ struct SubmitCommand: Command {
         if let (chosen, id, option) = conversation.first {
             mode = chosen
             guard !id.isEmpty else { throw UsageError("\(option) needs an intent id") }
-            for excluded in ["--id", "--group"] where arguments.options[excluded] != nil {
+            for excluded in ["--id", "--group", "--expires-in", "--expires-at"] where arguments.options[excluded] != nil {
                 throw UsageError("\(excluded) does not apply to \(option)")
             }
             if mode != .answer, !pairs.isEmpty || arguments.options["--parameters"] != nil {
@@ -128,8 +135,12 @@ struct SubmitCommand: Command {
         if timeout != nil, !arguments.has("--wait") { throw UsageError("--timeout only applies with --wait") }
         let group = try arguments.value("--group")
         if let group, group.isEmpty || group.utf8.count > 255 { throw UsageError("--group must be 1 to 255 bytes") }
+        let expiresIn = try arguments.duration("--expires-in")
+        let expiresAt = try arguments.instant("--expires-at")
+        if expiresIn != nil, expiresAt != nil { throw UsageError("--expires-in and --expires-at exclude each other") }
         return SubmitCommand(
-            mode: mode, type: type, parameters: parameters, id: id, group: group, wait: arguments.has("--wait"),
+            mode: mode, type: type, parameters: parameters, id: id, group: group,
+            expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 }, wait: arguments.has("--wait"),
             timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
     }
 
@@ -148,7 +159,7 @@ struct SubmitCommand: Command {
             case .submit:
                 envelope = IntentEnvelope(
                     id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group,
-                    lenientParameters: lenient)
+                    lenientParameters: lenient, expiresAt: expiresAt)
             case .answer: envelope = try client.answer(id: id, parameters, asOperator: asOperator)
             case .confirm: envelope = try client.confirmation(id: id, asOperator: asOperator)
             case .deny: envelope = try client.denial(id: id, asOperator: asOperator)

@@ -90,6 +90,7 @@ struct GatewayTests {
             ("POST", "/v1/intents/SendMessage", #"{"parameter":{}}"#, 400, "invalid"),
             ("POST", "/v1/intents/SendMessage", #"{"id":"has space","parameters":{}}"#, 400, "invalid"),
             ("POST", "/v1/intents/SendMessage", #"{"id":""}"#, 400, "invalid"),
+            ("POST", "/v1/intents/SendMessage", #"{"parameters":{},"expiresAt":"soon"}"#, 400, "invalid"),
             ("POST", "/v1/intents/NoSuchType", "{}", 404, "noWorker"),
             // A wait that is over at once still waits for the broker: a returned message is never "accepted".
             ("POST", "/v1/intents/NoSuchType?wait=0", "{}", 404, "noWorker"),
@@ -115,6 +116,12 @@ struct GatewayTests {
             let answer = try await world.request(method, path, token: token, json: body)
             #expect(answer.status == status && answer.code == code, "\(method) \(path): \(answer)")
         }
+        // A time to start by that has passed: the worker ends it expired, without running it.
+        let stale = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=30", token: token,
+            json: #"{"id":"gw-stale","expiresAt":1,"parameters":{"recipients":["Alice Smith"],"content":"too late"}}"#)
+        #expect(stale.status == 200 && stale.state == "failure", "\(stale)")
+        #expect((stale.json["response"] as? [String: Any])?["code"] as? String == FailureCode.expired, "\(stale)")
         var form = URLRequest(url: URL(string: world.base + "/v1/intents/SendMessage")!)
         form.httpMethod = "POST"
         form.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")

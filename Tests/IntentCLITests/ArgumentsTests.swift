@@ -126,6 +126,29 @@ import Testing
         #expect(error?.description == "--timeout must be a positive number of seconds, not '\(text)'")
     }
 
+    @Test(arguments: [("90", 90.0), ("90s", 90.0), ("1.5m", 90.0), ("10m", 600.0), ("2h", 7_200.0), ("7d", 604_800.0)])
+    func durationAcceptsSecondsAndUnits(_ text: String, _ expected: Double) throws {
+        #expect(try Self.parse(["--timeout", text]).duration("--timeout") == expected)
+    }
+
+    @Test(arguments: ["0", "-5m", "10x", "m", "", "1e308d", "nan"])
+    func durationRefusesAnythingElse(_ text: String) throws {
+        let arguments = try Self.parse(["--timeout=\(text)"])
+        let error = #expect(throws: UsageError.self) { try arguments.duration("--timeout") }
+        #expect(error?.description == "--timeout must be a positive duration such as 90s, 10m, 2h or 7d, not '\(text)'")
+    }
+
+    @Test func instantReadsISO8601WithItsZone() throws {
+        #expect(try Self.parse(["--timeout", "2026-12-24T18:00:00Z"]).instant("--timeout") == 1_798_135_200)
+        #expect(try Self.parse(["--timeout", "2026-12-24T19:00:00+01:00"]).instant("--timeout") == 1_798_135_200)
+        #expect(try Self.parse(["--timeout", "2026-12-24T18:00:00.250Z"]).instant("--timeout") == 1_798_135_200.25)
+        for text in ["2026-12-24 18:00", "2026-12-24T18:00:00", "tomorrow"] {
+            let arguments = try Self.parse(["--timeout", text])
+            let error = #expect(throws: UsageError.self) { try arguments.instant("--timeout") }
+            #expect(error?.description == "--timeout must be a time in ISO 8601 with its zone, such as 2026-12-24T18:00:00Z, not '\(text)'")
+        }
+    }
+
     @Test func integerAcceptsNumbersInRange() throws {
         #expect(try Self.parse(["--limit", "1"]).integer("--limit", in: 1...500) == 1)
         #expect(try Self.parse(["--limit", "500"]).integer("--limit", in: 1...500) == 500)

@@ -53,6 +53,18 @@ import Testing
         #expect(object["parameters"]?["recipients"] == ["Alice Smith", "Bob Jones"])
     }
 
+    @Test func anExpiryTravelsAsSecondsSince1970AndIsLeftOutWhenAbsent() throws {
+        let expiring = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 10, expiresAt: 1_800_000_000.5)
+        #expect(try JSONValue.parse(expiring.encoded())["expiresAt"] == 1_800_000_000.5)
+        #expect(try IntentEnvelope.decode(expiring.encoded()) == expiring)
+        let lasting = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 10)
+        #expect(try JSONValue.parse(lasting.encoded())["expiresAt"] == nil)
+        #expect(try IntentEnvelope.decode(#"{"version":1,"id":"x","type":"Ping","parameters":{},"submittedAt":1,"expiresAt":null}"#.utf8).expiresAt == nil)
+        let refused = Self.envelopeError(#"{"version":1,"id":"x","type":"Ping","parameters":{},"submittedAt":1,"expiresAt":"soon"}"#)
+        #expect(refused?.reason == "'expiresAt' must be a number of seconds since 1970")
+        #expect(refused?.id == "x")
+    }
+
     @Test func anEnvelopeWithNoParametersRoundTrips() throws {
         let envelope = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 0)
         #expect(try IntentEnvelope.decode(envelope.encoded()) == envelope)

@@ -142,11 +142,11 @@ struct WorkerServiceTests {
         }
     }
 
-    static func note(_ id: String, _ text: String? = "milk", storage: String? = nil, turn: Int = 0) -> IntentEnvelope {
+    static func note(_ id: String, _ text: String? = "milk", storage: String? = nil, turn: Int = 0, expiresAt: Double? = nil) -> IntentEnvelope {
         var parameters: [String: JSONValue] = [:]
         if let text { parameters["text"] = .string(text) }
         if let storage { parameters["storage"] = .string(storage) }
-        return IntentEnvelope(id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn)
+        return IntentEnvelope(id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn, expiresAt: expiresAt)
     }
 
     @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
@@ -223,6 +223,39 @@ struct WorkerServiceTests {
         #expect(await harness.acked(next))
         #expect(try harness.notes("slow") == 0, "its write found timedOut decided")
         #expect(try harness.notes("next") == 1)
+        await harness.stop()
+    }
+
+    @Test func anIntentTakenAfterItsExpiryEndsExpiredWithoutRunning() async throws {
+        let harness = try Harness()
+        let now = Date().timeIntervalSince1970
+        #expect(await harness.acked(harness.deliver(Self.note("stale", expiresAt: now - 1))))
+        #expect(try harness.events("stale").map(\.state) == [.failure], "no inProgress: it never started")
+        #expect(try harness.events("stale").last?.response?.code == FailureCode.expired)
+        #expect(try harness.notes("stale") == 0)
+        #expect(await harness.acked(harness.deliver(Self.note("fresh", expiresAt: now + 3_600))))
+        #expect(try harness.events("fresh").last?.state == .success)
+        #expect(try harness.notes("fresh") == 1)
+        // Delivered again, the expired one has its outcome published again, and still nothing runs.
+        #expect(await harness.acked(harness.deliver(Self.note("stale", expiresAt: now - 1))))
+        #expect(try harness.events("stale").map(\.response?.code) == [FailureCode.expired, FailureCode.expired])
+        #expect(try harness.notes("stale") == 0)
+        await harness.stop()
+    }
+
+    @Test func anIntentAWorkerHasBegunIsNeverExpired() async throws {
+        let harness = try Harness()
+        // Begun: admitted in the ledger, then sent to wait for storage.
+        #expect(await harness.acked(harness.deliver(Self.note("begun", storage: "full"))))
+        // Back later, past an expiry it carries now: it runs on.
+        #expect(await harness.acked(harness.deliver(Self.note("begun", expiresAt: Date().timeIntervalSince1970 - 1))))
+        #expect(try harness.events("begun").last?.state == .success)
+        #expect(try harness.notes("begun") == 1)
+        // So does an answer to a question, whatever its time.
+        #expect(await harness.acked(harness.deliver(Self.note("asked", nil))))
+        #expect(try harness.events("asked").last?.state == .needsInput)
+        #expect(await harness.acked(harness.deliver(Self.note("asked", "eggs", turn: 1, expiresAt: 0))))
+        #expect(try harness.events("asked").last?.state == .success)
         await harness.stop()
     }
 
