@@ -59,7 +59,8 @@ import Testing
         #expect(try IntentEnvelope.decode(expiring.encoded()) == expiring)
         let lasting = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 10)
         #expect(try JSONValue.parse(lasting.encoded())["expiresAt"] == nil)
-        #expect(try IntentEnvelope.decode(#"{"version":1,"id":"x","type":"Ping","parameters":{},"submittedAt":1,"expiresAt":null}"#.utf8).expiresAt == nil)
+        let null = #"{"version":1,"id":"x","type":"Ping","parameters":{},"submittedAt":1,"expiresAt":null}"#
+        #expect(try IntentEnvelope.decode(Array(null.utf8)).expiresAt == nil)
         let refused = Self.envelopeError(#"{"version":1,"id":"x","type":"Ping","parameters":{},"submittedAt":1,"expiresAt":"soon"}"#)
         #expect(refused?.reason == "'expiresAt' must be a number of seconds since 1970")
         #expect(refused?.id == "x")
