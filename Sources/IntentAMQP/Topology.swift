@@ -62,6 +62,9 @@ public struct Topology: Sendable {
     /// The header counting how many times an intent waited for storage (a full
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"
+    /// On a scheduled intent the recorder releases to the workers when it is
+    /// due (the due time, in seconds since 1970); believed only from a trusted user.
+    public static let releasedHeader = "x-intent-released"
 
     /// IntentQueue's standard names and settings; tests and benchmarks change the names for a topology of their own.
     public init() {}

@@ -12,7 +12,7 @@ public enum StatusReport {
         switch status.state {
         case .success: return ExitCode.success
         case .failure, .canceled: return ExitCode.failed
-        case .queued, .inProgress, .needsInput, .cancelRequested: return ExitCode.notTerminal
+        case .queued, .scheduled, .inProgress, .needsInput, .cancelRequested: return ExitCode.notTerminal
         }
     }
 
@@ -46,6 +46,11 @@ public enum StatusReport {
         if let response = status.response {
             add(status.state == .success ? "response" : "code", response.code)
             if let message = response.message, !message.isEmpty { add("message", message) }
+        }
+        if let dueAt = status.dueAt, status.state == .scheduled || status.state == .cancelRequested {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            add("due", formatter.string(from: Date(timeIntervalSince1970: dueAt)))
         }
         if let progress = status.progress, status.state == .inProgress {
             let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }

@@ -100,11 +100,14 @@ public final class IntentClient: Sendable {
         try publish { publisher throws(AMQPError) in try publisher.submit(envelope) }
     }
 
-    /// A typed intent, submitted under `id`; returns the id. With `expiresAt`,
-    /// a worker that takes it after that time ends it `failure`/`expired` without running it.
+    /// A typed intent, submitted under `id`; returns the id. With `dueAt`, it is
+    /// scheduled until then (the recorder releases it when it is due). With
+    /// `expiresAt`, a worker that takes it after that time ends it
+    /// `failure`/`expired` without running it.
     @discardableResult
     public func submit<I: Intent>(
-        _ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil, expiresAt: Date? = nil
+        _ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil, dueAt: Date? = nil,
+        expiresAt: Date? = nil
     ) throws(IntentClientError) -> String {
         var envelope: IntentEnvelope
         do {
@@ -114,6 +117,7 @@ public final class IntentClient: Sendable {
         }
         envelope.group = group
         envelope.expiresAt = expiresAt?.timeIntervalSince1970
+        envelope.dueAt = dueAt?.timeIntervalSince1970
         try submit(envelope)
         return id
     }

@@ -123,7 +123,7 @@ struct Handlers: Sendable {
         let body: [String: JSONValue]
         let wait: Double?
         do {
-            body = try object(allowing: ["parameters", "id", "group", "expiresAt"])
+            body = try object(allowing: ["parameters", "id", "group", "expiresAt", "dueAt"])
             wait = try seconds("wait")
         } catch {
             return self.error(error)
@@ -142,14 +142,17 @@ struct Handlers: Sendable {
             }
             group = text
         }
-        var expiresAt: Double?
-        if let given = body["expiresAt"], given != .null {
-            guard let seconds = given.numberValue, seconds.isFinite else { return invalid("expiresAt must be a number of seconds since 1970") }
-            expiresAt = seconds
+        var times: [String: Double] = [:]
+        for name in ["expiresAt", "dueAt"] {
+            guard let given = body[name], given != .null else { continue }
+            guard let seconds = given.numberValue, seconds.isFinite else { return invalid("\(name) must be a number of seconds since 1970") }
+            times[name] = seconds
         }
+        let now = Date().timeIntervalSince1970
         let envelope = IntentEnvelope(
-            id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group, expiresAt: expiresAt)
-        return publish(envelope, wait: wait, accepted: ["id": .string(id), "type": .string(type), "state": "queued"])
+            id: id, type: type, parameters: parameters, submittedAt: now, group: group, expiresAt: times["expiresAt"], dueAt: times["dueAt"])
+        let state: JSONValue = (envelope.dueAt ?? 0) > now ? "scheduled" : "queued"
+        return publish(envelope, wait: wait, accepted: ["id": .string(id), "type": .string(type), "state": state])
     }
 
     /// `answer`, `confirm` or `deny`.

@@ -30,6 +30,10 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// An intent a worker has begun (admitted in its ledger) is never expired:
     /// its retries, redeliveries and answers run whatever the time.
     public var expiresAt: Double?
+    /// Seconds since 1970 before which the intent is not to run: until then it
+    /// is `scheduled`, and the recorder releases it to the workers when it is
+    /// due. Only a first submission (turn 0) is scheduled.
+    public var dueAt: Double?
     /// Set when the message is not a turn to run but a request about the
     /// intent (cancel it, deny its confirmation, expire its question), which a
     /// worker decides where the intent's effects are decided.
@@ -45,7 +49,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         version: Int = IntentEnvelope.currentVersion, id: String, type: String,
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
         answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil,
-        request: IntentRequest? = nil, lenientParameters: Bool = false, expiresAt: Double? = nil
+        request: IntentRequest? = nil, lenientParameters: Bool = false, expiresAt: Double? = nil,
+        dueAt: Double? = nil
     ) {
         self.version = version
         self.id = id
@@ -59,6 +64,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         self.request = request
         self.lenientParameters = lenientParameters
         self.expiresAt = expiresAt
+        self.dueAt = dueAt
     }
 
     /// A request about an intent: `cancel` (any turn), or `deny`/`expire` for
@@ -110,6 +116,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         if let request { object["request"] = .string(request.rawValue) }
         if lenientParameters { object["lenientParameters"] = .bool(true) }
         if let expiresAt { object["expiresAt"] = .number(expiresAt) }
+        if let dueAt { object["dueAt"] = .number(dueAt) }
         return JSONValue.object(object).serialized()
     }
 
@@ -236,12 +243,19 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         case .number(let seconds)? where seconds.isFinite: expiresAt = seconds
         default: throw EnvelopeError(id: id, reason: "'expiresAt' must be a number of seconds since 1970")
         }
+        var dueAt: Double?
+        switch fields["dueAt"] {
+        case nil, .null?: break
+        case .number(let seconds)? where seconds.isFinite: dueAt = seconds
+        default: throw EnvelopeError(id: id, reason: "'dueAt' must be a number of seconds since 1970")
+        }
         if request == .deny || request == .expire, turn < 1 {
             throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
         }
         return IntentEnvelope(
             id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
-            confirmed: confirmed, group: group, request: request, lenientParameters: lenient, expiresAt: expiresAt)
+            confirmed: confirmed, group: group, request: request, lenientParameters: lenient, expiresAt: expiresAt,
+            dueAt: dueAt)
     }
 }
 

@@ -2,6 +2,9 @@
 public enum IntentState: String, Codable, Sendable, CaseIterable {
     /// The broker confirmed the submission.
     case queued
+    /// Submitted to run at a later time (its `dueAt`): the recorder releases it
+    /// to the workers when it is due; until then it may be canceled.
+    case scheduled
     /// A worker is on it; repeated as progress for slow handlers.
     case inProgress
     /// Resolution stopped: a parameter needs a value, a choice or a confirmation.
@@ -21,7 +24,7 @@ public enum IntentState: String, Codable, Sendable, CaseIterable {
     public var isTerminal: Bool {
         switch self {
         case .success, .failure, .canceled: true
-        case .queued, .inProgress, .needsInput, .cancelRequested: false
+        case .queued, .scheduled, .inProgress, .needsInput, .cancelRequested: false
         }
     }
 
@@ -30,7 +33,7 @@ public enum IntentState: String, Codable, Sendable, CaseIterable {
     /// `cancelRequested` is not moved by any event but a terminal one.
     public var rank: Int {
         switch self {
-        case .queued: 0
+        case .queued, .scheduled: 0
         case .inProgress: 1
         case .needsInput, .cancelRequested: 2
         case .success, .failure, .canceled: 3

@@ -45,6 +45,8 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
     public var owner: String?
     /// The intent as its app shows it (see `StatusEvent.view`).
     public var view: String?
+    /// For a scheduled intent: when it is due (seconds since 1970).
+    public var dueAt: Double?
 
     /// One question of the conversation and its answer.
     public struct Turn: Decodable, Sendable, Hashable {
@@ -83,7 +85,8 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
         resolutions: [ParameterResolution]? = nil, progress: StatusEvent.Progress? = nil, parameters: JSONValue? = nil,
         attempts: Int = 0, worker: String? = nil, submittedAt: Double? = nil, queuedAt: Double? = nil,
         startedAt: Double? = nil, updatedAt: Double, finishedAt: Double? = nil, turn: Int? = nil, group: String? = nil,
-        confirmed: [String]? = nil, history: [Turn]? = nil, owner: String? = nil, view: String? = nil
+        confirmed: [String]? = nil, history: [Turn]? = nil, owner: String? = nil, view: String? = nil,
+        dueAt: Double? = nil
     ) {
         self.id = id
         self.type = type
@@ -106,6 +109,7 @@ public struct IntentStatus: Decodable, Sendable, Hashable {
         self.history = history
         self.owner = owner
         self.view = view
+        self.dueAt = dueAt
     }
 }
 
@@ -124,6 +128,7 @@ extension IntentStatus {
             "turn": turn.map { .number(Double($0)) } ?? .null, "group": string(group),
             "confirmed": confirmed.map { .array($0.map(JSONValue.string)) } ?? .null,
             "history": history.map { .array($0.map(\.jsonValue)) } ?? .null, "owner": string(owner), "view": string(view),
+            "dueAt": number(dueAt),
         ])
     }
 

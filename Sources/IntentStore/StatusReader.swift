@@ -29,7 +29,7 @@ public final class StatusReader {
     enum Column: Int32, CaseIterable {
         case id, type, state, responseCode, responseMessage, responsePayload, resolutions, progressFraction, progressMessage
         case parameters, attempts, worker, submittedAt, queuedAt, startedAt, updatedAt, finishedAt, turn, group, confirmed
-        case owner, view
+        case owner, view, dueAt
 
         /// The column's name in `intent_status`, written out: deriving it by reflection
         /// would cost a short-lived tool a scan of every protocol conformance it links.
@@ -57,6 +57,7 @@ public final class StatusReader {
             case .confirmed: "confirmed"
             case .owner: "owner"
             case .view: "view"
+            case .dueAt: "due_at"
             }
         }
 
@@ -192,6 +193,7 @@ public final class StatusReader {
             parameters: json(.parameters), attempts: row.int(Column.attempts.rawValue), worker: text(.worker),
             submittedAt: number(.submittedAt), queuedAt: number(.queuedAt), startedAt: number(.startedAt),
             updatedAt: number(.updatedAt) ?? 0, finishedAt: number(.finishedAt), turn: row.int(Column.turn.rawValue),
-            group: text(.group), confirmed: (try? decode([String].self, text(.confirmed))) ?? nil, owner: text(.owner), view: text(.view))
+            group: text(.group), confirmed: (try? decode([String].self, text(.confirmed))) ?? nil, owner: text(.owner), view: text(.view),
+            dueAt: number(.dueAt))
     }
 }

@@ -95,6 +95,12 @@ public final class StatusStore {
         """
         ALTER TABLE intent_status ADD COLUMN view TEXT;
         """,
+        """
+        ALTER TABLE intent_status ADD COLUMN due_at REAL;
+        ALTER TABLE intent_status ADD COLUMN release_body TEXT;
+        ALTER TABLE intent_status ADD COLUMN released_at REAL;
+        CREATE INDEX intent_status_by_due ON intent_status(due_at) WHERE state = 'scheduled';
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -289,10 +295,13 @@ public final class StatusStore {
                 [.text(envelope.id), .int(envelope.turn - 1), .text(answer), .real(now)])
             return
         }
+        // Due later: kept as it was submitted, for the recorder to release to the workers when it is due.
+        let scheduled = envelope.request == nil && (envelope.dueAt ?? 0) > now
         try db.run(
             """
-            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner)
-            VALUES (?1, ?2, 'queued', \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8)
+            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
+                due_at, release_body)
+            VALUES (?1, ?2, ?9, \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11)
             ON CONFLICT(id) DO UPDATE SET
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
@@ -303,8 +312,49 @@ public final class StatusStore {
             """,
             [
                 .text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
-                .optional(envelope.group), .optional(confirmed), .optional(owner),
+                .optional(envelope.group), .optional(confirmed), .optional(owner), .text(scheduled ? "scheduled" : "queued"),
+                scheduled ? .real(envelope.dueAt!) : .null, scheduled ? .text(String(decoding: envelope.encoded(), as: UTF8.self)) : .null,
             ])
+    }
+
+    /// A scheduled intent that is due: what the recorder publishes to release it.
+    public struct DueIntent: Sendable, Hashable {
+        public var id: String
+        public var type: String
+        public var owner: String?
+        public var dueAt: Double
+        /// The envelope as it was submitted.
+        public var body: [UInt8]
+    }
+
+    /// Scheduled intents due by `now` and not yet released, earliest first.
+    public func dueIntents(at now: Double = Date().timeIntervalSince1970, limit: Int = 500) throws -> [DueIntent] {
+        try database.query(
+            """
+            SELECT id, type, owner, due_at, release_body FROM intent_status
+            WHERE state = 'scheduled' AND due_at <= ?1 AND released_at IS NULL AND release_body IS NOT NULL
+            ORDER BY due_at LIMIT ?2
+            """, [.real(now), .int(limit)]
+        ) { row in
+            DueIntent(id: row.string(0), type: row.string(1), owner: row.text(2), dueAt: row.double(3), body: Array(row.string(4).utf8))
+        }
+    }
+
+    /// When the next scheduled intent not yet released is due; nil when none is.
+    public func nextDue() throws -> Double? {
+        try database.queryFirst(
+            "SELECT min(due_at) FROM intent_status WHERE state = 'scheduled' AND released_at IS NULL AND release_body IS NOT NULL"
+        ) { $0.optionalDouble(0) } ?? nil
+    }
+
+    /// Notes that the broker holds these intents' releases (it confirmed them): they are not published again.
+    public func markReleased(_ ids: [String], at now: Double = Date().timeIntervalSince1970) throws {
+        guard !ids.isEmpty else { return }
+        try database.transaction { db in
+            for id in ids {
+                try db.run("UPDATE intent_status SET released_at = ?2 WHERE id = ?1 AND released_at IS NULL", [.text(id), .real(now)])
+            }
+        }
     }
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {

@@ -90,6 +90,8 @@ public final class StatusRecorder: Service {
             connect: { generation in
                 let connection = try AMQPConnection(url: configuration.brokerURL, heartbeat: configuration.heartbeat, generation: generation)
                 try configuration.topology.declareLedger(on: connection)
+                // Confirms: a scheduled intent counts as released once the broker holds its release.
+                try connection.enableConfirms()
                 try connection.setPrefetch(UInt16(clamping: configuration.batchSize * 2))
                 try connection.consume(configuration.topology.ledgerQueue)
                 // Remote status requests: a queue that goes away with the recorder, so a
@@ -117,6 +119,59 @@ public final class StatusRecorder: Service {
         var storeBackoff = ReconnectBackoff(initial: 0.2, maximum: 10)
         var storeRetryAt: Date?
         var storeFailures = 0
+
+        // Scheduled intents: when the next is due (nil: none), and the releases the broker has not confirmed yet.
+        var nextRelease = try? store.nextDue()
+        var batchDue: Double?
+        var releasing: [(sequence: UInt64, id: String)] = []
+        var releasingIDs = Set<String>()
+        // Releases that came back (no worker serves the type), not tried again before the time given.
+        var heldBack: [String: Double] = [:]
+
+        func releaseDue() throws {
+            let now = Date().timeIntervalSince1970
+            heldBack = heldBack.filter { $0.value > now }
+            let due: [StatusStore.DueIntent]
+            do {
+                due = try store.dueIntents(at: now + 0.001).filter { !releasingIDs.contains($0.id) && heldBack[$0.id] == nil }
+                for intent in due {
+                    var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
+                    if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
+                    let sequence = try connection.publish(
+                        OutgoingMessage(
+                            exchange: intentsExchange, routingKey: intent.type, body: intent.body, messageID: intent.id, type: intent.type,
+                            userID: connection.url.user, persistent: true, mandatory: true, headers: headers))
+                    releasing.append((sequence, intent.id))
+                    releasingIDs.insert(intent.id)
+                }
+                if !due.isEmpty { logger.info("released \(due.count) scheduled intents that are due") }
+                let next = try store.nextDue()
+                // Those due and waiting for their confirm (or held back) are looked at again shortly.
+                nextRelease = next.map { $0 <= now ? now + 0.05 : $0 }
+                if let held = heldBack.values.min() { nextRelease = min(nextRelease ?? held, held) }
+            } catch let error as DatabaseError {
+                logger.debug("releasing scheduled intents skipped this round: \(error)")
+                nextRelease = now + 1
+            }
+        }
+
+        /// The broker confirmed (or refused) releases up to `sequence`.
+        func settleReleases(through sequence: UInt64, multiple: Bool, refused: Bool) {
+            var settled: [String] = []
+            releasing.removeAll { release in
+                guard multiple ? release.sequence <= sequence : release.sequence == sequence else { return false }
+                releasingIDs.remove(release.id)
+                if !refused && heldBack[release.id] == nil { settled.append(release.id) }
+                return true
+            }
+            if refused { nextRelease = Date().timeIntervalSince1970 + 1 }
+            do {
+                try store.markReleased(settled)
+            } catch {
+                // Not marked: released again later, which the workers' ledgers make harmless.
+                logger.warning("cannot note \(settled.count) scheduled intents as released: \(error)")
+            }
+        }
 
         func flush() throws {
             guard lastTag > ackedTag else { return }
@@ -148,6 +203,10 @@ public final class StatusRecorder: Service {
             try connection.ack(lastTag, multiple: true)
             ackedTag = lastTag
             batch.removeAll(keepingCapacity: true)
+            if let due = batchDue {
+                nextRelease = min(nextRelease ?? due, due)
+                batchDue = nil
+            }
             if !decided.isEmpty {
                 try announce(transitions.filter { decided.contains($0.update) }, on: connection)
                 decided.removeAll(keepingCapacity: true)
@@ -178,9 +237,12 @@ public final class StatusRecorder: Service {
                 }
                 nextRetention = Date().addingTimeInterval(removed >= configuration.retentionBatch ? 0.05 : min(10, max(0.2, retention / 10)))
             }
+            if let next = nextRelease, Date().timeIntervalSince1970 >= next, storeRetryAt == nil {
+                try releaseDue()
+            }
             // An open batch waits a little for more (1 ms of quiet, 5 ms at most) so
             // that one commit serves many events without delaying any much.
-            let waiting: Double
+            var waiting: Double
             if let retryAt = storeRetryAt {
                 waiting = max(0.001, min(0.25, retryAt.timeIntervalSinceNow))
             } else if batch.isEmpty && lastTag == ackedTag {
@@ -188,6 +250,7 @@ public final class StatusRecorder: Service {
             } else {
                 waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
             }
+            if let next = nextRelease { waiting = max(0, min(waiting, next - Date().timeIntervalSince1970)) }
             let event = try connection.nextEvent(timeout: waiting)
             guard let event else {
                 try flush()
@@ -204,12 +267,21 @@ public final class StatusRecorder: Service {
                 if lastTag == ackedTag { batchStarted = Date() }
                 lastTag = delivery.tag.value
                 if let update = update(from: delivery, intentsExchange: intentsExchange) {
+                    if case .queued(let envelope, _) = update, let due = envelope.dueAt, envelope.turn == 0 {
+                        batchDue = min(batchDue ?? due, due)
+                    }
                     if case .event = update, delivery.exchange == configuration.topology.deadLetterExchange {
                         decided.insert(batch.count)
                     }
                     batch.append(update)
                 }
                 if batch.count >= configuration.batchSize { try flush() }
+            case .returned(let message) where message.exchange == intentsExchange && releasingIDs.contains(message.messageID ?? ""):
+                // No worker serves its type now: it stays scheduled, and is released again in a few seconds.
+                heldBack[message.messageID ?? ""] = Date().timeIntervalSince1970 + 5
+                logger.warning(
+                    "no worker serves \(message.routingKey): a scheduled intent that is due waits for one",
+                    metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
             case .returned(let message) where message.exchange == intentsExchange:
                 // An expiry request nobody serves: the question stays open and is asked about again later.
                 logger.warning(
@@ -217,8 +289,10 @@ public final class StatusRecorder: Service {
                     metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
             case .returned(let message):
                 logger.debug("an announcement found no queue: \(message.replyText)", metadata: ["intent.id": message.messageID ?? ""])
-            case .confirmed, .rejected:
-                break
+            case .confirmed(let sequence, let multiple):
+                settleReleases(through: sequence, multiple: multiple, refused: false)
+            case .rejected(let sequence, let multiple):
+                settleReleases(through: sequence, multiple: multiple, refused: true)
             }
         }
         try flush()
@@ -308,7 +382,7 @@ public final class StatusRecorder: Service {
                 if transition.code == FailureCode.deadLettered {
                     metrics.increment("intentqueue_intents_dead_lettered_total", ["type": transition.type])
                 }
-            case .queued, .inProgress, .cancelRequested:
+            case .queued, .scheduled, .inProgress, .cancelRequested:
                 break
             }
         }

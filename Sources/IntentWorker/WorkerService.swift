@@ -315,7 +315,17 @@ public final class WorkerService: Service {
             }
             return
         }
-        if let expiresAt = envelope.expiresAt, envelope.turn == 0, job.admission.isNew, Date().timeIntervalSince1970 >= expiresAt {
+        // The recorder's release of a scheduled intent: the first time it runs, whatever the clocks say.
+        let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
+        if let dueAt = envelope.dueAt, envelope.turn == 0, envelope.request == nil, !released, dueAt > Date().timeIntervalSince1970 {
+            // Scheduled: admitted (so it may be canceled meanwhile) and acked; the recorder, which
+            // recorded the same submission from the ledger queue, releases it when it is due.
+            job.logger.debug("scheduled for \(Self.timestamp(dueAt)): the recorder releases it then")
+            loop.send(.ack(job.delivery.tag))
+            return
+        }
+        let begun = !job.admission.isNew && !(released && job.attempt == 1)
+        if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, Date().timeIntervalSince1970 >= expiresAt {
             // Never begun, and now too late to begin: decided where a run's outcome would be, so a cancel
             // racing it, or a second delivery, finds one outcome. Begun intents (admitted before) always run on.
             let expired = DecidedOutcome.failure(

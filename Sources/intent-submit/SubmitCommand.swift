@@ -9,7 +9,7 @@ import IntentKit
 struct SubmitCommand: Command {
     static let tool = "intent-submit"
     static let usage =
-        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--expires-in D | --expires-at T] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
+        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--at T | --in D] [--expires-in D | --expires-at T] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
         Submit an intent to IntentQueue and print its id once the broker has confirmed it.
 
@@ -32,6 +32,9 @@ struct SubmitCommand: Command {
           --parameters JSON   parameters as one JSON object; name=value pairs override its keys
           --id ID             the intent id (default: a new UUID); resubmitting an id never repeats its effects
           --group G           the conversation it belongs to (intent-status delete --group G removes them together)
+          --at T              run it at a time, ISO 8601 with its zone (2026-12-24T18:00:00Z): it is scheduled
+                              until then, and may be canceled meanwhile (the recorder releases it when due)
+          --in D              run it after a while: 90s, 10m, 2h, 7d
           --expires-in D      not to be started after D from now (90s, 10m, 2h, 7d): a worker that takes it later
                               ends it failure/expired without running it; once begun, it runs to its end
           --expires-at T      the same at a time, ISO 8601 with its zone: 2026-12-24T18:00:00Z
@@ -67,6 +70,8 @@ struct SubmitCommand: Command {
     var group: String?
     /// Seconds since 1970 after which the intent may not start.
     var expiresAt: Double?
+    /// Seconds since 1970 at which the intent is due (nil: at once).
+    var dueAt: Double?
     var wait: Bool
     var timeout: Double
     var json: Bool
@@ -80,7 +85,8 @@ struct SubmitCommand: Command {
         let arguments = try Arguments(
             words, flags: ["--help", "--wait", "--json", "--as-operator"],
             options: [
-                "--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny", "--expires-in", "--expires-at",
+                "--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny", "--expires-in", "--expires-at", "--at",
+                "--in",
             ])
         if arguments.has("--help") { return nil }
         var conversation: [(Mode, String, String)] = []
@@ -94,7 +100,7 @@ struct SubmitCommand: Command {
         if let (chosen, id, option) = conversation.first {
             mode = chosen
             guard !id.isEmpty else { throw UsageError("\(option) needs an intent id") }
-            for excluded in ["--id", "--group", "--expires-in", "--expires-at"] where arguments.options[excluded] != nil {
+            for excluded in ["--id", "--group", "--expires-in", "--expires-at", "--at", "--in"] where arguments.options[excluded] != nil {
                 throw UsageError("\(excluded) does not apply to \(option)")
             }
             if mode != .answer, !pairs.isEmpty || arguments.options["--parameters"] != nil {
@@ -138,9 +144,13 @@ struct SubmitCommand: Command {
         let expiresIn = try arguments.duration("--expires-in")
         let expiresAt = try arguments.instant("--expires-at")
         if expiresIn != nil, expiresAt != nil { throw UsageError("--expires-in and --expires-at exclude each other") }
+        let at = try arguments.instant("--at")
+        let after = try arguments.duration("--in")
+        if at != nil, after != nil { throw UsageError("--at and --in exclude each other") }
         return SubmitCommand(
             mode: mode, type: type, parameters: parameters, id: id, group: group,
-            expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 }, wait: arguments.has("--wait"),
+            expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 },
+            dueAt: at ?? after.map { Date().timeIntervalSince1970 + $0 }, wait: arguments.has("--wait"),
             timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
     }
 
@@ -159,14 +169,15 @@ struct SubmitCommand: Command {
             case .submit:
                 envelope = IntentEnvelope(
                     id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group,
-                    lenientParameters: lenient, expiresAt: expiresAt)
+                    lenientParameters: lenient, expiresAt: expiresAt, dueAt: dueAt)
             case .answer: envelope = try client.answer(id: id, parameters, asOperator: asOperator)
             case .confirm: envelope = try client.confirmation(id: id, asOperator: asOperator)
             case .deny: envelope = try client.denial(id: id, asOperator: asOperator)
             }
             guard wait else {
                 try client.submit(envelope)
-                Terminal.write(json ? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString : id)
+                let state: JSONValue = (envelope.dueAt ?? 0) > Date().timeIntervalSince1970 ? "scheduled" : "queued"
+                Terminal.write(json ? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": state]).jsonString : id)
                 return ExitCode.success
             }
             let json = self.json

@@ -60,6 +60,96 @@ struct IntentsInTimeTests {
         #expect(shown.exitCode == 1 && shown.stdout.contains("expired"), "\(shown)")
     }
 
+    /// Scheduled a few seconds out: each is `scheduled`, with its due time,
+    /// until the recorder releases it; none starts before it is due; one
+    /// canceled meanwhile ends `canceled` and never runs.
+    @Test func scheduledIntentsRunWhenDueAndACanceledOneNever() async throws {
+        let sandbox = try await Sandbox("schedule")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let start = Date()
+        var due: [String: Double] = [:]
+        for index in 0..<6 {
+            let id = "later-\(index)"
+            // The one to cancel is due long after the cancel, however slow this machine is.
+            let seconds = index == 5 ? 600 : 3 + Double(index) * 0.25
+            let when = start.addingTimeInterval(seconds)
+            let time = index.isMultiple(of: 2) ? ["--at", Self.iso(when)] : ["--in", "\(seconds)s"]
+            let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=later \(index)", "--id", id, "--json"] + time)
+            #expect(submitted.exitCode == 0 && submitted.stdout.contains(#""state":"scheduled""#), "\(submitted)")
+            due[id] = when.timeIntervalSince1970
+        }
+        try await eventually(timeout: 30, "the submissions to be recorded as scheduled") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let store = try sandbox.statusStore()
+            return try due.keys.allSatisfy { try store.status(id: $0) != nil }
+        }
+        let canceled = try await sandbox.status(["cancel", "later-5", "--timeout", "30"])
+        #expect(canceled.exitCode == 0 && canceled.stdout.contains("canceled"), "\(canceled)")
+        let listed = try await sandbox.status(["list", "--state", "scheduled", "--json"])
+        for id in due.keys where id != "later-5" {
+            // Still scheduled unless this machine was so slow that it is already due.
+            let status = try #require(try sandbox.statusStore().status(id: id))
+            #expect(status.state != .queued && status.dueAt != nil, "\(id): \(status.state)")
+            if status.state == .scheduled { #expect(listed.stdout.contains(id), "\(listed)") }
+        }
+
+        let ids = Array(due.keys)
+        try await eventually(timeout: 120, "every scheduled intent to end") {
+            let store = try sandbox.statusStore()
+            return try ids.allSatisfy { try store.status(id: $0)?.state.isTerminal ?? false }
+        }
+        var lateness: [Double] = []
+        for id in ids.sorted() {
+            let status = try #require(try sandbox.statusStore().status(id: id))
+            if id == "later-5" {
+                #expect(status.state == .canceled, "\(status)")
+                #expect(try sandbox.messageCount(intentID: id) == 0, "a canceled scheduled intent never runs")
+                continue
+            }
+            #expect(status.state == .success, "\(id): \(status.state)")
+            #expect(try sandbox.messageCount(intentID: id) == 1, "\(id) sent once")
+            let started = try #require(status.startedAt ?? status.finishedAt)
+            let dueAt = try #require(status.dueAt)
+            #expect(dueAt >= due[id]! - 0.001, "\(id): the due time given (to the millisecond, for --at)")
+            // Its due time was computed on this machine's clock, as the worker's: never started early.
+            #expect(started >= dueAt, "\(id) started \(dueAt - started) s before it was due")
+            lateness.append(started - dueAt)
+        }
+        print("scheduled intents started after their due time by: \(lateness.map { String(format: "%.3f", $0) }.joined(separator: ", ")) s")
+    }
+
+    /// A year out: stored with its due time, listed, canceled.
+    @Test func anIntentAYearOutIsStoredListedAndCanceled() async throws {
+        let sandbox = try await Sandbox("schedule-year")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let when = Date().addingTimeInterval(365 * 86_400)
+        let submitted = try await sandbox.submit([
+            "SendMessage", "recipients=Alice", "content=happy new year", "--id", "next-year", "--at", Self.iso(when),
+        ])
+        #expect(submitted.exitCode == 0, "\(submitted)")
+        try await eventually(timeout: 30, "the submission to be recorded") {
+            FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "next-year")) != nil
+        }
+        let status = try #require(try sandbox.statusStore().status(id: "next-year"))
+        #expect(status.state == .scheduled)
+        #expect(abs((status.dueAt ?? 0) - when.timeIntervalSince1970) < 0.001)
+        let shown = try await sandbox.status(["next-year"])
+        #expect(shown.exitCode == 3 && shown.stdout.contains("scheduled") && shown.stdout.contains("due:"), "\(shown)")
+        let listed = try await sandbox.status(["list", "--state", "scheduled"])
+        #expect(listed.stdout.contains("next-year"), "\(listed)")
+        let canceled = try await sandbox.status(["cancel", "next-year", "--timeout", "30"])
+        #expect(canceled.exitCode == 0 && canceled.stdout.contains("canceled"), "\(canceled)")
+        #expect(try sandbox.statusStore().status(id: "next-year")?.state == .canceled)
+    }
+
+    static func iso(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
     @Test func intentSubmitRefusesAnUnreadableTimeBeforePublishing() async throws {
         let sandbox = try await Sandbox("expiry-usage")
         defer { Task { await sandbox.tearDown() } }
