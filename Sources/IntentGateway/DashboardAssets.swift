@@ -48,6 +48,9 @@ enum DashboardAssets {
                 <h2>Intents by state <span class="muted">total <span id="count-total">…</span></span></h2>
                 <div class="count-cards">
                   <div class="count-card" data-state="queued"><span class="label">queued</span><span id="count-queued" class="n">…</span></div>
+                  <div class="count-card" data-state="scheduled">
+                    <span class="label">scheduled</span><span id="count-scheduled" class="n">…</span>
+                  </div>
                   <div class="count-card" data-state="inProgress">
                     <span class="label">in progress</span><span id="count-inProgress" class="n">…</span>
                   </div>
@@ -66,6 +69,7 @@ enum DashboardAssets {
                     <tr>
                       <th scope="col">type</th>
                       <th scope="col" data-state="queued">queued</th>
+                      <th scope="col" data-state="scheduled">scheduled</th>
                       <th scope="col" data-state="inProgress">in progress</th>
                       <th scope="col" data-state="needsInput">needs input</th>
                       <th scope="col" data-state="cancelRequested">cancel requested</th>
@@ -313,7 +317,7 @@ enum DashboardAssets {
         .state-success { background: #dcfce7; color: var(--success); }
         .state-failure { background: #fee2e2; color: var(--failure); }
         .state-needsInput { background: #fef3c7; color: var(--waiting); }
-        .state-inProgress, .state-queued { background: #dbeafe; color: #1d4ed8; }
+        .state-inProgress, .state-queued, .state-scheduled { background: #dbeafe; color: #1d4ed8; }
         .state-canceled, .state-cancelRequested { background: #e5e7eb; color: var(--neutral); }
 
         .intent-head { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; }
@@ -357,7 +361,7 @@ enum DashboardAssets {
         // The IntentQueue dashboard: plain ES2020, no framework. Every text from the API goes in through
         // textContent (or a text node), never as markup.
         (() => {
-          const STATES = ['queued', 'inProgress', 'needsInput', 'cancelRequested', 'success', 'failure', 'canceled'];
+          const STATES = ['queued', 'scheduled', 'inProgress', 'needsInput', 'cancelRequested', 'success', 'failure', 'canceled'];
           const TERMINAL = new Set(['success', 'failure', 'canceled']);
           const QUESTIONS = new Set(['disambiguation', 'needsValue', 'confirmationRequired']);
           const PANELS = ['counts', 'waiting', 'failures', 'dead', 'recent'];
@@ -1382,6 +1386,7 @@ enum DashboardAssets {
             const times = [
               ['submitted', 'submittedAt'],
               ['queued', 'queuedAt'],
+              ['due', 'dueAt'],
               ['started', 'startedAt'],
               ['finished', 'finishedAt'],
               ['updated', 'updatedAt'],

@@ -43,7 +43,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-STATES = ["queued", "inProgress", "needsInput", "cancelRequested", "success", "failure", "canceled"]
+STATES = ["queued", "scheduled", "inProgress", "needsInput", "cancelRequested", "success", "failure", "canceled"]
 TERMINAL = {"success", "failure", "canceled"}
 TIMEOUT = 60.0
 

@@ -91,6 +91,57 @@ import Testing
         #expect(finished.submittedAt == 900)
     }
 
+    // MARK: Scheduled intents
+
+    @Test func aSubmissionDueLaterIsScheduledUntilItsReleaseIsConfirmedAndItStarts() throws {
+        let store = try StatusStore(path: path)
+        var later = Self.envelope("later", submittedAt: 900)
+        later.dueAt = 5_000
+        var soon = Self.envelope("soon", submittedAt: 900)
+        soon.dueAt = 3_000
+        try store.record([.queued(later, by: .init(user: "alice")), .queued(soon)], now: 1_000)
+        let scheduled = try #require(try store.reader.status(id: "later"))
+        #expect(scheduled.state == .scheduled && !scheduled.terminal && scheduled.dueAt == 5_000 && scheduled.owner == "alice")
+        #expect(try store.nextDue() == 3_000)
+        #expect(try store.dueIntents(at: 2_999).isEmpty, "nothing is due before its time")
+        let due = try store.dueIntents(at: 6_000)
+        #expect(due.map(\.id) == ["soon", "later"], "earliest first")
+        #expect(due.last?.owner == "alice" && due.last?.type == "SendMessage" && due.last?.dueAt == 5_000)
+        #expect(try IntentEnvelope.decode(due.last!.body) == later, "released as it was submitted")
+
+        try store.markReleased(["soon"], at: 3_001)
+        #expect(try store.dueIntents(at: 6_000).map(\.id) == ["later"], "a release the broker holds is not published again")
+        #expect(try store.nextDue() == 5_000)
+        #expect(try store.reader.status(id: "soon")?.state == .scheduled, "scheduled until a worker starts it")
+        try store.record([Self.event("soon", .inProgress, at: 3_002)], now: 3_003)
+        #expect(try store.reader.status(id: "soon")?.state == .inProgress)
+        #expect(try store.reader.status(id: "soon")?.dueAt == 3_000)
+
+        // Canceled while scheduled: never released.
+        try store.record([.cancelRequested(id: "later", by: .init(user: "alice"))], now: 3_004)
+        #expect(try store.reader.status(id: "later")?.state == .cancelRequested)
+        #expect(try store.dueIntents(at: 6_000).isEmpty)
+        #expect(try store.nextDue() == nil)
+    }
+
+    @Test func aSubmissionRecordedAfterItsDueTimeIsQueuedAndAResubmissionChangesNothing() throws {
+        let store = try StatusStore(path: path)
+        var late = Self.envelope("late", submittedAt: 900)
+        late.dueAt = 950
+        try store.record([.queued(late)], now: 1_000)
+        #expect(try store.reader.status(id: "late")?.state == .queued)
+        #expect(try store.dueIntents(at: 2_000).isEmpty, "a worker runs it as soon as it sees it")
+
+        var first = Self.envelope("twice", submittedAt: 900)
+        first.dueAt = 5_000
+        try store.record([.queued(first)], now: 1_000)
+        var again = first
+        again.dueAt = 1_500
+        try store.record([.queued(again)], now: 1_001)
+        #expect(try store.reader.status(id: "twice")?.dueAt == 5_000, "the first submission's time stands")
+        #expect(try store.dueIntents(at: 2_000).isEmpty)
+    }
+
     @Test func aNeedsInputKeepsItsResolutions() throws {
         let store = try StatusStore(path: path)
         let resolutions = [

@@ -124,8 +124,9 @@ struct WorkerServiceTests {
         }
 
         @discardableResult
-        func deliver(_ envelope: IntentEnvelope, headers: [String: HeaderValue] = [:]) -> UInt64 {
-            transport.deliver(body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, headers: headers)
+        func deliver(_ envelope: IntentEnvelope, headers: [String: HeaderValue] = [:], userID: String? = nil) -> UInt64 {
+            transport.deliver(
+                body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, userID: userID, headers: headers)
         }
 
         func acked(_ tag: UInt64) async -> Bool {
@@ -142,11 +143,14 @@ struct WorkerServiceTests {
         }
     }
 
-    static func note(_ id: String, _ text: String? = "milk", storage: String? = nil, turn: Int = 0, expiresAt: Double? = nil) -> IntentEnvelope {
+    static func note(
+        _ id: String, _ text: String? = "milk", storage: String? = nil, turn: Int = 0, expiresAt: Double? = nil, dueAt: Double? = nil
+    ) -> IntentEnvelope {
         var parameters: [String: JSONValue] = [:]
         if let text { parameters["text"] = .string(text) }
         if let storage { parameters["storage"] = .string(storage) }
-        return IntentEnvelope(id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn, expiresAt: expiresAt)
+        return IntentEnvelope(
+            id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn, expiresAt: expiresAt, dueAt: dueAt)
     }
 
     @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
@@ -223,6 +227,54 @@ struct WorkerServiceTests {
         #expect(await harness.acked(next))
         #expect(try harness.notes("slow") == 0, "its write found timedOut decided")
         #expect(try harness.notes("next") == 1)
+        await harness.stop()
+    }
+
+    @Test func aScheduledIntentSeenBeforeItIsDueIsAckedWithoutRunningAndRunsWhenTheRecorderReleasesIt() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), userID: "alice")))
+        #expect(try harness.events("later").isEmpty, "no event: the recorder has it as scheduled")
+        #expect(try harness.notes("later") == 0)
+        // A producer cannot release it early: the release header counts only from a trusted user.
+        let forged: [String: HeaderValue] = [Topology.releasedHeader: .string("1")]
+        #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), headers: forged, userID: "alice")))
+        #expect(try harness.notes("later") == 0)
+        // The recorder's release (its user is trusted; it names the owner): run, whatever the clocks say.
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)"), Topology.ownerHeader: .string("alice")]
+        #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.events("later").last?.state == .success)
+        #expect(try harness.events("later").last?.owner == "alice", "it runs as its owner's")
+        #expect(try harness.notes("later") == 1)
+        // A copy seen after its due time runs at once; a second release only has the outcome published again.
+        #expect(await harness.acked(harness.deliver(Self.note("past", dueAt: 1))))
+        #expect(try harness.notes("past") == 1)
+        #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.notes("later") == 1)
+        await harness.stop()
+    }
+
+    @Test func aScheduledIntentCanceledBeforeItIsDueEndsCanceledAndItsReleaseDoesNothing() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("s", dueAt: due))))
+        #expect(await harness.acked(harness.deliver(.request(.cancel, id: "s", type: Note.typeName))))
+        #expect(try harness.events("s").last?.state == .canceled)
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)")]
+        #expect(await harness.acked(harness.deliver(Self.note("s", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.events("s").last?.state == .canceled)
+        #expect(try harness.notes("s") == 0)
+        await harness.stop()
+    }
+
+    @Test func aScheduledIntentReleasedAfterItsExpiryEndsExpiredWithoutRunning() async throws {
+        let harness = try Harness()
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("1")]
+        let now = Date().timeIntervalSince1970
+        #expect(await harness.acked(harness.deliver(Self.note("e", expiresAt: now - 1, dueAt: now + 3_600), userID: "guest")))
+        #expect(await harness.acked(harness.deliver(Self.note("e", expiresAt: now - 1, dueAt: now + 3_600), headers: release, userID: "guest")))
+        #expect(try harness.events("e").last?.response?.code == FailureCode.expired)
+        #expect(try harness.notes("e") == 0)
         await harness.stop()
     }
 
