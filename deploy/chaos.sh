@@ -2,6 +2,7 @@
 # IntentQueue's fault-injection suite: nothing lost, nothing done twice.
 #
 #   deploy/chaos.sh [--intents N] [--producers P] [--workers W] [--broker-restarts K] [--kill-every MIN-MAX] [--port PORT]
+#                   [--schedule-over S]
 #
 # On a RabbitMQ node of its own (deploy/broker.sh, node "iqchaos"), it submits N
 # SendMessage intents from P producers (each resubmits an unconfirmed intent with
@@ -21,9 +22,14 @@
 #   Message row, or canceled/failure with one), terminal changed (an outcome that
 #   later disagreed), queues left non-empty, and PRAGMA integrity_check of both
 #   SQLite files. Exit 0 when all hold.
+# With --schedule-over S, every intent is submitted scheduled (--at), the due times
+# spread evenly over S seconds once every submission had time to be confirmed, and the faults
+# happen while they come due; the run also prints how late each started after its
+# due time (p50, p99, max) and how many were due while the broker was down.
 #
 # Short run (part of deploy/test.sh):  deploy/chaos.sh --intents 1000
 # Long run:                             deploy/chaos.sh --intents 20000 --broker-restarts 3 --kill-every 2-5
+# Scheduled:                            deploy/chaos.sh --intents 1000 --schedule-over 60
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +40,8 @@ RESTARTS=1
 KILL_EVERY="2-5"
 PORT=5693
 HEARTBEAT=2
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+SCHEDULE=0
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 while (($#)); do
     case "$1" in
         --intents) INTENTS="$2"; shift 2 ;;
@@ -43,11 +50,12 @@ while (($#)); do
         --broker-restarts) RESTARTS="$2"; shift 2 ;;
         --kill-every) KILL_EVERY="$2"; shift 2 ;;
         --port) PORT="$2"; shift 2 ;;
+        --schedule-over) SCHEDULE="$2"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "chaos.sh: unknown option $1" >&2; usage ;;
     esac
 done
-[[ "$INTENTS" =~ ^[0-9]+$ && "$PRODUCERS" =~ ^[1-9][0-9]*$ && "$WORKERS" =~ ^[1-9][0-9]*$ && "$RESTARTS" =~ ^[0-9]+$ && "$KILL_EVERY" =~ ^[0-9]+-[0-9]+$ ]] || usage
+[[ "$INTENTS" =~ ^[0-9]+$ && "$PRODUCERS" =~ ^[1-9][0-9]*$ && "$WORKERS" =~ ^[1-9][0-9]*$ && "$RESTARTS" =~ ^[0-9]+$ && "$KILL_EVERY" =~ ^[0-9]+-[0-9]+$ && "$SCHEDULE" =~ ^[0-9]+$ ]] || usage
 KILL_MIN="${KILL_EVERY%-*}"
 KILL_MAX="${KILL_EVERY#*-}"
 
@@ -71,6 +79,7 @@ log() { echo "chaos $(date +%H:%M:%S) $*"; }
 deploy/broker.sh stop "$NODE" >/dev/null 2>&1
 rm -rf "${INTENTQUEUE_BROKER_DIR:-/var/tmp/intentqueue-broker}/$NODE"
 deploy/broker.sh start "$NODE" "$PORT" >/dev/null || exit 69
+touch "$RUN/outages.log"
 log "broker $NODE on 127.0.0.1:$PORT; run folder $RUN"
 
 PIDS=()
@@ -115,12 +124,17 @@ done
 # intent asks which Jeff; every seventh is canceled right away (the cancel is
 # sent again until the tools could send it: exit 0 canceled, 1 already ended,
 # 3 requested but not decided yet).
+# Scheduled runs: intent i is due at DUE_START + SCHEDULE * i / INTENTS, late enough
+# for every submission to be confirmed first (about 20 a second here, with the killer at work).
+DUE_START=$(($(date +%s) + 20 + INTENTS / 15))
+due_time() { python3 -c "import datetime,sys; print(datetime.datetime.fromtimestamp($DUE_START + $SCHEDULE * $1 / $INTENTS, datetime.timezone.utc).isoformat(timespec='milliseconds').replace('+00:00', 'Z'))"; }
 producer() {
     local p="$1" from="$2" to="$3"
     for ((i = from; i < to; i++)); do
-        local id="chaos-$p-$i" recipient=Alice
+        local id="chaos-$p-$i" recipient=Alice when=()
         ((i % 5 == 0)) && recipient=Jeff
-        until "$BIN/intent-submit" SendMessage "recipients=$recipient" "content=chaos $i" --id "$id" >/dev/null 2>>"$RUN/producer-$p.err"; do
+        ((SCHEDULE > 0)) && when=(--at "$(due_time "$i")")
+        until "$BIN/intent-submit" SendMessage "recipients=$recipient" "content=chaos $i" --id "$id" "${when[@]}" >/dev/null 2>>"$RUN/producer-$p.err"; do
             [[ -e "$STOP" ]] && return
             sleep 0.5
         done
@@ -164,10 +178,24 @@ wait_for_confirmed() {
     local target="$1"
     while (($(confirmed_count) < target)) && ! producers_done; do sleep 0.2; done
 }
+# Where the faults happen: after a share of the submissions, or in a scheduled run,
+# once that share of the due window has passed.
+fault_point() {
+    local numerator="$1" denominator="$2"
+    if ((SCHEDULE > 0)); then
+        local at=$((DUE_START + SCHEDULE * numerator / denominator))
+        while (($(date +%s) < at)); do sleep 0.2; done
+    else
+        wait_for_confirmed $((INTENTS * numerator / denominator))
+    fi
+}
+killing() {
+    if ((SCHEDULE > 0)); then (($(date +%s) < DUE_START + SCHEDULE)); else ! producers_done; fi
+}
 
 # The killer: kill -9 a random worker every KILL_MIN-KILL_MAX seconds.
 killer() {
-    while [[ ! -e "$STOP" ]] && ! producers_done; do
+    while [[ ! -e "$STOP" ]] && killing; do
         sleep $((KILL_MIN + RANDOM % (KILL_MAX - KILL_MIN + 1)))
         local w=$((1 + RANDOM % WORKERS))
         local pid
@@ -179,11 +207,12 @@ killer &
 PIDS+=($!)
 
 # Broker faults, spread over the run.
-wait_for_confirmed $((INTENTS / 5))
+fault_point 1 5
 log "closing every broker connection"
 deploy/broker.sh ctl "$NODE" close_all_connections "chaos" >/dev/null 2>&1
 for r in $(seq 1 "$RESTARTS"); do
-    wait_for_confirmed $((INTENTS * (r + 1) / (RESTARTS + 3)))
+    fault_point $((r + 1)) $((RESTARTS + 3))
+    down=$(date +%s.%N)
     if ((r % 2 == 1)); then
         log "broker restart $r: stop_app / start_app"
         deploy/broker.sh ctl "$NODE" stop_app >/dev/null 2>&1
@@ -195,14 +224,17 @@ for r in $(seq 1 "$RESTARTS"); do
         sleep 1
         deploy/broker.sh start "$NODE" "$PORT" >/dev/null
     fi
+    echo "$down $(date +%s.%N)" >>"$RUN/outages.log"
 done
-wait_for_confirmed $((INTENTS * 4 / 5))
+fault_point 4 5
 pid="$(deploy/broker.sh pid "$NODE" 2>/dev/null)"
 if [[ -n "$pid" ]]; then
     log "freezing the broker (SIGSTOP) for $((3 * HEARTBEAT)) s"
+    down=$(date +%s.%N)
     kill -STOP "$pid"
     sleep $((3 * HEARTBEAT))
     kill -CONT "$pid"
+    echo "$down $(date +%s.%N)" >>"$RUN/outages.log"
 fi
 
 while ! producers_done; do sleep 0.5; done
@@ -261,6 +293,23 @@ echo "  conversation: $ANSWERS questions answered, $CANCELS cancels sent"
 echo "  confirmed $CONFIRMED, success $SUCCEEDED, canceled $CANCELED, failure ${FAILED:-none}"
 echo "  lost $LOST, duplicated effects $DUPLICATED, contradicted $CONTRADICTED, terminal changed $CHANGED"
 echo "  queues not empty: ${QUEUES:-none}; integrity: status $INTEGRITY_STATUS, app $INTEGRITY_APP"
+if ((SCHEDULE > 0)); then
+    # How late each started after its due time (started_at: the worker's clock; due_at: the producers'; one machine).
+    sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" \
+        "SELECT started_at - due_at, due_at FROM intent_status WHERE id LIKE 'chaos-%' AND due_at IS NOT NULL AND started_at IS NOT NULL" |
+        python3 -c '
+import sys
+outages = [tuple(map(float, line.split())) for line in open(sys.argv[1])] if len(sys.argv) > 1 else []
+rows = [tuple(map(float, line.split("|"))) for line in sys.stdin if line.strip()]
+late = sorted(r[0] for r in rows)
+def q(p): return late[min(len(late) - 1, int(p * len(late)))] if late else float("nan")
+during = sum(1 for l, due in rows if any(a - 1 <= due <= b + 1 for a, b in outages))
+over = sum(1 for l in late if l > 1)
+early = sum(1 for l in late if l < 0)
+print(f"  scheduled: {len(late)} started; late by p50 {q(0.5) * 1000:.0f} ms, p99 {q(0.99) * 1000:.0f} ms, max {late[-1] * 1000 if late else 0:.0f} ms;")
+print(f"             {over} more than 1 s late ({during} due within 1 s of a broker outage or freeze), {early} started before their time")
+' "$RUN/outages.log"
+fi
 echo "  logs: $RUN"
 if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CONTRADICTED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
     echo "1 passed, 0 failed"

@@ -59,3 +59,7 @@ deploy/docs.sh
 # The short fault-injection run: 1,000 intents through worker kills, a broker
 # restart, closed connections and a frozen broker; nothing lost or done twice.
 deploy/chaos.sh --intents 1000
+
+# The same faults while scheduled intents come due: each released when due, none lost,
+# run twice or started early (deploy/chaos.sh --intents 1000 --schedule-over 60 for the figures).
+deploy/chaos.sh --intents 300 --schedule-over 20

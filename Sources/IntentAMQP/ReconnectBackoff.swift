@@ -41,11 +41,13 @@ public enum ReconnectLoop {
     ///   - pause: waits that long, or less when stopping.
     ///   - connect: a new connection, ready to serve; `generation` counts them from 1.
     ///   - serve: returns when the work is done (its connection is then closed), throws when the connection broke.
+    ///   - longestPause: the longest wait between two attempts, in seconds.
     public static func run(
         url: BrokerURL, logger: Logger, isStopping: () -> Bool, pause: (Double) -> Void,
-        connect: (_ generation: UInt64) throws -> AMQPConnection, serve: (AMQPConnection) throws -> Void
+        connect: (_ generation: UInt64) throws -> AMQPConnection, serve: (AMQPConnection) throws -> Void,
+        longestPause: Double = 10
     ) {
-        var backoff = ReconnectBackoff()
+        var backoff = ReconnectBackoff(maximum: longestPause)
         var generation: UInt64 = 0
         while !isStopping() {
             generation += 1

@@ -100,7 +100,9 @@ public final class StatusRecorder: Service {
                 requestConsumer = try connection.consume(configuration.topology.statusRequestQueue, noAck: true)
                 return connection
             },
-            serve: { connection in try record(from: connection, into: store, requestConsumer: requestConsumer) })
+            serve: { connection in try record(from: connection, into: store, requestConsumer: requestConsumer) },
+            // One connection, which releases scheduled intents when due: back within a second of the broker.
+            longestPause: 1)
         store.database.close()
         logger.info("recorder stopped")
     }
