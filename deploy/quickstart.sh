@@ -67,6 +67,21 @@ story 3 "A message to the group \"co\"" SendMessage groupName=co "content=Team l
 story 4 "Two tomato soups" OrderSoup soup=tomato quantity=2
 story 5 "A sold-out soup" OrderSoup soup=Minestrone quantity=1
 echo
+echo "── 6. An appointment booked in 5 seconds: scheduled until then"
+echo "   \$ intent-submit BookAppointment hairdresser=Alice time=15:00 --in 5s"
+booking="story-6-$RUN_ID"
+"$BIN/intent-submit" BookAppointment hairdresser=Alice time=15:00 --in 5s --id "$booking" >/dev/null
+# Until the recorder has it (exit 4: unknown to the store yet).
+for _ in $(seq 1 100); do
+    known=0
+    "$BIN/intent-status" "$booking" >/dev/null 2>&1 || known=$?
+    ((known != 4)) && break
+    sleep 0.1
+done
+"$BIN/intent-status" "$booking" | sed 's/^/   /' || true
+echo "   \$ intent-status $booking --wait"
+"$BIN/intent-status" "$booking" --wait --timeout 30 | sed 's/^/   /' || true
+echo
 echo "Story 2 waits for an answer; give it under the same id:"
 echo "   INTENT_STATUS_DB=$INTENT_STATUS_DB $BIN/intent-submit --answer story-2-$RUN_ID \"recipients=Jeff Baker\" --wait"
 
