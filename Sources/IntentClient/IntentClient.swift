@@ -122,6 +122,25 @@ public final class IntentClient: Sendable {
         return id
     }
 
+    /// Submits `envelope` as the intent a deduplication key stands for: when a
+    /// submission of its type under `key`, by this broker user, came within the
+    /// last `window` seconds, the intent is that one, and its id is returned
+    /// (`first` false); otherwise `envelope.id` now stands for the key. The
+    /// recorder keeps the keys (it must be running). The envelope is published
+    /// under the returned id either way, so the intent exists even if the first
+    /// submitter died before publishing; resubmitting an id never repeats its effects.
+    public func submit(
+        _ envelope: IntentEnvelope, deduplicatingBy key: String, within window: Double
+    ) throws(IntentClientError) -> (id: String, first: Bool) {
+        guard case .deduplicated(let id, let first) = try ask(.dedupe(type: envelope.type, key: key, id: envelope.id, seconds: window)) else {
+            throw .unexpectedAnswer("a deduplicated id")
+        }
+        var standing = envelope
+        standing.id = id
+        try submit(standing)
+        return (id, first)
+    }
+
     /// Submits and follows the intent until it ends or asks this turn's
     /// question, at most `timeout` seconds; returns its status then (nil: none
     /// recorded in time). A worker's refusal of the message (the id is

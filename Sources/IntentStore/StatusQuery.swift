@@ -5,14 +5,16 @@ import IntentKit
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
 /// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`,
-/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, or `{"query":"delete","ids":[…]|"group":"…"|"all":true}`.
-/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}`, or
+/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}`, or
+/// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`.
+/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}`,
+/// `{"dedupe":{"id":…,"first":…}}`, or
 /// `{"error":"…"}`. Statuses are `IntentStatus` in the JSON `intent-status
 /// --json` prints, so a remote read decodes to the same value.
 ///
-/// `delete` is the one question that writes: the recorder, the store's only
-/// writer, removes the interactions (an operator's anywhere, anyone else's
-/// only their own).
+/// `delete` and `dedupe` write: the recorder, the store's only writer, removes
+/// the interactions (an operator's anywhere, anyone else's only their own),
+/// and keeps each owner's deduplication keys.
 public enum StatusQuery: Sendable, Hashable {
     /// One intent's status, by id.
     case show(id: String)
@@ -24,6 +26,12 @@ public enum StatusQuery: Sendable, Hashable {
     case delete(ids: [String]?, group: String?)
     /// How many intents there are of each type in each state (the reader's own, unless an operator).
     case tally
+    /// The intent a deduplication key of the reader's stands for: `id`, when no
+    /// submission of `type` used `key` within the last `seconds`, else that one's.
+    case dedupe(type: String, key: String, id: String, seconds: Double)
+
+    /// The longest window a deduplication key may hold: 30 days.
+    public static let maximumDedupeSeconds = 30.0 * 86_400
 
     /// One line of a tally: how many intents of `type` are in `state`.
     public struct Tally: Sendable, Hashable, Decodable {
@@ -52,6 +60,8 @@ public enum StatusQuery: Sendable, Hashable {
         case deleted(Int)
         /// For `tally`: the counts by type and state.
         case tally([Tally])
+        /// For `dedupe`: the intent's id, and whether this submission is the first with the key in its window.
+        case deduplicated(id: String, first: Bool)
     }
 
     /// The most ids one delete may name.
@@ -83,6 +93,8 @@ public enum StatusQuery: Sendable, Hashable {
             if let ids { object["ids"] = .array(ids.map(JSONValue.string)) }
             if let group { object["group"] = .string(group) }
             if ids == nil, group == nil { object["all"] = true }
+        case .dedupe(let type, let key, let id, let seconds):
+            object = ["query": "dedupe", "type": .string(type), "key": .string(key), "id": .string(id), "seconds": .number(seconds)]
         }
         return JSONValue.object(object).serialized()
     }
@@ -141,8 +153,20 @@ public enum StatusQuery: Sendable, Hashable {
                 throw Invalid(description: "delete takes ids, a group, or all (one of them)")
             }
             return .delete(ids: ids, group: group)
+        case "dedupe":
+            guard let type = try string("type"), IntentEnvelope.problem(withType: type) == nil else {
+                throw Invalid(description: "dedupe needs an intent type")
+            }
+            guard let key = try string("key"), !key.isEmpty, key.utf8.count <= 255 else {
+                throw Invalid(description: "a deduplication key is 1 to 255 bytes")
+            }
+            guard let id = try string("id"), IntentEnvelope.problem(withID: id) == nil else { throw Invalid(description: "dedupe needs a usable id") }
+            guard let seconds = object["seconds"]?.numberValue, seconds > 0, seconds <= maximumDedupeSeconds else {
+                throw Invalid(description: "a deduplication window is more than 0 and at most \(Int(maximumDedupeSeconds)) seconds")
+            }
+            return .dedupe(type: type, key: key, id: id, seconds: seconds)
         case let other:
-            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete")
+            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe")
         }
     }
 
@@ -202,6 +226,11 @@ public enum StatusQuery: Sendable, Hashable {
             guard let writer else { throw Forbidden(description: "only the recorder deletes from the status store: ask it over the broker") }
             // Anyone else's delete reaches only their own intents.
             return .deleted(try writer.delete(ids: ids, group: group, owner: reader.isOperator ? nil : reader.user ?? ""))
+        case .dedupe(let type, let key, let id, let seconds):
+            guard let writer else { throw Forbidden(description: "only the recorder keeps deduplication keys: ask it over the broker") }
+            // Keys are each owner's own (an operator's too): no one learns another's intents through them.
+            let standing = try writer.deduplicate(owner: reader.user ?? "", type: type, key: key, id: id, seconds: seconds)
+            return .deduplicated(id: standing.id, first: standing.first)
         }
     }
 
@@ -220,6 +249,8 @@ public enum StatusQuery: Sendable, Hashable {
             ]).serialized()
         case .success(.deleted(let count)):
             return JSONValue.object(["deleted": .number(Double(count))]).serialized()
+        case .success(.deduplicated(let id, let first)):
+            return JSONValue.object(["dedupe": ["id": .string(id), "first": .bool(first)]]).serialized()
         case .failure(let error as Forbidden):
             return JSONValue.object(["error": .string(error.description), "forbidden": true]).serialized()
         case .failure(let error):
@@ -239,11 +270,16 @@ public enum StatusQuery: Sendable, Hashable {
     /// What the recorder answered, or why it could not.
     /// Throws `Forbidden` when the recorder refused the reader, `Invalid` otherwise.
     public static func decodeReply(_ bytes: [UInt8]) throws -> Answer {
+        struct Deduplicated: Decodable {
+            var id: String
+            var first: Bool
+        }
         struct Reply: Decodable {
             var status: IntentStatus?
             var statuses: [IntentStatus]?
             var deleted: Int?
             var tally: [Tally]?
+            var dedupe: Deduplicated?
             var error: String?
             var forbidden: Bool?
         }
@@ -260,6 +296,7 @@ public enum StatusQuery: Sendable, Hashable {
         if let statuses = reply.statuses { return .statuses(statuses) }
         if let deleted = reply.deleted { return .deleted(deleted) }
         if let tally = reply.tally { return .tally(tally) }
+        if let dedupe = reply.dedupe { return .deduplicated(id: dedupe.id, first: dedupe.first) }
         return .status(reply.status)
     }
 }

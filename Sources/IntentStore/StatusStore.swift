@@ -101,6 +101,18 @@ public final class StatusStore {
         ALTER TABLE intent_status ADD COLUMN released_at REAL;
         CREATE INDEX intent_status_by_due ON intent_status(due_at) WHERE state = 'scheduled';
         """,
+        """
+        CREATE TABLE intent_dedupe (
+            owner TEXT NOT NULL,
+            type TEXT NOT NULL,
+            key TEXT NOT NULL,
+            id TEXT NOT NULL,
+            since REAL NOT NULL,
+            until REAL NOT NULL,
+            PRIMARY KEY (owner, type, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX intent_dedupe_by_until ON intent_dedupe(until);
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -345,6 +357,32 @@ public final class StatusStore {
         try database.queryFirst(
             "SELECT min(due_at) FROM intent_status WHERE state = 'scheduled' AND released_at IS NULL AND release_body IS NOT NULL"
         ) { $0.optionalDouble(0) } ?? nil
+    }
+
+    /// The intent a deduplication key stands for: the first submission of
+    /// `owner`'s of `type` under `key` within `seconds` names it, and every later
+    /// one in that window is told its id (`first` false). Keys past their
+    /// window are forgotten, a few at a time.
+    public func deduplicate(
+        owner: String, type: String, key: String, id: String, seconds: Double, now: Double = Date().timeIntervalSince1970
+    ) throws -> (id: String, first: Bool) {
+        try database.transaction { db in
+            try db.run(
+                """
+                DELETE FROM intent_dedupe WHERE (owner, type, key) IN
+                    (SELECT owner, type, key FROM intent_dedupe WHERE until <= ?1 ORDER BY until LIMIT 100)
+                """, [.real(now)])
+            if let standing = try db.queryFirst(
+                "SELECT id FROM intent_dedupe WHERE owner = ?1 AND type = ?2 AND key = ?3 AND until > ?4",
+                [.text(owner), .text(type), .text(key), .real(now)], { $0.string(0) })
+            {
+                return (standing, false)
+            }
+            try db.run(
+                "INSERT OR REPLACE INTO intent_dedupe(owner, type, key, id, since, until) VALUES (?, ?, ?, ?, ?, ?)",
+                [.text(owner), .text(type), .text(key), .text(id), .real(now), .real(now + seconds)])
+            return (id, true)
+        }
     }
 
     /// Notes that the broker holds these intents' releases (it confirmed them): they are not published again.

@@ -9,7 +9,7 @@ import IntentKit
 struct SubmitCommand: Command {
     static let tool = "intent-submit"
     static let usage =
-        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--at T | --in D] [--expires-in D | --expires-at T] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
+        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--at T | --in D] [--expires-in D | --expires-at T] [--dedupe-key K [--dedupe-for D]] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
         Submit an intent to IntentQueue and print its id once the broker has confirmed it.
 
@@ -35,6 +35,10 @@ struct SubmitCommand: Command {
           --at T              run it at a time, ISO 8601 with its zone (2026-12-24T18:00:00Z): it is scheduled
                               until then, and may be canceled meanwhile (the recorder releases it when due)
           --in D              run it after a while: 90s, 10m, 2h, 7d
+          --dedupe-key K      one intent per key: a submission of this type under key K by the same broker user
+                              within --dedupe-for of the first (default 5m) is answered with the first's id
+                              (said on stderr) instead of making another; needs the recorder running
+          --dedupe-for D      the deduplication window: 90s, 10m, 2h, 7d (at most 30d)
           --expires-in D      not to be started after D from now (90s, 10m, 2h, 7d): a worker that takes it later
                               ends it failure/expired without running it; once begun, it runs to its end
           --expires-at T      the same at a time, ISO 8601 with its zone: 2026-12-24T18:00:00Z
@@ -72,6 +76,9 @@ struct SubmitCommand: Command {
     var expiresAt: Double?
     /// Seconds since 1970 at which the intent is due (nil: at once).
     var dueAt: Double?
+    /// One intent per key and window.
+    var dedupeKey: String?
+    var dedupeWindow = 300.0
     var wait: Bool
     var timeout: Double
     var json: Bool
@@ -86,7 +93,7 @@ struct SubmitCommand: Command {
             words, flags: ["--help", "--wait", "--json", "--as-operator"],
             options: [
                 "--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny", "--expires-in", "--expires-at", "--at",
-                "--in",
+                "--in", "--dedupe-key", "--dedupe-for",
             ])
         if arguments.has("--help") { return nil }
         var conversation: [(Mode, String, String)] = []
@@ -100,7 +107,8 @@ struct SubmitCommand: Command {
         if let (chosen, id, option) = conversation.first {
             mode = chosen
             guard !id.isEmpty else { throw UsageError("\(option) needs an intent id") }
-            for excluded in ["--id", "--group", "--expires-in", "--expires-at", "--at", "--in"] where arguments.options[excluded] != nil {
+            for excluded in ["--id", "--group", "--expires-in", "--expires-at", "--at", "--in", "--dedupe-key", "--dedupe-for"]
+            where arguments.options[excluded] != nil {
                 throw UsageError("\(excluded) does not apply to \(option)")
             }
             if mode != .answer, !pairs.isEmpty || arguments.options["--parameters"] != nil {
@@ -147,11 +155,19 @@ struct SubmitCommand: Command {
         let at = try arguments.instant("--at")
         let after = try arguments.duration("--in")
         if at != nil, after != nil { throw UsageError("--at and --in exclude each other") }
-        return SubmitCommand(
+        let dedupeKey = try arguments.value("--dedupe-key")
+        if let dedupeKey, dedupeKey.isEmpty || dedupeKey.utf8.count > 255 { throw UsageError("--dedupe-key must be 1 to 255 bytes") }
+        let dedupeWindow = try arguments.duration("--dedupe-for")
+        if dedupeWindow != nil, dedupeKey == nil { throw UsageError("--dedupe-for only applies with --dedupe-key") }
+        if let dedupeWindow, dedupeWindow > 30 * 86_400 { throw UsageError("--dedupe-for may be at most 30d") }
+        var command = SubmitCommand(
             mode: mode, type: type, parameters: parameters, id: id, group: group,
             expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 },
             dueAt: at ?? after.map { Date().timeIntervalSince1970 + $0 }, wait: arguments.has("--wait"),
             timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
+        command.dedupeKey = dedupeKey
+        if let dedupeWindow { command.dedupeWindow = dedupeWindow }
+        return command
     }
 
     func run() async -> Int32 {
@@ -164,7 +180,7 @@ struct SubmitCommand: Command {
         // The store file when this machine has it; otherwise the recorder answers over the broker.
         let client = IntentClient(brokerURL: url, source: IntentClient.source(storePath: Environment.statusStorePath()))
         do {
-            let envelope: IntentEnvelope
+            var envelope: IntentEnvelope
             switch mode {
             case .submit:
                 envelope = IntentEnvelope(
@@ -174,10 +190,25 @@ struct SubmitCommand: Command {
             case .confirm: envelope = try client.confirmation(id: id, asOperator: asOperator)
             case .deny: envelope = try client.denial(id: id, asOperator: asOperator)
             }
+            var deduplicated = false
+            if let dedupeKey {
+                // The recorder says which intent the key stands for; it is published under that id.
+                let standing = try client.submit(envelope, deduplicatingBy: dedupeKey, within: dedupeWindow)
+                envelope.id = standing.id
+                deduplicated = !standing.first
+                if deduplicated {
+                    Terminal.writeError(
+                        "\(Self.tool): a submission with key '\(dedupeKey)' came within the last \(JSONValue.formatNumber(dedupeWindow)) s: its intent is \(standing.id)"
+                    )
+                }
+            }
+            let id = envelope.id
             guard wait else {
-                try client.submit(envelope)
+                if dedupeKey == nil { try client.submit(envelope) }
                 let state: JSONValue = (envelope.dueAt ?? 0) > Date().timeIntervalSince1970 ? "scheduled" : "queued"
-                Terminal.write(json ? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": state]).jsonString : id)
+                var accepted: [String: JSONValue] = ["id": .string(id), "type": .string(envelope.type), "state": state]
+                if dedupeKey != nil { accepted["deduplicated"] = .bool(deduplicated) }
+                Terminal.write(json ? JSONValue.object(accepted).jsonString : id)
                 return ExitCode.success
             }
             let json = self.json

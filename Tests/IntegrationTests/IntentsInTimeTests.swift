@@ -144,6 +144,60 @@ struct IntentsInTimeTests {
         #expect(try sandbox.statusStore().status(id: "next-year")?.state == .canceled)
     }
 
+    /// 100 submitters at once with one deduplication key: one intent, one
+    /// effect, and each of them told its id; past the window, the key makes a new one.
+    @Test func aHundredSubmissionsOfOneKeyMakeOneIntentAndAreAllToldItsID() async throws {
+        let sandbox = try await Sandbox("dedupe")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let started = Date()
+        var told: [String] = []
+        for wave in 0..<5 {
+            let results = try await withThrowingTaskGroup(of: ToolResult.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        try await sandbox.submit([
+                            "SendMessage", "recipients=Alice", "content=the oven is on (\(wave * 20 + index))", "--dedupe-key", "oven-alert",
+                            "--dedupe-for", "10m", "--json",
+                        ])
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for result in results {
+                #expect(result.exitCode == 0, "\(result)")
+                let id = try #require(try JSONValue.parse(Array(result.stdout.utf8))["id"]?.stringValue, "\(result)")
+                told.append(id)
+            }
+        }
+        #expect(told.count == 100)
+        #expect(Set(told).count == 1, "every submitter was told the same id: \(Set(told))")
+        let id = try #require(told.first)
+        let status = try await sandbox.status([id, "--wait", "--timeout", "60"])
+        #expect(status.exitCode == 0, "\(status)")
+        try await eventually(timeout: 60, "the duplicates to pass the worker") {
+            // Each submission was published under that id: all 100 reach a worker, which runs one.
+            (try? sandbox.statusStore().status(id: id)?.state) == .success
+        }
+        #expect(try sandbox.messageCount(intentID: id) == 1, "one effect")
+        let intents = try sandbox.statusStore().list(state: nil, type: "SendMessage", owner: nil, limit: 1_000)
+        #expect(intents.count == 1, "one intent: \(intents.map(\.id))")
+        print("dedupe: \(told.count) submissions in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, one intent \(id)")
+
+        // Past its window, the key stands for a new intent.
+        // Before the first claim, so that a second one back before it ends was surely within the window.
+        let window = Date().addingTimeInterval(1)
+        let short = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=a", "--dedupe-key", "short", "--dedupe-for", "1s"])
+        let within = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=b", "--dedupe-key", "short", "--dedupe-for", "1s"])
+        if Date() < window {
+            #expect(within.stdout == short.stdout && within.stderr.contains("its intent is"), "\(within)")
+        }
+        let claimed = Date()
+        try await eventually(timeout: 30, "the 1 s window to pass") { Date() > claimed.addingTimeInterval(1) }
+        let after = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=c", "--dedupe-key", "short", "--dedupe-for", "1s"])
+        #expect(after.exitCode == 0 && after.stdout != short.stdout && !after.stderr.contains("its intent is"), "\(after)")
+    }
+
     static func iso(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

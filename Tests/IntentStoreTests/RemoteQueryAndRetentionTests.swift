@@ -36,6 +36,35 @@ import Testing
         }
     }
 
+    @Test func aDeduplicationKeyStandsForTheFirstIntentOfItsOwnerAndTypeWithinItsWindow() throws {
+        let store = try StatusStore(path: path)
+        #expect(try store.deduplicate(owner: "alice", type: "SendMessage", key: "k", id: "first", seconds: 60, now: 1_000) == ("first", true))
+        #expect(try store.deduplicate(owner: "alice", type: "SendMessage", key: "k", id: "second", seconds: 60, now: 1_059) == ("first", false))
+        #expect(
+            try store.deduplicate(owner: "bob", type: "SendMessage", key: "k", id: "bobs", seconds: 60, now: 1_010) == ("bobs", true), "per owner")
+        #expect(try store.deduplicate(owner: "alice", type: "OrderSoup", key: "k", id: "soup", seconds: 60, now: 1_010) == ("soup", true), "per type")
+        #expect(
+            try store.deduplicate(owner: "alice", type: "SendMessage", key: "k", id: "third", seconds: 60, now: 1_060) == ("third", true),
+            "past its window")
+        #expect(try store.deduplicate(owner: "alice", type: "SendMessage", key: "k", id: "fourth", seconds: 60, now: 1_100) == ("third", false))
+
+        // Over the broker: the reader's own keys; the recorder alone keeps them.
+        let query = StatusQuery.dedupe(type: "SendMessage", key: "k", id: "mine", seconds: 30)
+        #expect(try StatusQuery.decode(query.encoded) == query)
+        let answer = try query.answer(from: store.reader, writer: store, for: .init(user: "carol", isOperator: false))
+        #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(answer))) == .deduplicated(id: "mine", first: true))
+        #expect(throws: StatusQuery.Forbidden.self) { try query.answer(from: store.reader) }
+        for bad in [
+            #"{"query":"dedupe","type":"SendMessage","key":"","id":"x","seconds":5}"#,
+            #"{"query":"dedupe","type":"SendMessage","key":"k","id":"x","seconds":0}"#,
+            #"{"query":"dedupe","type":"SendMessage","key":"k","id":"x","seconds":99999999}"#,
+            #"{"query":"dedupe","type":"Send Message","key":"k","id":"x","seconds":5}"#,
+            #"{"query":"dedupe","type":"SendMessage","key":"k","seconds":5}"#,
+        ] {
+            #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(bad.utf8)) }
+        }
+    }
+
     @Test func anAnswerDecodesToTheStatusTheStoreHolds() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .success, code: "success")])
