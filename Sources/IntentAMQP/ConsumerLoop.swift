@@ -31,6 +31,8 @@ public final class ConsumerLoop: Sendable {
         /// `onExtraDelivery`, called on the I/O thread and acked at once, so a
         /// busy `deliveries` consumer never holds them up.
         public var extraQueues: [(queue: String, arguments: [String: HeaderValue])] = []
+        /// More queues consumed into `deliveries` like `queue` (the high-priority work queue), each with `prefetch`.
+        public var alsoConsumed: [String] = []
         /// Called on the I/O thread with each delivery of `extraQueues`; publishes and acks wait while it runs.
         public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
 
@@ -174,11 +176,13 @@ public final class ConsumerLoop: Sendable {
         let generation = connection.generation
         var consumerTag: String?
         var extraTags: [String] = []
+        var extraConsumers: [String] = []
         if !shared.withLock({ $0.stopConsuming }) {
             for extra in configuration.extraQueues {
                 extraTags.append(try connection.consume(extra.queue, arguments: extra.arguments))
             }
             consumerTag = try connection.consume(configuration.queue)
+            for queue in configuration.alsoConsumed { extraConsumers.append(try connection.consume(queue)) }
         }
         var consuming = consumerTag != nil
         var outstanding = Set<UInt64>()
@@ -338,7 +342,7 @@ public final class ConsumerLoop: Sendable {
             if stopConsuming, consuming {
                 consuming = false
                 if let consumerTag { try connection.cancel(consumerTag: consumerTag) }
-                for tag in extraTags { try connection.cancel(consumerTag: tag) }
+                for tag in extraTags + extraConsumers { try connection.cancel(consumerTag: tag) }
                 continuation.finish()
                 logger.info("stopped consuming", metadata: ["amqp.queue": configuration.queue])
             }

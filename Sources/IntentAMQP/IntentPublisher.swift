@@ -62,9 +62,10 @@ public final class IntentPublisher {
         try connection.publishConfirmed(
             envelopes.lazy.map { self.outgoing($0, userID: userID) }, window: window, timeout: confirmTimeout, context: "submitting intents"
         ) { [topology] message in
-            AMQPError(
-                .unroutable, context: "submitting \(message.routingKey)",
-                detail: "no worker serves intent type '\(message.routingKey)' (nothing is bound for it on exchange '\(topology.intentsExchange)')")
+            let type = IntentPriority.type(ofRoutingKey: message.routingKey)
+            return AMQPError(
+                .unroutable, context: "submitting \(type)",
+                detail: "no worker serves intent type '\(type)' (nothing is bound for it on exchange '\(topology.intentsExchange)')")
         }
     }
 
@@ -74,11 +75,11 @@ public final class IntentPublisher {
     }
 
     /// The message that submits `envelope` as `userID`: persistent and
-    /// mandatory, to `intents` with the type as routing key — for a caller
+    /// mandatory, to `intents` with the type (or `<type>.high`) as routing key — for a caller
     /// that publishes on a connection of its own (the HTTP gateway's pipeline).
     public static func message(for envelope: IntentEnvelope, topology: Topology, userID: String) -> OutgoingMessage {
         OutgoingMessage(
-            exchange: topology.intentsExchange, routingKey: envelope.type, body: envelope.encoded(),
+            exchange: topology.intentsExchange, routingKey: envelope.routingKey, body: envelope.encoded(),
             messageID: envelope.id, type: envelope.type, userID: userID, persistent: true, mandatory: true,
             timestampSeconds: UInt64(max(0, envelope.submittedAt)))
     }

@@ -7,6 +7,8 @@ import IntentKit
 /// ```
 /// intents (topic, key = type) ─┬─▶ intents.work   (quorum, delivery limit, dead-letters to intents.dead)
 ///                              └─▶ intents.ledger (bound per served type: sees every accepted submission)
+/// intents (key = "<type>.high") ─┬─▶ intents.work.high (the same; workers take from it first)
+///                                └─▶ intents.ledger
 /// intents.status (topic, key = "<type>.<state>") ──▶ intents.ledger (key "#")
 /// intents.dead (fanout) ──▶ intents.dead, and ──▶ intents.ledger (so a dead letter is recorded as a failure)
 /// intents.retry (headers, x-retry-bucket) ──▶ intents.retry.<n>s (TTL n s, dead-letters back to intents)
@@ -26,6 +28,8 @@ public struct Topology: Sendable {
     public var deadLetterQueue = "intents.dead"
     /// The quorum queue workers consume intents from.
     public var workQueue = "intents.work"
+    /// The quorum queue of high-priority intents (routing key `<type>.high`), which workers take from first.
+    public var highPriorityQueue = "intents.work.high"
     /// The quorum queue the status recorder consumes: every accepted submission and every status event.
     public var ledgerQueue = "intents.ledger"
     /// The headers exchange retries go through to their delay queues; also the prefix of those queues' names.
@@ -208,16 +212,20 @@ public struct Topology: Sendable {
         try declareCancellations(on: connection)
         try connection.declareQueue(deadLetterQueue, arguments: [.string("x-queue-type", "quorum")])
         try connection.bindQueue(deadLetterQueue, exchange: deadLetterExchange, routingKey: "")
-        try connection.declareQueue(
-            workQueue,
-            arguments: [
-                .string("x-queue-type", "quorum"),
-                .integer("x-delivery-limit", deliveryLimit),
-                .string("x-dead-letter-exchange", deadLetterExchange),
-            ])
+        for queue in [workQueue, highPriorityQueue] {
+            try connection.declareQueue(
+                queue,
+                arguments: [
+                    .string("x-queue-type", "quorum"),
+                    .integer("x-delivery-limit", deliveryLimit),
+                    .string("x-dead-letter-exchange", deadLetterExchange),
+                ])
+        }
         for type in types {
             try connection.bindQueue(workQueue, exchange: intentsExchange, routingKey: type)
             try connection.bindQueue(ledgerQueue, exchange: intentsExchange, routingKey: type)
+            try connection.bindQueue(highPriorityQueue, exchange: intentsExchange, routingKey: type + IntentPriority.highSuffix)
+            try connection.bindQueue(ledgerQueue, exchange: intentsExchange, routingKey: type + IntentPriority.highSuffix)
         }
     }
 }

@@ -123,7 +123,7 @@ struct Handlers: Sendable {
         let body: [String: JSONValue]
         let wait: Double?
         do {
-            body = try object(allowing: ["parameters", "id", "group", "expiresAt", "dueAt"])
+            body = try object(allowing: ["parameters", "id", "group", "expiresAt", "dueAt", "priority"])
             wait = try seconds("wait")
         } catch {
             return self.error(error)
@@ -148,9 +148,15 @@ struct Handlers: Sendable {
             guard let seconds = given.numberValue, seconds.isFinite else { return invalid("\(name) must be a number of seconds since 1970") }
             times[name] = seconds
         }
+        var priority = IntentPriority.normal
+        if let given = body["priority"], given != .null {
+            guard let name = given.stringValue, let known = IntentPriority(rawValue: name) else { return invalid("priority must be normal or high") }
+            priority = known
+        }
         let now = Date().timeIntervalSince1970
         let envelope = IntentEnvelope(
-            id: id, type: type, parameters: parameters, submittedAt: now, group: group, expiresAt: times["expiresAt"], dueAt: times["dueAt"])
+            id: id, type: type, parameters: parameters, submittedAt: now, group: group, expiresAt: times["expiresAt"], dueAt: times["dueAt"],
+            priority: priority)
         let state: JSONValue = (envelope.dueAt ?? 0) > now ? "scheduled" : "queued"
         return publish(envelope, wait: wait, accepted: ["id": .string(id), "type": .string(type), "state": state])
     }

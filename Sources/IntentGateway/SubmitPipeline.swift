@@ -124,7 +124,7 @@ final class SubmitPipeline: Sendable {
                             .failure(
                                 IntentClientError(
                                     .noWorker,
-                                    "no worker serves intent type '\(message.routingKey)' (nothing is bound for it on exchange '\(message.exchange)')"
+                                    "no worker serves intent type '\(IntentPriority.type(ofRoutingKey: message.routingKey))' (nothing is bound for it on exchange '\(message.exchange)')"
                                 )))
                     }
                 case .delivery:

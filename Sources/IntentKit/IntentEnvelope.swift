@@ -34,6 +34,9 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// is `scheduled`, and the recorder releases it to the workers when it is
     /// due. Only a first submission (turn 0) is scheduled.
     public var dueAt: Double?
+    /// `high` goes ahead of `normal` work: it travels with routing key
+    /// `<type>.high` to a queue of its own, which workers take from first.
+    public var priority: IntentPriority
     /// Set when the message is not a turn to run but a request about the
     /// intent (cancel it, deny its confirmation, expire its question), which a
     /// worker decides where the intent's effects are decided.
@@ -50,7 +53,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         parameters: [String: JSONValue], submittedAt: Double, turn: Int = 0,
         answers: [String: JSONValue]? = nil, confirmed: [String]? = nil, group: String? = nil,
         request: IntentRequest? = nil, lenientParameters: Bool = false, expiresAt: Double? = nil,
-        dueAt: Double? = nil
+        dueAt: Double? = nil, priority: IntentPriority = .normal
     ) {
         self.version = version
         self.id = id
@@ -65,7 +68,11 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         self.lenientParameters = lenientParameters
         self.expiresAt = expiresAt
         self.dueAt = dueAt
+        self.priority = priority
     }
+
+    /// The routing key it is published with on `intents`: its type, or `<type>.high`.
+    public var routingKey: String { priority == .high ? type + IntentPriority.highSuffix : type }
 
     /// A request about an intent: `cancel` (any turn), or `deny`/`expire` for
     /// the question the intent asked at turn `turn - 1`.
@@ -117,6 +124,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         if lenientParameters { object["lenientParameters"] = .bool(true) }
         if let expiresAt { object["expiresAt"] = .number(expiresAt) }
         if let dueAt { object["dueAt"] = .number(dueAt) }
+        if priority != .normal { object["priority"] = .string(priority.rawValue) }
         return JSONValue.object(object).serialized()
     }
 
@@ -249,13 +257,37 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         case .number(let seconds)? where seconds.isFinite: dueAt = seconds
         default: throw EnvelopeError(id: id, reason: "'dueAt' must be a number of seconds since 1970")
         }
+        var priority = IntentPriority.normal
+        switch fields["priority"] {
+        case nil, .null?: break
+        case .string(let name)?:
+            guard let known = IntentPriority(rawValue: name) else { throw EnvelopeError(id: id, reason: "'priority' must be normal or high") }
+            priority = known
+        default: throw EnvelopeError(id: id, reason: "'priority' must be normal or high")
+        }
         if request == .deny || request == .expire, turn < 1 {
             throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
         }
         return IntentEnvelope(
             id: id, type: type, parameters: parameters, submittedAt: submittedAt, turn: turn, answers: answers,
             confirmed: confirmed, group: group, request: request, lenientParameters: lenient, expiresAt: expiresAt,
-            dueAt: dueAt)
+            dueAt: dueAt, priority: priority)
+    }
+}
+
+/// How soon an intent is taken, against the rest of the work queued.
+public enum IntentPriority: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Taken in turn.
+    case normal
+    /// Taken ahead of normal work (an interactive request behind a batch).
+    case high
+
+    /// The routing key suffix of high-priority intents.
+    public static let highSuffix = ".high"
+
+    /// The intent type a routing key on `intents` stands for (without the priority suffix).
+    public static func type(ofRoutingKey key: String) -> String {
+        key.hasSuffix(highSuffix) ? String(key.dropLast(highSuffix.count)) : key
     }
 }
 

@@ -123,7 +123,7 @@ public final class TestWorker: Sendable {
     private func take(_ envelope: IntentEnvelope, timeout: Double, remember: Bool = true) async throws -> StatusEvent {
         if remember { submitted.withLock { $0[envelope.id] = envelope } }
         let tag = transport.deliver(
-            body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, userID: user)
+            body: envelope.encoded(), routingKey: envelope.routingKey, messageID: envelope.id, type: envelope.type, userID: user)
         guard await transport.wait(timeout: timeout, until: { $0.acked.contains(tag) }), let outcome = events(envelope.id).last else {
             throw Timeout(description: "the worker did not take \(envelope.id) within \(timeout) s")
         }

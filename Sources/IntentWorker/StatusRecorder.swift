@@ -141,7 +141,8 @@ public final class StatusRecorder: Service {
                     if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
                     let sequence = try connection.publish(
                         OutgoingMessage(
-                            exchange: intentsExchange, routingKey: intent.type, body: intent.body, messageID: intent.id, type: intent.type,
+                            exchange: intentsExchange, routingKey: (try? IntentEnvelope.decode(intent.body))?.routingKey ?? intent.type,
+                            body: intent.body, messageID: intent.id, type: intent.type,
                             userID: connection.url.user, persistent: true, mandatory: true, headers: headers))
                     releasing.append((sequence, intent.id))
                     releasingIDs.insert(intent.id)

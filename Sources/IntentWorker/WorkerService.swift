@@ -59,6 +59,7 @@ public final class WorkerService: Service {
             heartbeat: configuration.heartbeat, faults: configuration.faults,
             declare: { connection in try topology.declareWork(on: connection, types: types) })
         loopConfiguration.extraQueues = [(topology.cancelStream, ["x-stream-offset": .string("first")])]
+        loopConfiguration.alsoConsumed = [topology.highPriorityQueue]
         let cancellations = self.cancellations
         loopConfiguration.onExtraDelivery = { delivery in Self.noteCancellation(delivery, in: cancellations) }
         loop = transport(loopConfiguration, logger.with(["component": "worker"]))
@@ -83,17 +84,25 @@ public final class WorkerService: Service {
                         exchange: configuration.topology.cancelExchange, routingKey: "", body: [], persistent: true,
                         headers: [Topology.syncHeader: .string(cancellations.token)])
                 ], thenAck: nil))
+        // Deliveries wait in two lanes for a slot: a high-priority intent takes the next one free.
+        let lanes = DeliveryLanes()
+        let feeder = Task { [loop] in
+            for await delivery in loop.deliveries { lanes.add(delivery) }
+            lanes.finish()
+        }
         await withTaskGroup(of: Void.self) { group in
             var running = 0
-            for await delivery in loop.deliveries {
+            while true {
                 if running >= configuration.concurrency {
                     await group.next()
                     running -= 1
                 }
+                guard let delivery = await lanes.next() else { break }
                 group.addTask { await self.process(delivery) }
                 running += 1
             }
         }
+        await feeder.value
         await loop.shutdown(grace: 5)
         logger.info("worker stopped")
     }
@@ -573,7 +582,7 @@ public final class WorkerService: Service {
         // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header.
         if let owner = job.owner ?? job.sender.user { headers[Topology.ownerHeader] = .string(owner) }
         return OutgoingMessage(
-            exchange: configuration.topology.retryExchange, routingKey: job.envelope.type, body: job.delivery.body,
+            exchange: configuration.topology.retryExchange, routingKey: job.envelope.routingKey, body: job.delivery.body,
             messageID: job.id, type: job.envelope.type, persistent: true, mandatory: true, headers: headers)
     }
 

@@ -9,7 +9,7 @@ import IntentKit
 struct SubmitCommand: Command {
     static let tool = "intent-submit"
     static let usage =
-        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--at T | --in D] [--expires-in D | --expires-at T] [--dedupe-key K [--dedupe-for D]] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
+        "intent-submit <Type> [name=value ...] [--parameters JSON] [--id ID] [--group G] [--at T | --in D] [--expires-in D | --expires-at T] [--dedupe-key K [--dedupe-for D]] [--priority high] [--wait [--timeout S]] [--json] | --answer ID name=value... | --confirm ID | --deny ID"
     static let help = """
         Submit an intent to IntentQueue and print its id once the broker has confirmed it.
 
@@ -39,6 +39,8 @@ struct SubmitCommand: Command {
                               within --dedupe-for of the first (default 5m) is answered with the first's id
                               (said on stderr) instead of making another; needs the recorder running
           --dedupe-for D      the deduplication window: 90s, 10m, 2h, 7d (at most 30d)
+          --priority P        high: taken ahead of normal work queued before it (an interactive request behind a
+                              batch); normal (the default): in turn
           --expires-in D      not to be started after D from now (90s, 10m, 2h, 7d): a worker that takes it later
                               ends it failure/expired without running it; once begun, it runs to its end
           --expires-at T      the same at a time, ISO 8601 with its zone: 2026-12-24T18:00:00Z
@@ -79,6 +81,7 @@ struct SubmitCommand: Command {
     /// One intent per key and window.
     var dedupeKey: String?
     var dedupeWindow = 300.0
+    var priority = IntentPriority.normal
     var wait: Bool
     var timeout: Double
     var json: Bool
@@ -93,7 +96,7 @@ struct SubmitCommand: Command {
             words, flags: ["--help", "--wait", "--json", "--as-operator"],
             options: [
                 "--id", "--parameters", "--timeout", "--group", "--answer", "--confirm", "--deny", "--expires-in", "--expires-at", "--at",
-                "--in", "--dedupe-key", "--dedupe-for",
+                "--in", "--dedupe-key", "--dedupe-for", "--priority",
             ])
         if arguments.has("--help") { return nil }
         var conversation: [(Mode, String, String)] = []
@@ -165,6 +168,10 @@ struct SubmitCommand: Command {
             expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 },
             dueAt: at ?? after.map { Date().timeIntervalSince1970 + $0 }, wait: arguments.has("--wait"),
             timeout: timeout ?? 30, json: arguments.has("--json"), asOperator: arguments.has("--as-operator"), lenient: !pairs.isEmpty)
+        if let text = try arguments.value("--priority") {
+            guard let priority = IntentPriority(rawValue: text) else { throw UsageError("--priority must be high or normal, not '\(text)'") }
+            command.priority = priority
+        }
         command.dedupeKey = dedupeKey
         if let dedupeWindow { command.dedupeWindow = dedupeWindow }
         return command
@@ -185,7 +192,7 @@ struct SubmitCommand: Command {
             case .submit:
                 envelope = IntentEnvelope(
                     id: id, type: type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, group: group,
-                    lenientParameters: lenient, expiresAt: expiresAt, dueAt: dueAt)
+                    lenientParameters: lenient, expiresAt: expiresAt, dueAt: dueAt, priority: priority)
             case .answer: envelope = try client.answer(id: id, parameters, asOperator: asOperator)
             case .confirm: envelope = try client.confirmation(id: id, asOperator: asOperator)
             case .deny: envelope = try client.denial(id: id, asOperator: asOperator)

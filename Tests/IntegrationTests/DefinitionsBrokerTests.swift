@@ -124,11 +124,11 @@ struct DefinitionsBrokerTests {
         case .worker:
             let shared = [
                 "intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
-                #"intents\.work"#, #"intents\.ledger"#, #"intents\.cancel"#, #"intents\.cancellations"#,
+                #"intents\.work"#, #"intents\.work\.high"#, #"intents\.ledger"#, #"intents\.cancel"#, #"intents\.cancellations"#,
             ]
             let reads = [
                 "intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.retry"#, #"intents\.retry\.[0-9]+s"#,
-                #"intents\.work"#, #"intents\.cancel"#, #"intents\.cancellations"#,
+                #"intents\.work"#, #"intents\.work\.high"#, #"intents\.cancel"#, #"intents\.cancellations"#,
             ]
             return [
                 Command(
@@ -139,6 +139,7 @@ struct DefinitionsBrokerTests {
                     try t.declareWork(on: connection, types: types)
                     try connection.setPrefetch(10)  // a stream is consumed only with a prefetch
                     _ = try connection.consume(t.workQueue)
+                    _ = try connection.consume(t.highPriorityQueue)
                     _ = try connection.consume(t.cancelStream, arguments: ["x-stream-offset": .string("first")])
                     let event = StatusEvent(id: "probe", type: "SendMessage", state: .success, attempt: 1, owner: user)
                     var status = t.statusMessage(for: event)

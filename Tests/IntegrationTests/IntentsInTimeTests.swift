@@ -1,4 +1,5 @@
 import Foundation
+import IntentAMQP
 import IntentKit
 import IntentStore
 import Testing
@@ -196,6 +197,71 @@ struct IntentsInTimeTests {
         try await eventually(timeout: 30, "the 1 s window to pass") { Date() > claimed.addingTimeInterval(1) }
         let after = try await sandbox.submit(["SendMessage", "recipients=Bob", "content=c", "--dedupe-key", "short", "--dedupe-for", "1s"])
         #expect(after.exitCode == 0 && after.stdout != short.stdout && !after.stderr.contains("its intent is"), "\(after)")
+    }
+
+    /// Twenty high-priority intents, one after another, each submitted behind
+    /// a backlog of normal ones (20,000 queued before the worker started):
+    /// each starts at the worker's next free slot, not after the backlog.
+    @Test func highPriorityIntentsGoAheadOfTwentyThousandQueuedOnes() async throws {
+        let sandbox = try await Sandbox("priority")
+        defer { Task { await sandbox.tearDown() } }
+        let first = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await first.stop() == 0)
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        let url = try BrokerURL(sandbox.brokerURL)
+        let bulk = (0..<20_000).map { index in
+            IntentEnvelope(
+                id: "bulk-\(index)", type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": .string("batch \(index)")],
+                submittedAt: Date().timeIntervalSince1970)
+        }
+        try await Self.onThread {
+            let publisher = try IntentPublisher(url: url)
+            defer { publisher.close() }
+            try publisher.submit(bulk, window: 256)
+        }
+        try await sandbox.startWorker(["--concurrency", "8"], expectedConnections: 1)
+        let store = try Database(path: sandbox.statusStorePath, mode: .readOnly)
+        func bulkStarted(from: Double, to: Double) throws -> Int {
+            try store.queryFirst(
+                "SELECT count(*) FROM intent_status WHERE id LIKE 'bulk-%' AND started_at > ? AND started_at < ?", [.real(from), .real(to)]
+            ) { $0.int(0) } ?? 0
+        }
+        func bulkDone() throws -> Int {
+            try store.queryFirst("SELECT count(*) FROM intent_status WHERE id LIKE 'bulk-%' AND rank = 3") { $0.int(0) } ?? 0
+        }
+        var waits: [Double] = []
+        for probe in 0..<20 {
+            // Probed only while much of the backlog waits: more than 2,000 still to run.
+            guard try bulkDone() < 18_000 else { break }
+            let id = "urgent-\(probe)"
+            var envelope = IntentEnvelope(
+                id: id, type: "SendMessage", parameters: ["recipients": ["Bob Jones"], "content": "now"], submittedAt: Date().timeIntervalSince1970)
+            envelope.priority = .high
+            let submitted = envelope
+            try await Self.onThread {
+                let publisher = try IntentPublisher(url: url)
+                defer { publisher.close() }
+                try publisher.submit(submitted)
+            }
+            try await eventually(timeout: 120, "\(id) to end") { (try? sandbox.statusStore().status(id: id)?.state) == .success }
+            let status = try #require(try sandbox.statusStore().status(id: id))
+            let started = try #require(status.startedAt)
+            let overtaking = try bulkStarted(from: envelope.submittedAt, to: started)
+            // Without the priority lane it would wait for every one queued ahead of it (thousands).
+            #expect(overtaking < 1_000, "\(id): \(overtaking) normal intents started between its submission and its start")
+            waits.append(started - envelope.submittedAt)
+        }
+        #expect(waits.count >= 5, "the backlog lasted for at least five probes")
+        let sorted = waits.sorted()
+        print(
+            "priority: \(waits.count) high-priority intents behind a backlog of 20,000 started after p50 \(String(format: "%.1f", sorted[sorted.count / 2] * 1000)) ms, p99 \(String(format: "%.1f", sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000)) ms, max \(String(format: "%.1f", sorted.last! * 1000)) ms (debug build)"
+        )
+    }
+
+    static func onThread(_ work: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 
     static func iso(_ date: Date) -> String {
