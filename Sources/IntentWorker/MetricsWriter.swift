@@ -95,7 +95,7 @@ public final class MetricsWriter: Service {
     private func probeQueues(url: BrokerURL, connection: inout AMQPConnection?) {
         let topology = configuration.topology
         var samples: [(String, AMQPConnection.QueueInfo)] = []
-        for queue in [topology.workQueue, topology.ledgerQueue, topology.deadLetterQueue] {
+        for queue in [topology.workQueue, topology.highPriorityQueue, topology.ledgerQueue, topology.deadLetterQueue] {
             do {
                 let live = try connection ?? AMQPConnection(url: url, heartbeat: 0, connectTimeout: 2, rpcTimeout: 3)
                 connection = live

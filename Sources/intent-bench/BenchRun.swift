@@ -27,6 +27,7 @@ struct BenchRun {
         topology.deadLetterExchange = "\(prefix).dead"
         topology.deadLetterQueue = "\(prefix).dead"
         topology.workQueue = "\(prefix).work"
+        topology.highPriorityQueue = "\(prefix).work.high"
         topology.ledgerQueue = "\(prefix).ledger"
         topology.retryExchange = "\(prefix).retry"
         topology.cancelExchange = "\(prefix).cancel"
