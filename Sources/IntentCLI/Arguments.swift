@@ -75,6 +75,11 @@ public struct Arguments: Sendable {
     /// A positive duration, `90` or `90s` (seconds), `10m`, `2h` or `7d`, in seconds; nil when absent.
     public func duration(_ option: String) throws(UsageError) -> Double? {
         guard let text = try value(option) else { return nil }
+        return try Self.duration(text, option: option)
+    }
+
+    /// `text` as a positive duration (`90`, `90s`, `10m`, `2h`, `7d`) in seconds; the error names `option`.
+    public static func duration(_ text: String, option: String) throws(UsageError) -> Double {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
         var number = Substring(text)
         var unit = 1.0

@@ -30,6 +30,10 @@ public protocol IntentHandler: Sendable {
     /// its database's `once` commits nothing afterwards). nil: no limit.
     var timeLimit: Double? { get }
 
+    /// How many of this type may run at once per owner (or per a parameter's
+    /// value); the rest wait their turn. nil: no limit but the worker's concurrency.
+    var concurrencyLimit: ConcurrencyLimit? { get }
+
     /// A restricted type (SiriKit's `IntentsRestrictedWhileLocked`) is handled
     /// only for submitters on the worker's allow-list of broker users.
     var isRestricted: Bool { get }
@@ -61,6 +65,9 @@ extension IntentHandler {
 
     /// By default ten minutes.
     public var timeLimit: Double? { 600 }
+
+    /// By default nil: no limit per owner.
+    public var concurrencyLimit: ConcurrencyLimit? { nil }
 
     /// By default any submitter may have the type handled.
     public var isRestricted: Bool { false }

@@ -10,6 +10,7 @@ public struct IntentRegistry: Sendable {
             ) async -> Task<Void, Never>?
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
+        let concurrencyLimit: ConcurrencyLimit?
         let isRestricted: Bool
         let ledger: (any OutcomeLedger)?
         let render: @Sendable (IntentView) -> String?
@@ -35,7 +36,8 @@ public struct IntentRegistry: Sendable {
                 await IntentPipeline.run(
                     handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, report: report)
             },
-            retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, isRestricted: handler.isRestricted,
+            retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, concurrencyLimit: handler.concurrencyLimit,
+            isRestricted: handler.isRestricted,
             ledger: handler.ledger, render: { H.render($0) })
     }
 
@@ -55,6 +57,11 @@ public struct IntentRegistry: Sendable {
     /// The handler's own time limit for a served type.
     public func timeLimit(for typeName: String) -> Double? {
         entries[typeName]?.timeLimit
+    }
+
+    /// The handler's own limit of intents running at once per owner (or parameter value), when it has one.
+    public func concurrencyLimit(for typeName: String) -> ConcurrencyLimit? {
+        entries[typeName]?.concurrencyLimit
     }
 
     /// The ledger a served type's handler decides its outcomes in, when it has its own.

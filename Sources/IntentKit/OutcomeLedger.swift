@@ -135,6 +135,14 @@ public protocol OutcomeLedger: Sendable {
 
     /// Removes a claim: the intent waits for a retry and may still be canceled.
     func release(_ intentID: String) async throws
+
+    /// Takes one of the `maximum` running slots of `key` for the intent (it
+    /// keeps the one it holds, on a redelivery); false when all are taken.
+    /// Slots taken longer than `staleAfter` seconds ago are free again.
+    func acquireSlot(_ key: String, intentID: String, maximum: Int, staleAfter: Double) async throws -> Bool
+
+    /// Gives back the intent's slot of `key`, once its run has ended.
+    func releaseSlot(_ key: String, intentID: String) async throws
 }
 
 extension OutcomeLedger {
@@ -145,6 +153,16 @@ extension OutcomeLedger {
 
     /// By default there is no claim to remove.
     public func release(_ intentID: String) async throws {}
+
+    /// By default counted in this process only.
+    public func acquireSlot(_ key: String, intentID: String, maximum: Int, staleAfter: Double) async throws -> Bool {
+        ProcessSlots.shared.acquire(key, intentID: intentID, maximum: maximum, staleAfter: staleAfter)
+    }
+
+    /// By default counted in this process only.
+    public func releaseSlot(_ key: String, intentID: String) async throws {
+        ProcessSlots.shared.release(key, intentID: intentID)
+    }
 }
 
 extension Admission {

@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -96,6 +96,8 @@ struct WorkerCommand {
                                 requests and republished intents workers believe: the workers' and the
                                 recorder's users (each process trusts its own user anyway); repeatable
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
+          --owner-limit Type=N  at most N intents of Type running at once per owner, across the workers that share
+                                its ledger (default: the handler's own limit, if any); the rest wait their turn
           --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
                                 which fails them with expired unless an answer came first; default 86400)
           --started-event-delay S
@@ -142,6 +144,7 @@ struct WorkerCommand {
     var operators: Set<String> = []
     var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
+    var ownerLimits: [String: Int] = [:]
     var questionTTL: Double = 86_400
     var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
@@ -153,7 +156,8 @@ struct WorkerCommand {
             words, flags: ["--help", "--with-recorder", "--recorder-only"],
             options: [
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                "--operator-user", "--trust-user", "--time-limit", "--question-ttl", "--started-event-delay", "--retain", "--metrics-file",
+                "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--question-ttl", "--started-event-delay", "--retain",
+                "--metrics-file",
                 "--metrics-interval",
             ])
         if arguments.has("--help") { return nil }
@@ -176,10 +180,18 @@ struct WorkerCommand {
             }
             timeLimits[String(parts[0])] = seconds
         }
+        var ownerLimits: [String: Int] = [:]
+        for item in arguments.options["--owner-limit"] ?? [] {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty, let maximum = Int(parts[1]), (1...100_000).contains(maximum) else {
+                throw UsageError("--owner-limit takes Type=count (1 to 100000), such as BookAppointment=2, not '\(item)'")
+            }
+            ownerLimits[String(parts[0])] = maximum
+        }
         var retention: Double? = 7 * 86_400
         if let text = try arguments.value("--retain") {
             guard mode != .worker else { throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)") }
-            retention = text == "forever" ? nil : try Self.duration(text, option: "--retain")
+            retention = text == "forever" ? nil : try Arguments.duration(text, option: "--retain")
         }
         var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
         if let text = try arguments.value("--started-event-delay") {
@@ -191,7 +203,7 @@ struct WorkerCommand {
         if arguments.options["--metrics-interval"] != nil, arguments.options["--metrics-file"] == nil {
             throw UsageError("--metrics-interval only applies with --metrics-file")
         }
-        return WorkerCommand(
+        var command = WorkerCommand(
             app: app, mode: mode,
             concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 8,
             prefetch: try arguments.integer("--prefetch", in: 1...65_535).map { UInt16($0) },
@@ -202,21 +214,8 @@ struct WorkerCommand {
             timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400, startedEventDelay: startedEventDelay,
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
-    }
-
-    /// `90`, `90s`, `15m`, `12h` or `7d`, as seconds.
-    static func duration(_ text: String, option: String) throws(UsageError) -> Double {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
-        var number = Substring(text)
-        var unit = 1.0
-        if let last = text.last, let scale = units[last] {
-            number = number.dropLast()
-            unit = scale
-        }
-        guard let value = Double(number), value.isFinite, value > 0 else {
-            throw UsageError("\(option) takes a duration such as 3600, 30m, 12h or 7d, not '\(text)'")
-        }
-        return value * unit
+        command.ownerLimits = ownerLimits
+        return command
     }
 
     func run() async -> Int32 {
@@ -257,6 +256,7 @@ struct WorkerCommand {
             configuration.operators = operators
             configuration.trustedUsers = trustedUsers
             configuration.timeLimits = timeLimits
+            configuration.concurrencyLimits = ownerLimits.mapValues { ConcurrencyLimit($0, per: .owner) }
             configuration.startedEventDelay = startedEventDelay
             configuration.metrics = metrics
             configuration.outcomesPath =

@@ -164,6 +164,28 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// A slot of `key` for the intent, counted in this database: across every worker that shares it.
+    public func acquireSlot(_ key: String, intentID: String, maximum: Int, staleAfter: Double) async throws -> Bool {
+        try await queue.write(durable: false) { db in
+            let now = Date().timeIntervalSince1970
+            try db.run("DELETE FROM intent_slot WHERE key = ? AND since < ?", [.text(key), .real(now - staleAfter)])
+            let held = try db.queryFirst("SELECT 1 FROM intent_slot WHERE key = ? AND intent_id = ?", [.text(key), .text(intentID)]) { _ in true }
+            if held == nil {
+                let taken = try db.queryFirst("SELECT count(*) FROM intent_slot WHERE key = ?", [.text(key)]) { $0.int(0) } ?? 0
+                guard taken < maximum else { return false }
+            }
+            try db.run(
+                "INSERT OR REPLACE INTO intent_slot(key, intent_id, since) VALUES (?, ?, ?)", [.text(key), .text(intentID), .real(now)])
+            return true
+        }
+    }
+
+    public func releaseSlot(_ key: String, intentID: String) async throws {
+        try await queue.write(durable: false) { db in
+            try db.run("DELETE FROM intent_slot WHERE key = ? AND intent_id = ?", [.text(key), .text(intentID)])
+        }
+    }
+
     private static func pending(_ intentID: String, in db: Database) throws
         -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)?
     {

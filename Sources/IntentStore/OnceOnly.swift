@@ -55,6 +55,16 @@ public enum OnceOnly {
         ) WITHOUT ROWID;
         """
 
+    /// The running slots of intents under a `ConcurrencyLimit`: one row per running intent.
+    static let slotSchema = """
+        CREATE TABLE IF NOT EXISTS intent_slot (
+            key TEXT NOT NULL,
+            intent_id TEXT NOT NULL,
+            since REAL NOT NULL,
+            PRIMARY KEY (key, intent_id)
+        ) WITHOUT ROWID;
+        """
+
     /// Creates the once-only tables, or adds what an older version lacks. Idempotent.
     public static func prepare(_ db: Database) throws {
         try db.transaction { db in
@@ -72,6 +82,7 @@ public enum OnceOnly {
                 try db.execute("ALTER TABLE intent_pending ADD COLUMN cancel_requested INTEGER")
             }
             try db.execute(ownerSchema)
+            try db.execute(slotSchema)
         }
     }
 

@@ -39,6 +39,8 @@ public struct WorkerConfiguration: Sendable {
     public var trustedUsers: Set<String> = []
     /// Time limits per intent type, in seconds, overriding the handlers' own.
     public var timeLimits: [String: Double] = [:]
+    /// Limits of intents running at once per owner, by type, overriding the handlers' own.
+    public var concurrencyLimits: [String: ConcurrencyLimit] = [:]
     /// Where handled intents, retries and handle durations are counted, when metrics are on.
     public var metrics: Metrics?
     /// The ledger for the types whose handlers bring none; nil opens one at `outcomesPath`.

@@ -353,6 +353,21 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
+        // A type limited per owner (or per parameter value) runs only in a free slot; otherwise it waits its turn.
+        var slot: String?
+        if let limit = configuration.concurrencyLimits[envelope.type] ?? registry.concurrencyLimit(for: envelope.type) {
+            let key = limit.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
+            let longest = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
+            guard try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longest + 60) else {
+                if !ledger.holdsEffects { try await ledger.release(job.id) }
+                job.logger.debug("\(limit.maximum) of \(key) already running: it waits its turn")
+                let wait = configuration.topology.retryQueue(forDelay: 1)
+                loop.send(
+                    .publish([again(job, retries: job.retries, storageWaits: job.storageWaits, bucket: wait.bucket)], thenAck: job.delivery.tag))
+                return
+            }
+            slot = key
+        }
         let turn = envelope.turn
         let attempt = job.attempt
         let owner = job.owner
@@ -385,6 +400,13 @@ public final class WorkerService: Service {
         ) { [job, committed = context.committed] outcome in
             if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
             await self.conclude(job, outcome: outcome, received: received, committed: committed)
+        }
+        if let slot {
+            do {
+                try await ledger.releaseSlot(slot, intentID: job.id)
+            } catch {
+                job.logger.warning("its slot of \(slot) could not be given back (it frees itself later): \(error)")
+            }
         }
         // A handler past its time limit keeps its slot until it really returns,
         // so `--concurrency` bounds what runs, not what has been reported.

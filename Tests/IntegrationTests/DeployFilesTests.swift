@@ -379,7 +379,9 @@ import Testing
         #expect(types == Set(expected.exchanges.values), "exchange types in Topology.swift: \(types.sorted())")
         let keys = Set(source.matches(of: try Regex(#""(x-[a-z-]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
         // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
-        let messageHeaders: Set<String> = [Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader, Topology.ownerHeader]
+        let messageHeaders: Set<String> = [
+            Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader, Topology.ownerHeader, Topology.releasedHeader,
+        ]
         let known: Set<String> = [
             "x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",
             Topology.retryBucketHeader,
@@ -391,7 +393,7 @@ import Testing
             source.matches(of: try Regex(#"\.declareQueue\("#)).count == 6,
             "Topology declares another number of queues (one is the recorder's request queue, which lives with it)")
         #expect(
-            source.matches(of: try Regex(#"\.bindQueue\("#)).count == 8,
+            source.matches(of: try Regex(#"\.bindQueue\("#)).count == 10,
             "Topology makes another number of bindings (one binds the recorder's request queue)")
     }
 
@@ -451,8 +453,10 @@ import Testing
         let worker = try #require(grants["intent-worker"])
         #expect(try allowed(worker.configure) == durable.subtracting([requests]))
         #expect(try allowed(worker.write) == durable.subtracting([requests]))
-        let workerReads = exchanges.union([topology.retryExchange, topology.workQueue, topology.cancelExchange, topology.cancelStream])
-            .union(retryQueues)
+        let workerReads = exchanges.union([
+            topology.retryExchange, topology.workQueue, topology.highPriorityQueue, topology.cancelExchange, topology.cancelStream,
+        ])
+        .union(retryQueues)
         #expect(try allowed(worker.read) == workerReads, "the worker needs no read on the ledger")
 
         // The recorder: declares the exchanges, the ledger and the status request exchange and queue,

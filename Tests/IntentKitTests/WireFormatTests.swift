@@ -347,6 +347,7 @@ import Testing
 
     @Test func ranksFollowTheConversation() {
         #expect(IntentState.queued.rank == 0)
+        #expect(IntentState.scheduled.rank == 0)
         #expect(IntentState.inProgress.rank == 1)
         #expect(IntentState.needsInput.rank == 2)
         #expect(IntentState.cancelRequested.rank == 2)
@@ -360,6 +361,9 @@ import Testing
     }
 
     @Test func statesUseTheirWireNames() {
-        #expect(IntentState.allCases.map(\.rawValue) == ["queued", "inProgress", "needsInput", "cancelRequested", "success", "failure", "canceled"])
+        #expect(
+            IntentState.allCases.map(\.rawValue) == [
+                "queued", "scheduled", "inProgress", "needsInput", "cancelRequested", "success", "failure", "canceled",
+            ])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IntentAMQP
+import IntentKit
 
 /// The deployment files and what the code says they must agree with, for DeployFilesTests.
 enum Deploy {
@@ -168,10 +169,12 @@ enum Deploy {
         let quorum: [String: Argument] = ["x-queue-type": .string("quorum")]
         expected.queues[topology.ledgerQueue] = quorum
         expected.queues[topology.deadLetterQueue] = quorum
-        expected.queues[topology.workQueue] = quorum.merging([
-            "x-delivery-limit": .integer(topology.deliveryLimit),
-            "x-dead-letter-exchange": .string(topology.deadLetterExchange),
-        ]) { $1 }
+        for queue in [topology.workQueue, topology.highPriorityQueue] {
+            expected.queues[queue] = quorum.merging([
+                "x-delivery-limit": .integer(topology.deliveryLimit),
+                "x-dead-letter-exchange": .string(topology.deadLetterExchange),
+            ]) { $1 }
+        }
         expected.queues[topology.cancelStream] = ["x-queue-type": .string("stream"), "x-max-age": .string("7D")]
         expected.bindings = [
             Binding(source: topology.statusExchange, destination: topology.ledgerQueue, key: "#"),
@@ -194,6 +197,9 @@ enum Deploy {
         for type in try servedTypes() {
             expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.workQueue, key: type))
             expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.ledgerQueue, key: type))
+            let high = type + IntentPriority.highSuffix
+            expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.highPriorityQueue, key: high))
+            expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.ledgerQueue, key: high))
         }
         return expected
     }

@@ -1,0 +1,64 @@
+import Synchronization
+
+/// How many intents of a type may run at once for one owner, or for one value
+/// of a parameter (one hairdresser's calls). The rest wait their turn in a
+/// retry queue, a second at a time, without counting against their retry
+/// policy: no delivery is held while over the limit.
+///
+/// The slots are counted in the type's ledger: across every worker that
+/// shares it (a handler's own database), or per worker process for the
+/// worker's own ledger. A worker that dies holding a slot frees it once its
+/// run could not be going on any more (its time limit and a minute).
+public struct ConcurrencyLimit: Sendable, Hashable {
+    /// What the limit counts by.
+    public enum Scope: Sendable, Hashable {
+        /// The intent's owner (the broker user of its first submission).
+        case owner
+        /// The value of one of its parameters.
+        case parameter(String)
+    }
+
+    /// The most intents of one owner (or value) running at once; at least 1.
+    public var maximum: Int
+    /// What it counts by.
+    public var scope: Scope
+
+    /// At most `maximum` at once per owner, or per value of a parameter.
+    public init(_ maximum: Int, per scope: Scope = .owner) {
+        self.maximum = max(1, maximum)
+        self.scope = scope
+    }
+
+    /// The key whose slots an intent takes: its type and its owner, or its parameter's value.
+    public func key(type: String, owner: String?, parameters: [String: JSONValue]) -> String {
+        switch scope {
+        case .owner: "\(type) owner=\(owner ?? "")"
+        case .parameter(let name): "\(type) \(name)=\(parameters[name]?.jsonString ?? "null")"
+        }
+    }
+}
+
+/// Slots counted in this process, for ledgers that keep none of their own.
+final class ProcessSlots: Sendable {
+    static let shared = ProcessSlots()
+
+    private let held = Mutex<[String: [String: ContinuousClock.Instant]]>([:])
+
+    func acquire(_ key: String, intentID: String, maximum: Int, staleAfter: Double) -> Bool {
+        held.withLock { held in
+            let now = ContinuousClock.now
+            var slots = held[key, default: [:]].filter { now - $0.value < .milliseconds(Int64(staleAfter * 1_000)) }
+            defer { held[key] = slots.isEmpty ? nil : slots }
+            guard slots[intentID] != nil || slots.count < maximum else { return false }
+            slots[intentID] = now
+            return true
+        }
+    }
+
+    func release(_ key: String, intentID: String) {
+        held.withLock { held in
+            held[key]?[intentID] = nil
+            if held[key]?.isEmpty == true { held[key] = nil }
+        }
+    }
+}
