@@ -258,6 +258,55 @@ struct IntentsInTimeTests {
         )
     }
 
+    /// `--owner-limit BookAppointment=2`: Alice's twelve calls run two at a
+    /// time (measured from the worker's own times: each run's start in the
+    /// status store, its booking's time in the app's database), and Bob's two,
+    /// submitted behind them, do not wait for Alice's.
+    @Test func anOwnerOverTheLimitWaitsItsTurnAndOthersGoOn() async throws {
+        let secure = try await SecureSandbox("owner-limit")
+        defer { Task { await secure.tearDown() } }
+        try await secure.startServices(workerArguments: ["--owner-limit", "BookAppointment=2", "--concurrency", "8"])
+        var alices: [String] = []
+        for index in 0..<12 {
+            let id = "alice-call-\(index)"
+            let submitted = try await secure.submit(
+                as: secure.alice, ["BookAppointment", "hairdresser=Alice", "time=9:\(10 + index)", "callSeconds=0.4", "--id", id])
+            #expect(submitted.exitCode == 0, "\(submitted)")
+            alices.append(id)
+        }
+        var bobs: [String] = []
+        for index in 0..<2 {
+            let id = "bob-call-\(index)"
+            let submitted = try await secure.submit(
+                as: secure.bob, ["BookAppointment", "hairdresser=Bob", "time=10:\(10 + index)", "callSeconds=0.4", "--id", id])
+            #expect(submitted.exitCode == 0, "\(submitted)")
+            bobs.append(id)
+        }
+        let sandbox = secure.sandbox
+        try await eventually(timeout: 120, "every call to be booked") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let store = try sandbox.statusStore()
+            return try (alices + bobs).allSatisfy { try store.status(id: $0)?.state == .success }
+        }
+        let store = try sandbox.statusStore()
+        let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        func interval(_ id: String) throws -> (start: Double, end: Double) {
+            let started = try #require(try store.status(id: id)?.startedAt)
+            let booked = try #require(
+                try app.queryFirst("SELECT created_at FROM appointment WHERE intent_id = ?", [.text(id)]) { $0.double(0) })
+            return (started, booked)
+        }
+        func mostAtOnce(_ intervals: [(start: Double, end: Double)]) -> Int {
+            intervals.map { probe in intervals.filter { $0.start <= probe.start && probe.start < $0.end }.count }.max() ?? 0
+        }
+        let alice = try alices.map(interval)
+        let bob = try bobs.map(interval)
+        #expect((1...2).contains(mostAtOnce(alice)), "Alice's calls ran at most two at a time")
+        let alicesLast = alice.map(\.start).max()!
+        #expect(bob.allSatisfy { $0.start < alicesLast }, "Bob's calls did not queue behind Alice's")
+        #expect(try app.queryFirst("SELECT count(*) FROM appointment") { $0.int(0) } == 14, "each booked once")
+    }
+
     static func onThread(_ work: @escaping @Sendable () throws -> Void) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()

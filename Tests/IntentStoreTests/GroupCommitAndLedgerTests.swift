@@ -181,6 +181,22 @@ import Testing
         #expect(try await ledger.ask("a", turn: 3, confirmations: [], granted: []) == success, "a decided intent asks nothing")
     }
 
+    @Test func runningSlotsAreCountedPerKeyKeptOnARedeliveryAndFreedWhenGivenBackOrStale() async throws {
+        let database = try queue()
+        let ledger = try DatabaseOutcomeLedger(queue: database)
+        let other = try DatabaseOutcomeLedger(queue: database)  // a second worker on the same database
+        #expect(try await ledger.acquireSlot("owner=alice", intentID: "a", maximum: 2, staleAfter: 60))
+        #expect(try await other.acquireSlot("owner=alice", intentID: "b", maximum: 2, staleAfter: 60))
+        #expect(try await !other.acquireSlot("owner=alice", intentID: "c", maximum: 2, staleAfter: 60), "both slots are taken")
+        #expect(try await ledger.acquireSlot("owner=alice", intentID: "a", maximum: 2, staleAfter: 60), "a redelivery keeps its slot")
+        #expect(try await ledger.acquireSlot("owner=bob", intentID: "d", maximum: 2, staleAfter: 60), "another owner's slots are their own")
+        try await ledger.releaseSlot("owner=alice", intentID: "a")
+        #expect(try await other.acquireSlot("owner=alice", intentID: "c", maximum: 2, staleAfter: 60))
+        // A worker that died holding a slot: it is free again once stale.
+        #expect(try await !ledger.acquireSlot("owner=alice", intentID: "e", maximum: 2, staleAfter: 60))
+        #expect(try await ledger.acquireSlot("owner=alice", intentID: "e", maximum: 2, staleAfter: 0))
+    }
+
     @Test func aDenialOrExpiryOfAnOlderQuestionIsMoot() async throws {
         let ledger = try DatabaseOutcomeLedger(queue: queue())
         #expect(try await ledger.ask("q", turn: 0, confirmations: [], granted: []) == nil)
