@@ -281,6 +281,26 @@ public final class IntentClient: Sendable {
         return count
     }
 
+    /// This user's recurring schedules (everyone's, for an operator), from the recorder.
+    public func schedules() throws(IntentClientError) -> [Schedule] {
+        guard case .schedules(let schedules) = try ask(.schedules) else { throw .unexpectedAnswer("schedules") }
+        return schedules
+    }
+
+    /// Adds (or replaces) a recurring schedule of this user's; the recorder keeps it and schedulers submit its intents.
+    @discardableResult
+    public func schedule(_ schedule: Schedule) throws(IntentClientError) -> Schedule {
+        guard case .schedules(let stored) = try ask(.schedule(schedule)), let added = stored.first else { throw .unexpectedAnswer("a schedule") }
+        return added
+    }
+
+    /// Pauses, resumes or (with `remove`) removes a schedule of this user's (anyone's, for an operator).
+    public func changeSchedule(_ name: String, paused: Bool, remove: Bool = false) throws(IntentClientError) {
+        guard case .schedules = try ask(.changeSchedule(name: name, paused: paused, remove: remove)) else {
+            throw .unexpectedAnswer("a schedule")
+        }
+    }
+
     /// Puts a dead-lettered intent back in the work queue (operators).
     public func requeue(id: String) throws(IntentClientError) -> DeadLetters.Outcome {
         do {

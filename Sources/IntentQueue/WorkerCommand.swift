@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -87,6 +87,9 @@ struct WorkerCommand {
           --prefetch N          unacked deliveries the broker may send ahead (default 2 × concurrency)
           --with-recorder       also run the status recorder, which writes INTENT_STATUS_DB
           --recorder-only       run only the status recorder
+          --scheduler           also run a scheduler, which submits the intents of the recurring schedules
+                                (intent-status schedule); two may run, and none submits a due time twice
+          --scheduler-only      run only a scheduler
           --heartbeat S         AMQP heartbeat in seconds (default 30)
           --grace S             seconds to finish in-flight intents on SIGTERM/SIGINT (default 20)
           --allow-user U        a broker user whose restricted intents are handled; repeatable
@@ -129,7 +132,7 @@ struct WorkerCommand {
     }
 
     enum Mode {
-        case worker, workerAndRecorder, recorderOnly
+        case worker, workerAndRecorder, recorderOnly, schedulerOnly
     }
 
     var app: WorkerApp
@@ -145,6 +148,8 @@ struct WorkerCommand {
     var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var ownerLimits: [String: Int] = [:]
+    /// Run a scheduler too (or only, in `schedulerOnly`).
+    var scheduler = false
     var questionTTL: Double = 86_400
     var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
@@ -153,7 +158,7 @@ struct WorkerCommand {
 
     static func parse(_ words: [String], app: WorkerApp) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--with-recorder", "--recorder-only"],
+            words, flags: ["--help", "--with-recorder", "--recorder-only", "--scheduler", "--scheduler-only"],
             options: [
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
                 "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--question-ttl", "--started-event-delay", "--retain",
@@ -165,7 +170,13 @@ struct WorkerCommand {
         if arguments.has("--with-recorder"), arguments.has("--recorder-only") {
             throw UsageError("--with-recorder and --recorder-only exclude each other")
         }
-        let mode: Mode = arguments.has("--recorder-only") ? .recorderOnly : arguments.has("--with-recorder") ? .workerAndRecorder : .worker
+        if arguments.has("--scheduler-only"), arguments.has("--with-recorder") || arguments.has("--recorder-only") || arguments.has("--scheduler") {
+            throw UsageError("--scheduler-only excludes --with-recorder, --recorder-only and --scheduler")
+        }
+        let mode: Mode =
+            arguments.has("--scheduler-only")
+            ? .schedulerOnly
+            : arguments.has("--recorder-only") ? .recorderOnly : arguments.has("--with-recorder") ? .workerAndRecorder : .worker
         let format = try arguments.value("--log-format") ?? "human"
         guard format == "human" || format == "json" else { throw UsageError("--log-format must be human or json, not '\(format)'") }
         let levelName = try arguments.value("--log-level") ?? "info"
@@ -190,7 +201,9 @@ struct WorkerCommand {
         }
         var retention: Double? = 7 * 86_400
         if let text = try arguments.value("--retain") {
-            guard mode != .worker else { throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)") }
+            guard mode != .worker, mode != .schedulerOnly else {
+                throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)")
+            }
             retention = text == "forever" ? nil : try Arguments.duration(text, option: "--retain")
         }
         var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
@@ -215,6 +228,7 @@ struct WorkerCommand {
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
         command.ownerLimits = ownerLimits
+        command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
         return command
     }
 
@@ -234,7 +248,7 @@ struct WorkerCommand {
             return metrics
         }
         var servedTypes: Set<String>?
-        if mode != .recorderOnly {
+        if mode != .recorderOnly, mode != .schedulerOnly {
             var registry = IntentRegistry()
             do {
                 try app.register(&registry)
@@ -268,7 +282,10 @@ struct WorkerCommand {
                 return Terminal.fail(tool, "cannot open the outcome ledger at \(configuration.outcomesPath): \(error)", code: ExitCode.unavailable)
             }
         }
-        if mode != .worker {
+        if scheduler {
+            services.append(Scheduler(configuration: .init(brokerURL: url), logger: logger))
+        }
+        if mode == .workerAndRecorder || mode == .recorderOnly {
             var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
             configuration.questionTimeToLive = questionTTL
             configuration.operators = operators

@@ -6,9 +6,10 @@ import IntentKit
 ///
 /// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`,
 /// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}`, or
-/// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`.
+/// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`, `{"query":"schedules"}`,
+/// `{"query":"schedule","schedule":{…}}`, `{"query":"pause"|"resume"|"unschedule","name":…}`.
 /// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}`,
-/// `{"dedupe":{"id":…,"first":…}}`, or
+/// `{"dedupe":{"id":…,"first":…}}`, `{"schedules":[…]}`, or
 /// `{"error":"…"}`. Statuses are `IntentStatus` in the JSON `intent-status
 /// --json` prints, so a remote read decodes to the same value.
 ///
@@ -29,6 +30,13 @@ public enum StatusQuery: Sendable, Hashable {
     /// The intent a deduplication key of the reader's stands for: `id`, when no
     /// submission of `type` used `key` within the last `seconds`, else that one's.
     case dedupe(type: String, key: String, id: String, seconds: Double)
+
+    /// The reader's schedules (everyone's, for an operator or a trusted scheduler).
+    case schedules
+    /// Adds (or replaces) a schedule of the reader's.
+    case schedule(Schedule)
+    /// Pauses (`paused`) or resumes a schedule; `remove` removes it instead.
+    case changeSchedule(name: String, paused: Bool, remove: Bool)
 
     /// The longest window a deduplication key may hold: 30 days.
     public static let maximumDedupeSeconds = 30.0 * 86_400
@@ -62,6 +70,8 @@ public enum StatusQuery: Sendable, Hashable {
         case tally([Tally])
         /// For `dedupe`: the intent's id, and whether this submission is the first with the key in its window.
         case deduplicated(id: String, first: Bool)
+        /// For the schedule queries: the schedules (after the change).
+        case schedules([Schedule])
     }
 
     /// The most ids one delete may name.
@@ -95,6 +105,12 @@ public enum StatusQuery: Sendable, Hashable {
             if ids == nil, group == nil { object["all"] = true }
         case .dedupe(let type, let key, let id, let seconds):
             object = ["query": "dedupe", "type": .string(type), "key": .string(key), "id": .string(id), "seconds": .number(seconds)]
+        case .schedules:
+            object = ["query": "schedules"]
+        case .schedule(let schedule):
+            object = ["query": "schedule", "schedule": schedule.jsonValue]
+        case .changeSchedule(let name, let paused, let remove):
+            object = ["query": .string(remove ? "unschedule" : paused ? "pause" : "resume"), "name": .string(name)]
         }
         return JSONValue.object(object).serialized()
     }
@@ -165,8 +181,24 @@ public enum StatusQuery: Sendable, Hashable {
                 throw Invalid(description: "a deduplication window is more than 0 and at most \(Int(maximumDedupeSeconds)) seconds")
             }
             return .dedupe(type: type, key: key, id: id, seconds: seconds)
+        case "schedules":
+            return .schedules
+        case "schedule":
+            guard let fields = object["schedule"]?.objectValue, let name = fields["name"]?.stringValue, Schedule.problem(withName: name) == nil,
+                let type = fields["type"]?.stringValue, IntentEnvelope.problem(withType: type) == nil,
+                let parameters = fields["parameters"]?.objectValue, let every = fields["every"]?.numberValue, every >= 1, every <= 366 * 86_400,
+                let starts = fields["starts"]?.numberValue, starts.isFinite
+            else {
+                throw Invalid(
+                    description: "a schedule needs a name (1 to 100 letters, digits, '-', '_'), a type, parameters, every (1 s to a year) and starts")
+            }
+            return .schedule(Schedule(name: name, type: type, parameters: parameters, every: every, starts: starts))
+        case "pause", "resume", "unschedule":
+            guard let name = try string("name"), Schedule.problem(withName: name) == nil else { throw Invalid(description: "which schedule?") }
+            return .changeSchedule(name: name, paused: object["query"]?.stringValue == "pause", remove: object["query"]?.stringValue == "unschedule")
         case let other:
-            throw Invalid(description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe")
+            throw Invalid(
+                description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe, schedules, schedule, pause, resume, unschedule")
         }
     }
 
@@ -231,6 +263,19 @@ public enum StatusQuery: Sendable, Hashable {
             // Keys are each owner's own (an operator's too): no one learns another's intents through them.
             let standing = try writer.deduplicate(owner: reader.user ?? "", type: type, key: key, id: id, seconds: seconds)
             return .deduplicated(id: standing.id, first: standing.first)
+        case .schedules:
+            return .schedules(try store.schedules(owner: reader.isOperator ? nil : reader.user ?? ""))
+        case .schedule(var schedule):
+            guard let writer else { throw Forbidden(description: "only the recorder keeps schedules: ask it over the broker") }
+            schedule.owner = reader.user
+            guard try writer.addSchedule(schedule) else { throw Forbidden(description: "the schedule \(schedule.name) is another owner's") }
+            return .schedules(try store.schedules(owner: reader.isOperator ? nil : reader.user ?? "").filter { $0.name == schedule.name })
+        case .changeSchedule(let name, let paused, let remove):
+            guard let writer else { throw Forbidden(description: "only the recorder changes schedules: ask it over the broker") }
+            let owner = reader.isOperator ? nil : reader.user ?? ""
+            let changed = remove ? try writer.removeSchedule(name, owner: owner) : try writer.setSchedule(name, paused: paused, owner: owner)
+            guard changed else { throw Forbidden(description: "no schedule \(name) of yours") }
+            return .schedules(try store.schedules(owner: owner).filter { $0.name == name })
         }
     }
 
@@ -249,6 +294,8 @@ public enum StatusQuery: Sendable, Hashable {
             ]).serialized()
         case .success(.deleted(let count)):
             return JSONValue.object(["deleted": .number(Double(count))]).serialized()
+        case .success(.schedules(let schedules)):
+            return JSONValue.object(["schedules": .array(schedules.map(\.jsonValue))]).serialized()
         case .success(.deduplicated(let id, let first)):
             return JSONValue.object(["dedupe": ["id": .string(id), "first": .bool(first)]]).serialized()
         case .failure(let error as Forbidden):
@@ -280,6 +327,7 @@ public enum StatusQuery: Sendable, Hashable {
             var deleted: Int?
             var tally: [Tally]?
             var dedupe: Deduplicated?
+            var schedules: [Schedule]?
             var error: String?
             var forbidden: Bool?
         }
@@ -297,6 +345,7 @@ public enum StatusQuery: Sendable, Hashable {
         if let deleted = reply.deleted { return .deleted(deleted) }
         if let tally = reply.tally { return .tally(tally) }
         if let dedupe = reply.dedupe { return .deduplicated(id: dedupe.id, first: dedupe.first) }
+        if let schedules = reply.schedules { return .schedules(schedules) }
         return .status(reply.status)
     }
 }

@@ -113,6 +113,18 @@ public final class StatusStore {
         ) WITHOUT ROWID;
         CREATE INDEX intent_dedupe_by_until ON intent_dedupe(until);
         """,
+        """
+        CREATE TABLE intent_schedule (
+            name TEXT PRIMARY KEY NOT NULL,
+            owner TEXT,
+            type TEXT NOT NULL,
+            parameters TEXT NOT NULL,
+            every REAL NOT NULL,
+            starts REAL NOT NULL,
+            paused INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Opens the store for writing, creating the file and schema as needed.
@@ -382,6 +394,45 @@ public final class StatusStore {
                 "INSERT OR REPLACE INTO intent_dedupe(owner, type, key, id, since, until) VALUES (?, ?, ?, ?, ?, ?)",
                 [.text(owner), .text(type), .text(key), .text(id), .real(now), .real(now + seconds)])
             return (id, true)
+        }
+    }
+
+    /// Adds a schedule, or replaces one of the same name and owner; false when the name is another owner's.
+    public func addSchedule(_ schedule: Schedule, now: Double = Date().timeIntervalSince1970) throws -> Bool {
+        try database.transaction { db in
+            if let existing = try db.queryFirst("SELECT owner FROM intent_schedule WHERE name = ?", [.text(schedule.name)], { $0.text(0) }),
+                existing != schedule.owner
+            {
+                return false
+            }
+            try db.run(
+                """
+                INSERT OR REPLACE INTO intent_schedule(name, owner, type, parameters, every, starts, paused, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(schedule.name), .optional(schedule.owner), .text(schedule.type), .text(JSONValue.object(schedule.parameters).jsonString),
+                    .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0), .real(now),
+                ])
+            return true
+        }
+    }
+
+    /// Pauses or resumes a schedule of `owner`'s (anyone's when nil); false when there is none.
+    public func setSchedule(_ name: String, paused: Bool, owner: String?) throws -> Bool {
+        try database.transaction { db in
+            try db.run(
+                "UPDATE intent_schedule SET paused = ?2 WHERE name = ?1 AND (?3 IS NULL OR owner = ?3)",
+                [.text(name), .int(paused ? 1 : 0), .optional(owner)])
+            return db.changes > 0
+        }
+    }
+
+    /// Removes a schedule of `owner`'s (anyone's when nil); false when there is none. Its intents stay.
+    public func removeSchedule(_ name: String, owner: String?) throws -> Bool {
+        try database.transaction { db in
+            try db.run("DELETE FROM intent_schedule WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [.text(name), .optional(owner)])
+            return db.changes > 0
         }
     }
 

@@ -339,8 +339,11 @@ public final class StatusRecorder: Service {
             // The broker verified the requester's user: others' intents are not theirs to read.
             // The recorder's own user acts as an operator here, as it does everywhere else in the recorder.
             let isOperator = request.userID.map { configuration.operators.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
-            let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator)
-            result = .success(try StatusQuery.decode(request.body).answer(from: store.reader, writer: store, for: reader))
+            let query = try StatusQuery.decode(request.body)
+            // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
+            let schedulerReads = query == .schedules && isTrusted(request.userID)
+            let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
+            result = .success(try query.answer(from: store.reader, writer: store, for: reader))
         } catch {
             result = .failure(error)
         }

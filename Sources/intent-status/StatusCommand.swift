@@ -10,7 +10,7 @@ import IntentStore
 struct StatusCommand: Command {
     static let tool = "intent-status"
     static let usage =
-        "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all)"
+        "intent-status <id> [--wait [--timeout S]] [--remote] [--json] | list [--state S] [--type T] [--limit N] [--remote] [--json] | dead [--limit N] [--remote] [--json] | watch [--type T] [--state S] [--all] [--json] | requeue <id> | cancel <id> [--remote] | delete (<id>... | --group G | --all) | schedules [--json] | schedule <name> --every D [--starting T] <Type> [name=value...] | pause|resume|unschedule <name>"
     static let help = """
         Show what IntentQueue's status store knows about intents.
 
@@ -30,6 +30,14 @@ struct StatusCommand: Command {
           intent-status delete <id>... | --group G | --all   remove stored interactions: the recorder, the store's
                                                       only writer, does it (your own intents; --all, or anyone's,
                                                       for operators)
+
+          intent-status schedules [--json]            the recurring schedules (your own; everyone's, for operators)
+          intent-status schedule <name> --every D [--starting T] <Type> [name=value...]
+                                                      submit a new intent of Type every D (90s, 10m, 2h, 1d) from T
+                                                      (ISO 8601; default now), each under the id <name>@<due time>;
+                                                      a worker run with --scheduler submits them
+          intent-status pause|resume|unschedule <name>
+                                                      stop submitting its intents, start again, or remove it
 
         Options:
           --wait              wait until the intent ends or needs input (woken by its status event)
@@ -64,6 +72,9 @@ struct StatusCommand: Command {
         case cancel(id: String, timeout: Double)
         case delete(ids: [String]?, group: String?)
         case watch(type: String?, state: IntentState?, everyone: Bool)
+        case schedules
+        case schedule(Schedule)
+        case changeSchedule(name: String, paused: Bool, remove: Bool)
     }
 
     var action: Action
@@ -73,12 +84,13 @@ struct StatusCommand: Command {
 
     static func parse(_ words: [String]) throws(UsageError) -> StatusCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--wait", "--json", "--all", "--remote"], options: ["--timeout", "--state", "--type", "--limit", "--group"])
+            words, flags: ["--help", "--wait", "--json", "--all", "--remote"],
+            options: ["--timeout", "--state", "--type", "--limit", "--group", "--every", "--starting"])
         if arguments.has("--help") { return nil }
         guard let first = arguments.positionals.first else { throw UsageError("missing an intent id or 'list'") }
         let json = arguments.has("--json")
         let remote = arguments.has("--remote")
-        if remote, ["delete", "requeue", "watch"].contains(first) {
+        if remote, ["delete", "requeue", "watch", "schedules", "schedule", "pause", "resume", "unschedule"].contains(first) {
             throw UsageError("--remote does not apply to \(first), which always uses the broker")
         }
         var command = try parseAction(first, arguments: arguments, json: json)
@@ -106,7 +118,43 @@ struct StatusCommand: Command {
         return parsed
     }
 
+    private static func parseScheduling(_ first: String, arguments: Arguments, json: Bool) throws(UsageError) -> StatusCommand? {
+        let words = Array(arguments.positionals.dropFirst())
+        let others = arguments.options.keys.filter { $0 != "--every" && $0 != "--starting" }
+        switch first {
+        case "schedules":
+            guard words.isEmpty, arguments.options.isEmpty else { throw UsageError("schedules takes only --json") }
+            return StatusCommand(action: .schedules, json: json)
+        case "pause", "resume", "unschedule":
+            guard words.count == 1, arguments.options.isEmpty else { throw UsageError("\(first) takes one schedule name") }
+            return StatusCommand(action: .changeSchedule(name: words[0], paused: first == "pause", remove: first == "unschedule"), json: json)
+        case "schedule":
+            guard others.isEmpty, !arguments.has("--wait") else { throw UsageError("schedule takes --every, --starting and --json") }
+            guard words.count >= 2 else { throw UsageError("schedule takes a name, then an intent type and its name=value parameters") }
+            if let problem = Schedule.problem(withName: words[0]) { throw UsageError(problem) }
+            if let problem = IntentEnvelope.problem(withType: words[1]) { throw UsageError(problem) }
+            guard let every = try arguments.duration("--every") else { throw UsageError("schedule needs --every, such as --every 2s or --every 1d") }
+            guard every >= 1 else { throw UsageError("--every is at least 1 s") }
+            var parameters: [String: JSONValue] = [:]
+            for pair in words.dropFirst(2) {
+                guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
+                    throw UsageError("'\(pair)' is not a name=value parameter")
+                }
+                parameters[String(pair[..<equals])] = .string(String(pair[pair.index(after: equals)...]))
+            }
+            let starts = try arguments.instant("--starting") ?? Date().timeIntervalSince1970.rounded(.up)
+            return StatusCommand(
+                action: .schedule(Schedule(name: words[0], type: words[1], parameters: parameters, every: every, starts: starts)), json: json)
+        default:
+            if arguments.options["--every"] != nil || arguments.options["--starting"] != nil {
+                throw UsageError("--every and --starting only apply to schedule")
+            }
+            return nil
+        }
+    }
+
     private static func parseAction(_ first: String, arguments: Arguments, json: Bool) throws(UsageError) -> StatusCommand {
+        if let scheduling = try parseScheduling(first, arguments: arguments, json: json) { return scheduling }
         if first == "watch" {
             guard arguments.positionals.count == 1 else { throw UsageError("unexpected argument '\(arguments.positionals[1])'") }
             for option in ["--timeout", "--limit", "--group"] where arguments.options[option] != nil {
@@ -216,6 +264,18 @@ struct StatusCommand: Command {
                 }
             case .cancel(let id, let timeout):
                 return try cancel(id, timeout: timeout, client: client)
+            case .schedules:
+                let schedules = try client.schedules()
+                Terminal.write(json ? JSONValue.array(schedules.map(\.jsonValue)).jsonString : Self.describe(schedules))
+                return ExitCode.success
+            case .schedule(let schedule):
+                let added = try client.schedule(schedule)
+                Terminal.write(json ? added.jsonValue.jsonString : Self.describe([added]))
+                return ExitCode.success
+            case .changeSchedule(let name, let paused, let remove):
+                try client.changeSchedule(name, paused: paused, remove: remove)
+                Terminal.write(remove ? "\(name): removed" : "\(name): \(paused ? "paused" : "resumed")")
+                return ExitCode.success
             case .delete(let ids, let group):
                 // Through the recorder, the store's only writer.
                 let removed = try client.delete(ids: ids, group: group)
@@ -226,6 +286,16 @@ struct StatusCommand: Command {
         } catch {
             return Terminal.fail(Self.tool, error.message, code: ExitCode.of(error))
         }
+    }
+
+    /// One line per schedule: its name, type, period, owner and whether it is paused.
+    static func describe(_ schedules: [Schedule]) -> String {
+        guard !schedules.isEmpty else { return "no schedules" }
+        let formatter = ISO8601DateFormatter()
+        return schedules.map { schedule in
+            "\(schedule.name): \(schedule.type) every \(JSONValue.formatNumber(schedule.every)) s from \(formatter.string(from: Date(timeIntervalSince1970: schedule.starts)))"
+                + " (owner \(schedule.owner ?? "none"))\(schedule.paused ? ", paused" : "")"
+        }.joined(separator: "\n")
     }
 
     /// Requests the cancel, then waits for the worker's decision: the intent's

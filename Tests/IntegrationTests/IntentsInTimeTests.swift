@@ -307,6 +307,53 @@ struct IntentsInTimeTests {
         #expect(try app.queryFirst("SELECT count(*) FROM appointment") { $0.int(0) } == 14, "each booked once")
     }
 
+    /// A schedule every 2 s, two schedulers, one of them killed (kill -9) and
+    /// started again: every due time is submitted, and once — one intent and
+    /// one message per due time, whose ids follow 2 s apart without a gap.
+    @Test func aRecurringScheduleWithTwoSchedulersSubmitsEachDueTimeOnce() async throws {
+        let sandbox = try await Sandbox("recurring")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let first = try await sandbox.startWorker(["--scheduler-only"], expectedConnections: 0)
+        try await sandbox.startWorker(["--scheduler-only"], expectedConnections: 0)
+        let starting = Self.iso(Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3).rounded()))
+        let made = try await sandbox.status([
+            "schedule", "tick", "--every", "2s", "--starting", starting, "SendMessage", "recipients=Alice Smith", "content=tick",
+        ])
+        #expect(made.exitCode == 0 && made.stdout.contains("tick: SendMessage every 2 s"), "\(made)")
+        func ticks() throws -> [String] {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return [] }
+            return try sandbox.statusStore().list(type: "SendMessage", limit: 1_000).map(\.id).filter { $0.hasPrefix("tick@") }.sorted()
+        }
+        try await eventually(timeout: 60, "two due times to be submitted") { try ticks().count >= 2 }
+        kill(first.pid, SIGKILL)
+        _ = try await sandbox.startWorker(["--scheduler-only"], expectedConnections: 0)
+        try await eventually(timeout: 60, "four more due times") { try ticks().count >= 6 }
+
+        let paused = try await sandbox.status(["pause", "tick"])
+        #expect(paused.exitCode == 0 && paused.stdout.contains("tick: paused"), "\(paused)")
+        let listed = try await sandbox.status(["schedules", "--json"])
+        #expect(listed.stdout.contains(#""paused":true"#), "\(listed)")
+        let removed = try await sandbox.status(["unschedule", "tick"])
+        #expect(removed.exitCode == 0, "\(removed)")
+        #expect(try await sandbox.status(["schedules"]).stdout.contains("no schedules"))
+
+        try await eventually(timeout: 60, "every submitted tick to be sent") {
+            let store = try sandbox.statusStore()
+            return try ticks().allSatisfy { try store.status(id: $0)?.state == .success }
+        }
+        let ids = try ticks()
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let times = ids.compactMap { formatter.date(from: String($0.dropFirst("tick@".count)))?.timeIntervalSince1970 }
+        #expect(times.count == ids.count && times.count >= 6, "\(ids)")
+        #expect(times.first == formatter.date(from: starting)?.timeIntervalSince1970, "the first due time is the start: \(ids)")
+        for (earlier, later) in zip(times, times.dropFirst()) {
+            #expect(abs(later - earlier - 2) < 0.001, "consecutive due times, none missed: \(ids)")
+        }
+        for id in ids { #expect(try sandbox.messageCount(intentID: id) == 1, "\(id) sent once") }
+    }
+
     static func onThread(_ work: @escaping @Sendable () throws -> Void) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()

@@ -1,0 +1,73 @@
+import Foundation
+import IntentKit
+
+/// A recurring intent: every `every` seconds from `starts`, a scheduler
+/// submits a new intent of `type` with `parameters`, as `owner`'s, under the
+/// id `<name>@<due time>` — so two schedulers, or one restarted, never submit
+/// one due time twice (a resubmitted id never repeats its effects).
+public struct Schedule: Sendable, Hashable, Decodable {
+    /// Its name: 1 to 100 letters, digits, `-` and `_`, unique in the store.
+    public var name: String
+    /// The broker user whose intents it submits (who made it); nil: none.
+    public var owner: String?
+    /// The intent type it submits.
+    public var type: String
+    /// The parameters of each intent.
+    public var parameters: [String: JSONValue]
+    /// Seconds between two due times; at least 1.
+    public var every: Double
+    /// The first due time (seconds since 1970); the others follow every `every` seconds.
+    public var starts: Double
+    /// A paused schedule submits nothing until resumed (the due times meanwhile are skipped).
+    public var paused: Bool
+
+    /// A schedule; not paused unless said.
+    public init(
+        name: String, owner: String? = nil, type: String, parameters: [String: JSONValue], every: Double, starts: Double, paused: Bool = false
+    ) {
+        self.name = name
+        self.owner = owner
+        self.type = type
+        self.parameters = parameters
+        self.every = every
+        self.starts = starts
+        self.paused = paused
+    }
+
+    /// Why `name` cannot name a schedule, or nil.
+    public static func problem(withName name: String) -> String? {
+        guard !name.isEmpty, name.utf8.count <= 100, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else { return "a schedule name is 1 to 100 ASCII letters, digits, '-' and '_'" }
+        return nil
+    }
+
+    /// The due times in `(after, upTo]`, earliest first (at most `limit`).
+    public func dueTimes(after: Double, upTo: Double, limit: Int = 1_000) -> [Double] {
+        guard every > 0, upTo >= starts else { return [] }
+        var index = max(0, ((after - starts) / every).rounded(.down) + 1)
+        if after < starts { index = 0 }
+        var times: [Double] = []
+        while times.count < limit {
+            let due = starts + index * every
+            guard due <= upTo else { break }
+            if due > after { times.append(due) }
+            index += 1
+        }
+        return times
+    }
+
+    /// The id of the intent due at `due`: the schedule's name and the due time, to the millisecond.
+    public func intentID(dueAt due: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return "\(name)@\(formatter.string(from: Date(timeIntervalSince1970: due)))"
+    }
+
+    /// The schedule as the tools print it and a remote answer carries it.
+    public var jsonValue: JSONValue {
+        .object([
+            "name": .string(name), "owner": owner.map(JSONValue.string) ?? .null, "type": .string(type), "parameters": .object(parameters),
+            "every": .number(every), "starts": .number(starts), "paused": .bool(paused),
+        ])
+    }
+}

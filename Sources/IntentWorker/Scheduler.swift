@@ -1,0 +1,117 @@
+import Foundation
+import IntentAMQP
+import IntentKit
+import IntentStore
+
+/// Submits the intents of the recurring schedules the status store keeps
+/// (`intent-status schedule`). It reads them from the recorder every couple
+/// of seconds and, at each due time, publishes the schedule's intent as its
+/// owner's (the owner in a header, which workers believe from a trusted user),
+/// under the id `<name>@<due time>`: so any number of schedulers may run —
+/// two for when one is down — and one restarted submits the due times it
+/// missed in the last `catchUp` seconds without submitting any twice
+/// (a resubmitted id never repeats its effects, and the store holds one intent).
+public final class Scheduler: Service {
+    /// Where the schedules are read and their intents published, and how far back a start catches up.
+    public struct Configuration: Sendable {
+        public var brokerURL: BrokerURL
+        public var topology: Topology
+        /// Seconds between two readings of the schedules.
+        public var refresh: Double = 2
+        /// Due times at most this many seconds old are still submitted (after a restart, say).
+        public var catchUp: Double = 60
+
+        public init(brokerURL: BrokerURL, topology: Topology = Topology()) {
+            self.brokerURL = brokerURL
+            self.topology = topology
+        }
+    }
+
+    private let configuration: Configuration
+    private let logger: Logger
+    private let stopping = StopRequest()
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger.with(["component": "scheduler"])
+    }
+
+    public func run() async throws {
+        try await runOnThread(named: "intentqueue.scheduler") { [self] in runThread() }
+    }
+
+    public func stop() {
+        stopping.request()
+    }
+
+    private func runThread() {
+        var schedules: [Schedule] = []
+        var readAt = 0.0
+        var requester: StatusRequester?
+        var connection: AMQPConnection?
+        // The ids this process has submitted, with their due times (forgotten once past the catch-up).
+        var submitted: [String: Double] = [:]
+        logger.info("scheduler starting")
+        while !stopping.isRequested {
+            let now = Date().timeIntervalSince1970
+            if now - readAt >= configuration.refresh {
+                readAt = now
+                do {
+                    let asking = try requester ?? StatusRequester(url: configuration.brokerURL, topology: configuration.topology)
+                    requester = asking
+                    guard case .schedules(let read) = try StatusQuery.decodeReply(try asking.ask(StatusQuery.schedules.encoded, timeout: 5))
+                    else { throw StatusQuery.Invalid(description: "the recorder did not answer with schedules") }
+                    schedules = read
+                } catch {
+                    logger.warning("cannot read the schedules (the recorder answers them): \(error); keeping the last ones read")
+                    requester?.close()
+                    requester = nil
+                }
+            }
+            for schedule in schedules where !schedule.paused {
+                for due in schedule.dueTimes(after: now - configuration.catchUp, upTo: now) {
+                    let id = schedule.intentID(dueAt: due)
+                    guard submitted[id] == nil else { continue }
+                    do {
+                        let live = try connection ?? Self.connect(configuration.brokerURL)
+                        connection = live
+                        try publish(schedule, id: id, on: live)
+                        submitted[id] = due
+                    } catch let error as AMQPError where error.kind == .unroutable {
+                        // Nothing serves the type now: this due time is skipped, and said so.
+                        logger.warning("no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
+                        submitted[id] = due
+                    } catch {
+                        logger.warning("cannot submit \(id) yet: \(error)")
+                        connection?.close()
+                        connection = nil
+                        break
+                    }
+                }
+            }
+            submitted = submitted.filter { $0.value > now - configuration.catchUp - 1 }
+            // Until the next due time, or the next reading.
+            let next = schedules.filter { !$0.paused }.compactMap { $0.dueTimes(after: now, upTo: now + configuration.refresh, limit: 1).first }.min()
+            stopping.pause(max(0.001, min(readAt + configuration.refresh, next ?? .infinity) - Date().timeIntervalSince1970))
+        }
+        requester?.close()
+        connection?.close()
+        logger.info("scheduler stopped")
+    }
+
+    private static func connect(_ url: BrokerURL) throws(AMQPError) -> AMQPConnection {
+        let connection = try AMQPConnection(url: url, heartbeat: 30, connectTimeout: 3, rpcTimeout: 5)
+        try connection.enableConfirms()
+        return connection
+    }
+
+    private func publish(_ schedule: Schedule, id: String, on connection: AMQPConnection) throws(AMQPError) {
+        let envelope = IntentEnvelope(
+            id: id, type: schedule.type, parameters: schedule.parameters, submittedAt: Date().timeIntervalSince1970, lenientParameters: true)
+        var message = IntentPublisher.message(for: envelope, topology: configuration.topology, userID: connection.url.user)
+        if let owner = schedule.owner { message.headers[Topology.ownerHeader] = .string(owner) }
+        try connection.publishConfirmed([message], timeout: 5, context: "submitting \(id)") { returned in
+            AMQPError(.unroutable, context: "submitting \(id)", detail: "no worker serves intent type '\(returned.routingKey)'")
+        }
+    }
+}
