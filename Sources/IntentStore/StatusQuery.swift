@@ -198,7 +198,9 @@ public enum StatusQuery: Sendable, Hashable {
             return .changeSchedule(name: name, paused: object["query"]?.stringValue == "pause", remove: object["query"]?.stringValue == "unschedule")
         case let other:
             throw Invalid(
-                description: "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe, schedules, schedule, pause, resume, unschedule")
+                description:
+                    "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe, schedules, schedule, pause, resume, unschedule"
+            )
         }
     }
 

@@ -99,7 +99,7 @@ public final class StatusStore {
         ALTER TABLE intent_status ADD COLUMN due_at REAL;
         ALTER TABLE intent_status ADD COLUMN release_body TEXT;
         ALTER TABLE intent_status ADD COLUMN released_at REAL;
-        CREATE INDEX intent_status_by_due ON intent_status(due_at) WHERE state = 'scheduled';
+        CREATE INDEX intent_status_by_due ON intent_status(due_at) WHERE release_body IS NOT NULL AND released_at IS NULL;
         """,
         """
         CREATE TABLE intent_dedupe (
@@ -319,8 +319,9 @@ public final class StatusStore {
                 [.text(envelope.id), .int(envelope.turn - 1), .text(answer), .real(now)])
             return
         }
-        // Due later: kept as it was submitted, for the recorder to release to the workers when it is due.
-        let scheduled = envelope.request == nil && (envelope.dueAt ?? 0) > now
+        // Kept as it was submitted, for the recorder to release to the workers when it is due — even when
+        // recorded after that (the recorder lagged): the worker that saw it early acked it, so the release is its run.
+        let scheduled = envelope.request == nil && envelope.dueAt != nil
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
@@ -351,12 +352,13 @@ public final class StatusStore {
         public var body: [UInt8]
     }
 
-    /// Scheduled intents due by `now` and not yet released, earliest first.
+    /// Scheduled intents due by `now` and not yet released, earliest first: also those with a cancel
+    /// requested, which a worker decides on their release (should no worker have decided the cancel itself).
     public func dueIntents(at now: Double = Date().timeIntervalSince1970, limit: Int = 500) throws -> [DueIntent] {
         try database.query(
             """
             SELECT id, type, owner, due_at, release_body FROM intent_status
-            WHERE state = 'scheduled' AND due_at <= ?1 AND released_at IS NULL AND release_body IS NOT NULL
+            WHERE release_body IS NOT NULL AND released_at IS NULL AND due_at <= ?1 AND state IN ('scheduled', 'cancelRequested')
             ORDER BY due_at LIMIT ?2
             """, [.real(now), .int(limit)]
         ) { row in
@@ -367,7 +369,10 @@ public final class StatusStore {
     /// When the next scheduled intent not yet released is due; nil when none is.
     public func nextDue() throws -> Double? {
         try database.queryFirst(
-            "SELECT min(due_at) FROM intent_status WHERE state = 'scheduled' AND released_at IS NULL AND release_body IS NOT NULL"
+            """
+            SELECT min(due_at) FROM intent_status
+            WHERE release_body IS NOT NULL AND released_at IS NULL AND state IN ('scheduled', 'cancelRequested')
+            """
         ) { $0.optionalDouble(0) } ?? nil
     }
 

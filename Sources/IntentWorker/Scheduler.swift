@@ -79,7 +79,8 @@ public final class Scheduler: Service {
                         submitted[id] = due
                     } catch let error as AMQPError where error.kind == .unroutable {
                         // Nothing serves the type now: this due time is skipped, and said so.
-                        logger.warning("no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
+                        logger.warning(
+                            "no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
                         submitted[id] = due
                     } catch {
                         logger.warning("cannot submit \(id) yet: \(error)")

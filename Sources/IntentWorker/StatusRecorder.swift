@@ -123,7 +123,8 @@ public final class StatusRecorder: Service {
         var storeFailures = 0
 
         // Scheduled intents: when the next is due (nil: none), and the releases the broker has not confirmed yet.
-        var nextRelease = try? store.nextDue()
+        // A sweep at once: what came due while the recorder was away is released first.
+        var nextRelease: Double? = Date().timeIntervalSince1970
         var batchDue: Double?
         var releasing: [(sequence: UInt64, id: String)] = []
         var releasingIDs = Set<String>()
@@ -135,7 +136,8 @@ public final class StatusRecorder: Service {
             heldBack = heldBack.filter { $0.value > now }
             let due: [StatusStore.DueIntent]
             do {
-                due = try store.dueIntents(at: now + 0.001).filter { !releasingIDs.contains($0.id) && heldBack[$0.id] == nil }
+                due = try store.dueIntents(at: now + 0.001, limit: 500 + releasingIDs.count + heldBack.count)
+                    .filter { !releasingIDs.contains($0.id) && heldBack[$0.id] == nil }
                 for intent in due {
                     var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
                     if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
@@ -253,7 +255,7 @@ public final class StatusRecorder: Service {
             } else {
                 waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
             }
-            if let next = nextRelease { waiting = max(0, min(waiting, next - Date().timeIntervalSince1970)) }
+            if let next = nextRelease, storeRetryAt == nil { waiting = max(0, min(waiting, next - Date().timeIntervalSince1970)) }
             let event = try connection.nextEvent(timeout: waiting)
             guard let event else {
                 try flush()

@@ -333,33 +333,13 @@ public final class WorkerService: Service {
             loop.send(.ack(job.delivery.tag))
             return
         }
-        let begun = !job.admission.isNew && !(released && job.attempt == 1)
-        if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, Date().timeIntervalSince1970 >= expiresAt {
-            // Never begun, and now too late to begin: decided where a run's outcome would be, so a cancel
-            // racing it, or a second delivery, finds one outcome. Begun intents (admitted before) always run on.
-            let expired = DecidedOutcome.failure(
-                IntentFailure(
-                    code: FailureCode.expired,
-                    message: "not started before it expired at \(Self.timestamp(expiresAt)): it never ran"))
-            if let standing = try await ledger.decide(job.id, expired, attempt: job.attempt, by: .run) {
-                job.logger.info("expired before it started: not run")
-                publish(standing, for: job)
-            } else {
-                loop.send(.ack(job.delivery.tag))
-            }
-            return
-        }
-        if !ledger.holdsEffects, let decided = try await ledger.claim(job.id, attempt: job.attempt) {
-            publish(decided, for: job)
-            return
-        }
-        // A type limited per owner (or per parameter value) runs only in a free slot; otherwise it waits its turn.
+        // A type limited per owner (or per parameter value) runs only in a free slot; otherwise it waits its
+        // turn. Taken before the claim, so that waiting leaves no claim behind.
         var slot: String?
         if let limit = configuration.concurrencyLimits[envelope.type] ?? registry.concurrencyLimit(for: envelope.type) {
             let key = limit.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
             let longest = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
             guard try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longest + 60) else {
-                if !ledger.holdsEffects { try await ledger.release(job.id) }
                 job.logger.debug("\(limit.maximum) of \(key) already running: it waits its turn")
                 let wait = configuration.topology.retryQueue(forDelay: 1)
                 loop.send(
@@ -367,6 +347,46 @@ public final class WorkerService: Service {
                 return
             }
             slot = key
+        }
+        func giveBackSlot() async {
+            guard let slot else { return }
+            do {
+                try await ledger.releaseSlot(slot, intentID: job.id)
+            } catch {
+                job.logger.warning("its slot of \(slot) could not be given back (it frees itself later): \(error)")
+            }
+        }
+        let decidedBefore: DecidedOutcome?
+        do {
+            // A claim another delivery holds (a second release, say) throws: this one waits, and finds the outcome then.
+            decidedBefore = ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt)
+        } catch {
+            await giveBackSlot()
+            throw error
+        }
+        if let decided = decidedBefore {
+            await giveBackSlot()
+            publish(decided, for: job)
+            return
+        }
+        let begun = !job.admission.isNew && !(released && job.attempt == 1)
+        if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, Date().timeIntervalSince1970 >= expiresAt {
+            // Never begun, and now too late to begin: decided where a run's outcome would be (holding the
+            // claim, for a ledger without the effects), so a cancel racing it, or a second delivery, finds one
+            // outcome. Begun intents (admitted before) always run on.
+            let expired = DecidedOutcome.failure(
+                IntentFailure(
+                    code: FailureCode.expired,
+                    message: "not started before it expired at \(Self.timestamp(expiresAt)): it never ran"))
+            let standing = try await ledger.decide(job.id, expired, attempt: job.attempt, by: .run)
+            await giveBackSlot()
+            if let standing {
+                job.logger.info("expired before it started: not run")
+                publish(standing, for: job)
+            } else {
+                loop.send(.ack(job.delivery.tag))
+            }
+            return
         }
         let turn = envelope.turn
         let attempt = job.attempt
@@ -401,13 +421,7 @@ public final class WorkerService: Service {
             if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
             await self.conclude(job, outcome: outcome, received: received, committed: committed)
         }
-        if let slot {
-            do {
-                try await ledger.releaseSlot(slot, intentID: job.id)
-            } catch {
-                job.logger.warning("its slot of \(slot) could not be given back (it frees itself later): \(error)")
-            }
-        }
+        await giveBackSlot()
         // A handler past its time limit keeps its slot until it really returns,
         // so `--concurrency` bounds what runs, not what has been reported.
         if timedOut.load(ordering: .relaxed) {
@@ -601,6 +615,8 @@ public final class WorkerService: Service {
             Topology.retriesHeader: .integer(Int64(retries)), Topology.retryBucketHeader: .string(bucket),
         ]
         if storageWaits > 0 { headers[Topology.storageRetriesHeader] = .integer(Int64(storageWaits)) }
+        // A released scheduled intent stays released when it comes back (else, early by this worker's clock, it would be dropped).
+        if job.sender.isTrusted, let released = job.delivery.headers[Topology.releasedHeader] { headers[Topology.releasedHeader] = released }
         // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header.
         if let owner = job.owner ?? job.sender.user { headers[Topology.ownerHeader] = .string(owner) }
         return OutgoingMessage(

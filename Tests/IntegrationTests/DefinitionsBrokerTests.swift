@@ -1,6 +1,7 @@
 import Foundation
 import IntentAMQP
 import IntentKit
+import IntentStore
 import Testing
 
 /// deploy/definitions.json against a real broker: each role logs in and does
@@ -151,7 +152,16 @@ struct DefinitionsBrokerTests {
                             exchange: t.retryExchange, routingKey: "SendMessage", body: envelope, userID: user,
                             headers: [Topology.retryBucketHeader: .string("1s")]))
                     try publish(connection, OutgoingMessage(exchange: t.cancelExchange, routingKey: "", body: [], userID: user))
-                }
+                },
+                Command(
+                    name: "read the schedules from the recorder (--scheduler)", needs: [Need(kind: .write, objects: #"intents\.status\.requests"#)]
+                ) { connection, user in
+                    try publish(
+                        connection,
+                        OutgoingMessage(
+                            exchange: t.statusRequestExchange, routingKey: t.statusRequestQueue, body: StatusQuery.schedules.encoded, userID: user,
+                            persistent: false))
+                },
             ]
         case .recorder:
             let configures = ["intents", #"intents\.status"#, #"intents\.dead"#, #"intents\.ledger"#, #"intents\.status\.requests"#]
@@ -268,7 +278,8 @@ struct DefinitionsBrokerTests {
         if role != .worker, let declare = Self.commands(.worker).first {
             #expect(await run(declare.run, as: secure.workerUser, in: secure) == nil, "the worker declares the topology")
         }
-        if [.producer, .operator, .gateway].contains(role), let declare = Self.commands(.recorder).first {
+        let recorderDeclares = Self.commands(.recorder).first
+        if [.producer, .operator, .gateway, .worker].contains(role), let declare = recorderDeclares {
             #expect(await run(declare.run, as: secure.recorderUser, in: secure) == nil, "the recorder declares its request exchange")
         }
         for command in Self.commands(role) {
@@ -286,6 +297,10 @@ struct DefinitionsBrokerTests {
                 if role == .worker || role == .recorder {
                     // From nothing, as on a fresh broker: some checks (a dead-letter exchange's) come only with creation.
                     Self.topology.deleteAll(url: try BrokerURL(secure.sandbox.brokerURL))
+                    // A worker's scheduler asks through the recorder's request exchange: it must exist.
+                    if role == .worker, command.name.contains("--scheduler"), let declare = recorderDeclares {
+                        #expect(await run(declare.run, as: secure.recorderUser, in: secure) == nil)
+                    }
                 }
                 if need.kind == .topic {
                     try await TestBroker.shared.control(["set_topic_permissions", "-p", secure.vhost, user, Self.topology.statusExchange, "^$", "^$"])

@@ -120,6 +120,24 @@ struct IntentsInTimeTests {
         print("scheduled intents started after their due time by: \(lateness.map { String(format: "%.3f", $0) }.joined(separator: ", ")) s")
     }
 
+    /// The recorder is away when a worker sees the early copy (and acks it),
+    /// and records the submission only after its due time: it releases it then.
+    @Test func aScheduledIntentIsReleasedWhenTheRecorderComesBackAfterItsTime() async throws {
+        let sandbox = try await Sandbox("schedule-late-recorder")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker(["--log-level", "debug"], expectedConnections: 1)
+        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "1s"])
+        #expect(submitted.exitCode == 0, "\(submitted)")
+        let due = Date().addingTimeInterval(1)
+        try await eventually(timeout: 60, "the worker to ack the early copy") { worker.log.contains("the recorder releases it then") }
+        try await eventually(timeout: 60, "its due time to pass") { Date() > due }
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        try await eventually(timeout: 60, "the intent to run once the recorder has it") {
+            FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "away")?.state) == .success
+        }
+        #expect(try sandbox.messageCount(intentID: "away") == 1)
+    }
+
     /// A year out: stored with its due time, listed, canceled.
     @Test func anIntentAYearOutIsStoredListedAndCanceled() async throws {
         let sandbox = try await Sandbox("schedule-year")
