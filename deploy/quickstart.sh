@@ -22,7 +22,7 @@ mkdir -p "$RUN_DIR"
 export INTENT_STATUS_DB="$RUN_DIR/status.sqlite"
 export HAIRDRESSERS_DB="$RUN_DIR/hairdressers.sqlite"
 
-"$BIN/intent-worker" --with-recorder 2>"$RUN_DIR/worker.log" &
+"$BIN/intent-worker" --with-recorder --scheduler 2>"$RUN_DIR/worker.log" &
 WORKER=$!
 GATEWAY=""
 stop_services() {
