@@ -119,10 +119,7 @@ struct ConversationTests {
     @Test func aCancelSentWhileNoWorkerRunsHolds() async throws {
         let sandbox = try await Sandbox("cancel")
         defer { Task { await sandbox.tearDown() } }
-        // Bind the queues, then leave only the recorder running.
-        let first = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
-        #expect(try await first.stop() == 0)
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        try await sandbox.startRecorderWithNoWorker()
 
         let queued = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=never", "--id", "to-cancel"])
         #expect(queued.exitCode == 0)

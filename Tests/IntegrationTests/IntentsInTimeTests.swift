@@ -13,10 +13,7 @@ struct IntentsInTimeTests {
     @Test func intentsThatExpireWhileNoWorkerRunsEndExpiredWithNoEffects() async throws {
         let sandbox = try await Sandbox("expiry")
         defer { Task { await sandbox.tearDown() } }
-        // Bind the queues, then leave only the recorder running.
-        let first = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
-        #expect(try await first.stop() == 0)
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        try await sandbox.startRecorderWithNoWorker()
 
         let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
         var expiring: [String] = []
@@ -223,9 +220,7 @@ struct IntentsInTimeTests {
     @Test func highPriorityIntentsGoAheadOfTwentyThousandQueuedOnes() async throws {
         let sandbox = try await Sandbox("priority")
         defer { Task { await sandbox.tearDown() } }
-        let first = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
-        #expect(try await first.stop() == 0)
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        try await sandbox.startRecorderWithNoWorker()
         let url = try BrokerURL(sandbox.brokerURL)
         let bulk = (0..<20_000).map { index in
             IntentEnvelope(

@@ -33,6 +33,14 @@ final class Sandbox: @unchecked Sendable {
         return worker
     }
 
+    /// Binds the queues (a worker starts and stops), then runs only the recorder: submissions wait in the queue.
+    func startRecorderWithNoWorker() async throws {
+        let first = try await startWorker(["--concurrency", "1"], expectedConnections: 1)
+        let exit = try await first.stop()
+        guard exit == 0 else { throw BrokerFailure(message: "the worker that bound the queues exited \(exit):\n\(first.log)") }
+        try await startWorker(["--recorder-only"], expectedConnections: 1)
+    }
+
     func submit(_ arguments: [String], timeout: Double = 30) async throws -> ToolResult {
         try await run(Paths.tool("intent-submit"), arguments, environment: environment, timeout: timeout)
     }
