@@ -180,6 +180,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Gives back the intent's slot of `key`, in this database.
     public func releaseSlot(_ key: String, intentID: String) async throws {
         try await queue.write(durable: false) { db in
             try db.run("DELETE FROM intent_slot WHERE key = ? AND intent_id = ?", [.text(key), .text(intentID)])

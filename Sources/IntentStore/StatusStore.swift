@@ -344,9 +344,13 @@ public final class StatusStore {
 
     /// A scheduled intent that is due: what the recorder publishes to release it.
     public struct DueIntent: Sendable, Hashable {
+        /// The intent's id.
         public var id: String
+        /// Its intent type.
         public var type: String
+        /// Its owner, which the release names.
         public var owner: String?
+        /// When it is due, in seconds since 1970.
         public var dueAt: Double
         /// The envelope as it was submitted.
         public var body: [UInt8]

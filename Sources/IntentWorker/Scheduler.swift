@@ -14,13 +14,16 @@ import IntentStore
 public final class Scheduler: Service {
     /// Where the schedules are read and their intents published, and how far back a start catches up.
     public struct Configuration: Sendable {
+        /// The broker the recorder answers on and the intents are published to.
         public var brokerURL: BrokerURL
+        /// The exchanges and queues, the same as the workers'.
         public var topology: Topology
         /// Seconds between two readings of the schedules.
         public var refresh: Double = 2
         /// Due times at most this many seconds old are still submitted (after a restart, say).
         public var catchUp: Double = 60
 
+        /// A scheduler of `brokerURL`, reading every 2 s and catching up 60 s.
         public init(brokerURL: BrokerURL, topology: Topology = Topology()) {
             self.brokerURL = brokerURL
             self.topology = topology
@@ -31,15 +34,18 @@ public final class Scheduler: Service {
     private let logger: Logger
     private let stopping = StopRequest()
 
+    /// A scheduler with these settings; nothing is connected until `run()`.
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger.with(["component": "scheduler"])
     }
 
+    /// Reads the schedules and submits their intents on a thread of its own until `stop()`.
     public func run() async throws {
         try await runOnThread(named: "intentqueue.scheduler") { [self] in runThread() }
     }
 
+    /// Asks the scheduler to return from `run()`; returns at once.
     public func stop() {
         stopping.request()
     }
