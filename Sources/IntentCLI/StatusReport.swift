@@ -48,9 +48,7 @@ public enum StatusReport {
             if let message = response.message, !message.isEmpty { add("message", message) }
         }
         if let dueAt = status.dueAt, status.state == .scheduled || status.state == .cancelRequested {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            add("due", formatter.string(from: Date(timeIntervalSince1970: dueAt)))
+            add("due", Terminal.timestamp(seconds: dueAt))
         }
         if let progress = status.progress, status.state == .inProgress {
             let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }

@@ -58,9 +58,7 @@ public struct Schedule: Sendable, Hashable, Decodable {
 
     /// The id of the intent due at `due`: the schedule's name and the due time, to the millisecond.
     public func intentID(dueAt due: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return "\(name)@\(formatter.string(from: Date(timeIntervalSince1970: due)))"
+        "\(name)@\(Timestamp.iso8601(seconds: due))"
     }
 
     /// The schedule as the tools print it and a remote answer carries it.

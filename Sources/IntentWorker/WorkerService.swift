@@ -245,13 +245,6 @@ public final class WorkerService: Service {
 
     static let countLimit = 1_000_000
 
-    /// `seconds` since 1970 as an ISO 8601 time in UTC, to the millisecond.
-    static func timestamp(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
-    }
-
     private static func count(_ header: HeaderValue?) -> Int {
         Int(clamping: min(max(header?.integerValue ?? 0, 0), Int64(countLimit)))
     }
@@ -329,7 +322,7 @@ public final class WorkerService: Service {
         if let dueAt = envelope.dueAt, envelope.turn == 0, envelope.request == nil, !released, dueAt > Date().timeIntervalSince1970 {
             // Scheduled: admitted (so it may be canceled meanwhile) and acked; the recorder, which
             // recorded the same submission from the ledger queue, releases it when it is due.
-            job.logger.debug("scheduled for \(Self.timestamp(dueAt)): the recorder releases it then")
+            job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): the recorder releases it then")
             loop.send(.ack(job.delivery.tag))
             return
         }
@@ -377,7 +370,7 @@ public final class WorkerService: Service {
             let expired = DecidedOutcome.failure(
                 IntentFailure(
                     code: FailureCode.expired,
-                    message: "not started before it expired at \(Self.timestamp(expiresAt)): it never ran"))
+                    message: "not started before it expired at \(Timestamp.iso8601(seconds: expiresAt)): it never ran"))
             let standing = try await ledger.decide(job.id, expired, attempt: job.attempt, by: .run)
             await giveBackSlot()
             if let standing {

@@ -291,9 +291,8 @@ struct StatusCommand: Command {
     /// One line per schedule: its name, type, period, owner and whether it is paused.
     static func describe(_ schedules: [Schedule]) -> String {
         guard !schedules.isEmpty else { return "no schedules" }
-        let formatter = ISO8601DateFormatter()
         return schedules.map { schedule in
-            "\(schedule.name): \(schedule.type) every \(JSONValue.formatNumber(schedule.every)) s from \(formatter.string(from: Date(timeIntervalSince1970: schedule.starts)))"
+            "\(schedule.name): \(schedule.type) every \(JSONValue.formatNumber(schedule.every)) s from \(Terminal.timestamp(seconds: schedule.starts))"
                 + " (owner \(schedule.owner ?? "none"))\(schedule.paused ? ", paused" : "")"
         }.joined(separator: "\n")
     }
