@@ -122,6 +122,9 @@ public final class IntentClient: Sendable {
         return id
     }
 
+    /// The longest deduplication window the recorder keeps a key for (30 days).
+    public static let maximumDedupeWindow = StatusQuery.maximumDedupeSeconds
+
     /// Submits `envelope` as the intent a deduplication key stands for: when a
     /// submission of its type under `key`, by this broker user, came within the
     /// last `window` seconds, the intent is that one, and its id is returned

@@ -183,21 +183,11 @@ struct WorkerCommand {
         guard let level = Logger.Level.allCases.first(where: { $0.name == levelName }) else {
             throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")), not '\(levelName)'")
         }
-        var timeLimits: [String: Double] = [:]
-        for item in arguments.options["--time-limit"] ?? [] {
-            let parts = item.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let seconds = Double(parts[1]), seconds > 0, seconds.isFinite else {
-                throw UsageError("--time-limit takes Type=seconds, such as BookAppointment=30, not '\(item)'")
-            }
-            timeLimits[String(parts[0])] = seconds
+        let timeLimits = try perType("--time-limit", in: arguments, expecting: "Type=seconds, such as BookAppointment=30") { text in
+            Double(text).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
         }
-        var ownerLimits: [String: Int] = [:]
-        for item in arguments.options["--owner-limit"] ?? [] {
-            let parts = item.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, !parts[0].isEmpty, let maximum = Int(parts[1]), (1...100_000).contains(maximum) else {
-                throw UsageError("--owner-limit takes Type=count (1 to 100000), such as BookAppointment=2, not '\(item)'")
-            }
-            ownerLimits[String(parts[0])] = maximum
+        let ownerLimits = try perType("--owner-limit", in: arguments, expecting: "Type=count (1 to 100000), such as BookAppointment=2") { text in
+            Int(text).flatMap { (1...100_000).contains($0) ? $0 : nil }
         }
         var retention: Double? = 7 * 86_400
         if let text = try arguments.value("--retain") {
@@ -230,6 +220,19 @@ struct WorkerCommand {
         command.ownerLimits = ownerLimits
         command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
         return command
+    }
+
+    /// A repeatable `option Type=value` as values by type; `parse` reads a value, nil when it is not one.
+    static func perType<Value>(
+        _ option: String, in arguments: Arguments, expecting: String, _ parse: (Substring) -> Value?
+    ) throws(UsageError) -> [String: Value] {
+        var values: [String: Value] = [:]
+        for item in arguments.options[option] ?? [] {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let value = parse(parts[1]) else { throw UsageError("\(option) takes \(expecting), not '\(item)'") }
+            values[String(parts[0])] = value
+        }
+        return values
     }
 
     func run() async -> Int32 {

@@ -162,7 +162,7 @@ struct SubmitCommand: Command {
         if let dedupeKey, dedupeKey.isEmpty || dedupeKey.utf8.count > 255 { throw UsageError("--dedupe-key must be 1 to 255 bytes") }
         let dedupeWindow = try arguments.duration("--dedupe-for")
         if dedupeWindow != nil, dedupeKey == nil { throw UsageError("--dedupe-for only applies with --dedupe-key") }
-        if let dedupeWindow, dedupeWindow > 30 * 86_400 { throw UsageError("--dedupe-for may be at most 30d") }
+        if let dedupeWindow, dedupeWindow > IntentClient.maximumDedupeWindow { throw UsageError("--dedupe-for may be at most 30d") }
         var command = SubmitCommand(
             mode: mode, type: type, parameters: parameters, id: id, group: group,
             expiresAt: expiresAt ?? expiresIn.map { Date().timeIntervalSince1970 + $0 },
