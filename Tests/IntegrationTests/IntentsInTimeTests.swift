@@ -279,22 +279,20 @@ struct IntentsInTimeTests {
         let secure = try await SecureSandbox("owner-limit")
         defer { Task { await secure.tearDown() } }
         try await secure.startServices(workerArguments: ["--owner-limit", "BookAppointment=2", "--concurrency", "8"])
-        var alices: [String] = []
-        for index in 0..<12 {
-            let id = "alice-call-\(index)"
-            let submitted = try await secure.submit(
-                as: secure.alice, ["BookAppointment", "hairdresser=Alice", "time=9:\(10 + index)", "callSeconds=0.4", "--id", id])
-            #expect(submitted.exitCode == 0, "\(submitted)")
-            alices.append(id)
+        /// `count` calls of `user`'s, to `hairdresser`, each at its own time; their ids.
+        func book(_ count: Int, as user: String, with hairdresser: String, at hour: Int) async throws -> [String] {
+            var ids: [String] = []
+            for index in 0..<count {
+                let id = "\(hairdresser.lowercased())-call-\(index)"
+                let submitted = try await secure.submit(
+                    as: user, ["BookAppointment", "hairdresser=\(hairdresser)", "time=\(hour):\(10 + index)", "callSeconds=0.4", "--id", id])
+                #expect(submitted.exitCode == 0, "\(submitted)")
+                ids.append(id)
+            }
+            return ids
         }
-        var bobs: [String] = []
-        for index in 0..<2 {
-            let id = "bob-call-\(index)"
-            let submitted = try await secure.submit(
-                as: secure.bob, ["BookAppointment", "hairdresser=Bob", "time=10:\(10 + index)", "callSeconds=0.4", "--id", id])
-            #expect(submitted.exitCode == 0, "\(submitted)")
-            bobs.append(id)
-        }
+        let alices = try await book(12, as: secure.alice, with: "Alice", at: 9)
+        let bobs = try await book(2, as: secure.bob, with: "Bob", at: 10)
         let sandbox = secure.sandbox
         try await eventually(timeout: 120, "every call to be booked") {
             guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }

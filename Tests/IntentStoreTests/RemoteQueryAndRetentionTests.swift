@@ -65,6 +65,43 @@ import Testing
         }
     }
 
+    @Test func schedulesAreTheirOwnersToChangeAndReadAndTheirDueTimesFollowOnEveryPeriod() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusQuery.Reader(user: "alice", isOperator: false)
+        let bob = StatusQuery.Reader(user: "bob", isOperator: false)
+        let tick = Schedule(name: "tick", type: "SendMessage", parameters: ["content": "hi"], every: 2, starts: 1_000)
+        let made = try StatusQuery.schedule(tick).answer(from: store.reader, writer: store, for: alice)
+        #expect(
+            made == .schedules([Schedule(name: "tick", owner: "alice", type: "SendMessage", parameters: ["content": "hi"], every: 2, starts: 1_000)]))
+        #expect(try StatusQuery.decode(StatusQuery.schedule(tick).encoded) == .schedule(tick))
+        // Another producer may neither take the name, nor pause, resume or remove it, nor see it.
+        #expect(throws: StatusQuery.Forbidden.self) { try StatusQuery.schedule(tick).answer(from: store.reader, writer: store, for: bob) }
+        for change in [
+            StatusQuery.changeSchedule(name: "tick", paused: true, remove: false), .changeSchedule(name: "tick", paused: false, remove: true),
+        ] {
+            #expect(throws: StatusQuery.Forbidden.self) { try change.answer(from: store.reader, writer: store, for: bob) }
+        }
+        #expect(try StatusQuery.schedules.answer(from: store.reader, writer: store, for: bob) == .schedules([]))
+        #expect(try store.reader.schedules().map(\.paused) == [false], "untouched")
+        // Its owner pauses it; an operator (or a trusted scheduler) sees everyone's.
+        _ = try StatusQuery.changeSchedule(name: "tick", paused: true, remove: false).answer(from: store.reader, writer: store, for: alice)
+        let everyone = try StatusQuery.schedules.answer(from: store.reader, writer: store, for: .init(user: "ops", isOperator: true))
+        #expect(
+            everyone
+                == .schedules([
+                    Schedule(name: "tick", owner: "alice", type: "SendMessage", parameters: ["content": "hi"], every: 2, starts: 1_000, paused: true)
+                ]))
+        #expect(throws: StatusQuery.Forbidden.self, "only the recorder writes schedules") {
+            try StatusQuery.schedule(tick).answer(from: store.reader, for: alice)
+        }
+
+        #expect(tick.dueTimes(after: 0, upTo: 1_005) == [1_000, 1_002, 1_004], "from its start")
+        #expect(tick.dueTimes(after: 1_002, upTo: 1_006) == [1_004, 1_006], "after, not at, the last one seen; up to and at the end")
+        #expect(tick.dueTimes(after: 1_003, upTo: 999).isEmpty)
+        #expect(tick.intentID(dueAt: 1_002) == "tick@1970-01-01T00:16:42.000Z", "the same id in every scheduler")
+        #expect(Schedule.problem(withName: "tick 1") != nil && Schedule.problem(withName: String(repeating: "a", count: 101)) != nil)
+    }
+
     @Test func anAnswerDecodesToTheStatusTheStoreHolds() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .success, code: "success")])
