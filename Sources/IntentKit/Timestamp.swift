@@ -9,9 +9,12 @@ public enum Timestamp {
     /// than the lookup it prints (milliseconds truncated, as the style does).
     public static func iso8601(seconds: Double) -> String {
         guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(seconds)" }
-        let whole = seconds.rounded(.down)
-        let milliseconds = min(999, Int(((seconds - whole) * 1000).rounded(.down)))
-        var time = time_t(whole)
+        // A Date holds seconds since 2001: the milliseconds are read from that value, as Foundation's style
+        // reads them (read from seconds since 1970, about one time in 100,000 came out a millisecond short).
+        let sinceReference = seconds - 978_307_200
+        let wholeSinceReference = sinceReference.rounded(.down)
+        let milliseconds = min(999, Int(((sinceReference - wholeSinceReference) * 1000).rounded(.down)))
+        var time = time_t(wholeSinceReference) + 978_307_200
         var parts = tm()
         guard gmtime_r(&time, &parts) != nil else { return "\(seconds)" }
         func padded(_ value: Int32, _ width: Int) -> String {
