@@ -67,15 +67,15 @@ story 3 "A message to the group \"co\"" SendMessage groupName=co "content=Team l
 story 4 "Two tomato soups" OrderSoup soup=tomato quantity=2
 story 5 "A sold-out soup" OrderSoup soup=Minestrone quantity=1
 echo
-echo "── 6. An appointment booked in 5 seconds: scheduled until then"
-echo "   \$ intent-submit BookAppointment hairdresser=Alice time=15:00 --in 5s"
+echo "── 6. An appointment with \"Jeff\" in 8 seconds: which Jeff is asked now, the call waits for its time"
+echo "   \$ intent-submit BookAppointment hairdresser=Jeff time=15:00 --in 8s --wait"
 booking="story-6-$RUN_ID"
-"$BIN/intent-submit" BookAppointment hairdresser=Alice time=15:00 --in 5s --id "$booking" >/dev/null
-# Until the recorder has it (exit 4: unknown to the store yet).
+"$BIN/intent-submit" BookAppointment hairdresser=Jeff time=15:00 --in 8s --id "$booking" --wait --timeout 30 | sed 's/^/   /' || true
+echo "   \$ intent-submit --answer $booking \"hairdresser=Jeff Chen\""
+"$BIN/intent-submit" --answer "$booking" "hairdresser=Jeff Chen" >/dev/null || true
+# Until the recorder has the answer: scheduled again, as that turn.
 for _ in $(seq 1 100); do
-    known=0
-    "$BIN/intent-status" "$booking" >/dev/null 2>&1 || known=$?
-    ((known != 4)) && break
+    [[ "$("$BIN/intent-status" "$booking" --json 2>/dev/null)" == *'"turn":1'* ]] && break
     sleep 0.1
 done
 "$BIN/intent-status" "$booking" | sed 's/^/   /' || true

@@ -29,6 +29,10 @@ public struct BookAppointmentHandler: DatabaseIntentHandler {
         self.database = database
     }
 
+    /// "Book Jeff for Tuesday" is resolved when it is said: which Jeff is asked
+    /// while the user is there, and only the call waits for the due time.
+    public var resolutionTime: ResolutionTime { .atSubmission }
+
     /// A busy line is tried again after about 1 s, then 2 s, then 2 s.
     public var retryPolicy: RetryPolicy { RetryPolicy(maxRetries: 3, initialDelay: 1, maxDelay: 2) }
 

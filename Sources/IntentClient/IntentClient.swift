@@ -197,18 +197,29 @@ public final class IntentClient: Sendable {
             throw IntentClientError(.invalid, "\(status.type) has no parameter '\(unknown)' (it knows \(known.sorted().joined(separator: ", ")))")
         }
         // The merged parameters may mix the submission's with answers typed now.
-        return IntentEnvelope.answering(
+        var envelope = IntentEnvelope.answering(
             id: status.id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: answers,
             confirmed: status.confirmed ?? [], group: status.group, lenient: true)
+        envelope.dueAt = stillAhead(status)
+        return envelope
+    }
+
+    /// The due time of an intent asking ahead of it (its type resolves at
+    /// submission): the answering turn waits for it too. nil once it is due.
+    static func stillAhead(_ status: IntentStatus, now: Double = Date().timeIntervalSince1970) -> Double? {
+        guard let dueAt = status.dueAt, dueAt > now else { return nil }
+        return dueAt
     }
 
     /// The next turn confirming what `status` asks to confirm.
     public static func confirming(_ status: IntentStatus) throws(IntentClientError) -> IntentEnvelope {
         let confirming = confirmable(status)
         guard !confirming.isEmpty else { throw IntentClientError(.notWaiting, "\(status.id) is not asking for a confirmation; answer it instead") }
-        return IntentEnvelope.answering(
+        var envelope = IntentEnvelope.answering(
             id: status.id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: [:],
             confirmed: status.confirmed ?? [], confirming: confirming, group: status.group, lenient: true)
+        envelope.dueAt = stillAhead(status)
+        return envelope
     }
 
     /// The request refusing what `status` asks to confirm.

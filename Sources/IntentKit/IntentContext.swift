@@ -19,6 +19,10 @@ public struct IntentContext: Sendable {
     public var turn: Int = 0
     /// The broker-verified AMQP user that submitted the intent, when it said.
     public var userID: String?
+    /// True while a scheduled intent whose type resolves `atSubmission` is
+    /// resolved ahead of its due time: the pipeline stops after `confirm`, and
+    /// `handle` runs when the intent is due. Set by the worker.
+    public var resolvesAhead = false
     /// Asked before `confirm` and before `handle`: a canceled intent stops there.
     public var isCanceled: @Sendable () async -> Bool = { false }
     /// What the handler gave parameter types to look things up with.

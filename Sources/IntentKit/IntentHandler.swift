@@ -34,6 +34,15 @@ public protocol IntentHandler: Sendable {
     /// value); the rest wait their turn. nil: no limit but the worker's concurrency.
     var concurrencyLimit: ConcurrencyLimit? { get }
 
+    /// How many of this type may start within a window of time per owner (or
+    /// per a parameter's value); the rest wait their turn. nil: no limit.
+    var rateLimit: RateLimit? { get }
+
+    /// When a scheduled intent of this type is resolved and confirmed: when it
+    /// is due (by default), or as soon as it is submitted, so its questions are
+    /// asked while the user is there and only `handle` waits.
+    var resolutionTime: ResolutionTime { get }
+
     /// A restricted type (SiriKit's `IntentsRestrictedWhileLocked`) is handled
     /// only for submitters on the worker's allow-list of broker users.
     var isRestricted: Bool { get }
@@ -68,6 +77,12 @@ extension IntentHandler {
 
     /// By default nil: no limit per owner.
     public var concurrencyLimit: ConcurrencyLimit? { nil }
+
+    /// By default nil: no rate limit.
+    public var rateLimit: RateLimit? { nil }
+
+    /// By default `whenDue`: a scheduled intent is resolved with the data of its due time.
+    public var resolutionTime: ResolutionTime { .whenDue }
 
     /// By default any submitter may have the type handled.
     public var isRestricted: Bool { false }

@@ -4,7 +4,8 @@ import Synchronization
 /// Where the pipeline left an intent: `needsInput`, `success` or `failure`.
 public struct PipelineOutcome: Sendable, Hashable {
     /// `needsInput`, `success` or `failure`; `inProgress` when the intent is to be tried again, `canceled` when a cancel
-    /// stopped it, or the state of an outcome decided before.
+    /// stopped it, `scheduled` when it was resolved ahead of its due time (`IntentContext.resolvesAhead`), or the state
+    /// of an outcome decided before.
     public var state: IntentState
     /// What the intent ended with; nil while it needs input or waits for a retry.
     public var response: IntentResponse?
@@ -154,6 +155,8 @@ public enum IntentPipeline {
         }
 
         if await context.isCanceled() { return canceled }
+        // Resolved and confirmed ahead of its due time: `handle` waits for it.
+        if context.resolvesAhead { return PipelineOutcome(state: .scheduled, resolutions: resolutions) }
         do {
             let response = try await handle(
                 handler, intent, context: context, timeLimit: timeLimit, deadlines: deadlines, straggler: &straggler)

@@ -11,6 +11,8 @@ public struct IntentRegistry: Sendable {
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
         let concurrencyLimit: ConcurrencyLimit?
+        let rateLimit: RateLimit?
+        let resolutionTime: ResolutionTime
         let isRestricted: Bool
         let ledger: (any OutcomeLedger)?
         let render: @Sendable (IntentView) -> String?
@@ -37,7 +39,7 @@ public struct IntentRegistry: Sendable {
                     handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, report: report)
             },
             retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, concurrencyLimit: handler.concurrencyLimit,
-            isRestricted: handler.isRestricted,
+            rateLimit: handler.rateLimit, resolutionTime: handler.resolutionTime, isRestricted: handler.isRestricted,
             ledger: handler.ledger, render: { H.render($0) })
     }
 
@@ -62,6 +64,16 @@ public struct IntentRegistry: Sendable {
     /// The handler's own limit of intents running at once per owner (or parameter value), when it has one.
     public func concurrencyLimit(for typeName: String) -> ConcurrencyLimit? {
         entries[typeName]?.concurrencyLimit
+    }
+
+    /// The handler's own rate limit for a served type.
+    public func rateLimit(for typeName: String) -> RateLimit? {
+        entries[typeName]?.rateLimit
+    }
+
+    /// When a scheduled intent of a served type is resolved (`whenDue` for a type not served).
+    public func resolutionTime(for typeName: String) -> ResolutionTime {
+        entries[typeName]?.resolutionTime ?? .whenDue
     }
 
     /// The ledger a served type's handler decides its outcomes in, when it has its own.

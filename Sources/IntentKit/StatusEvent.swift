@@ -46,6 +46,8 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// worker's `startedEventDelay` publishes no `inProgress` event, so the
     /// recorder takes the start time from here.
     public var startedAt: Double?
+    /// On `scheduled`: seconds since 1970 when the intent is due.
+    public var dueAt: Double?
 
     /// How far a slow handler has come, as `context.reportProgress` reports it.
     public struct Progress: Decodable, Sendable, Hashable {
@@ -75,7 +77,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
         progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false,
-        view: String? = nil, startedAt: Double? = nil
+        view: String? = nil, startedAt: Double? = nil, dueAt: Double? = nil
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -92,6 +94,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         self.refused = refused ? true : nil
         self.view = view
         self.startedAt = startedAt
+        self.dueAt = dueAt
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
@@ -129,6 +132,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if refused == true { object["refused"] = .bool(true) }
         if let view { object["view"] = .string(view) }
         if let startedAt { object["startedAt"] = .number(startedAt) }
+        if let dueAt { object["dueAt"] = .number(dueAt) }
         return .object(object)
     }
 

@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -101,6 +101,8 @@ struct WorkerCommand {
           --time-limit Type=S   the longest a handler of Type may run (default: the handler's own, 600 s)
           --owner-limit Type=N  at most N intents of Type running at once per owner, across the workers that share
                                 its ledger (default: the handler's own limit, if any); the rest wait their turn
+          --owner-rate Type=N/D at most N intents of Type starting within any D (such as 30s or 1m) per owner,
+                                counted as --owner-limit is (default: the handler's own rate limit, if any)
           --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
                                 which fails them with expired unless an answer came first; default 86400)
           --started-event-delay S
@@ -148,6 +150,7 @@ struct WorkerCommand {
     var trustedUsers: Set<String> = []
     var timeLimits: [String: Double] = [:]
     var ownerLimits: [String: Int] = [:]
+    var ownerRates: [String: RateLimit] = [:]
     /// Run a scheduler too (or only, in `schedulerOnly`).
     var scheduler = false
     var questionTTL: Double = 86_400
@@ -161,7 +164,8 @@ struct WorkerCommand {
             words, flags: ["--help", "--with-recorder", "--recorder-only", "--scheduler", "--scheduler-only"],
             options: [
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--question-ttl", "--started-event-delay", "--retain",
+                "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--owner-rate", "--question-ttl", "--started-event-delay",
+                "--retain",
                 "--metrics-file",
                 "--metrics-interval",
             ])
@@ -188,6 +192,14 @@ struct WorkerCommand {
         }
         let ownerLimits = try perType("--owner-limit", in: arguments, expecting: "Type=count (1 to 100000), such as BookAppointment=2") { text in
             Int(text).flatMap { (1...100_000).contains($0) ? $0 : nil }
+        }
+        let ownerRates = try perType("--owner-rate", in: arguments, expecting: "Type=count/duration, such as SendMessage=10/1m") {
+            text -> RateLimit? in
+            let parts = text.split(separator: "/", maxSplits: 1)
+            guard parts.count == 2, let count = Int(parts[0]), (1...100_000).contains(count),
+                let seconds = try? Arguments.duration(String(parts[1]), option: "--owner-rate"), seconds <= 86_400 * 366
+            else { return nil }
+            return RateLimit(count, per: seconds, by: .owner)
         }
         var retention: Double? = 7 * 86_400
         if let text = try arguments.value("--retain") {
@@ -218,6 +230,7 @@ struct WorkerCommand {
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
         command.ownerLimits = ownerLimits
+        command.ownerRates = ownerRates
         command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
         return command
     }
@@ -274,6 +287,7 @@ struct WorkerCommand {
             configuration.trustedUsers = trustedUsers
             configuration.timeLimits = timeLimits
             configuration.concurrencyLimits = ownerLimits.mapValues { ConcurrencyLimit($0, per: .owner) }
+            configuration.rateLimits = ownerRates
             configuration.startedEventDelay = startedEventDelay
             configuration.metrics = metrics
             configuration.outcomesPath =

@@ -302,16 +302,25 @@ public final class StatusStore {
         if envelope.turn > 0 {
             // An answer (or a denial): the waiting intent starts its next turn,
             // with the merged parameters; a worker decides what comes of it.
+            // An answer to a question asked ahead of the due time (its type resolves
+            // at submission) is scheduled again, to be released as this turn.
+            let ahead = envelope.request == nil && envelope.dueAt != nil
             try db.run(
                 """
-                UPDATE intent_status SET state = 'queued', rank = \(Self.queuedRank), turn = ?2, parameters = coalesce(?3, parameters),
+                UPDATE intent_status SET state = ?8, rank = \(Self.queuedRank), turn = ?2, parameters = coalesce(?3, parameters),
                     confirmed = coalesce(?4, confirmed),
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
-                    progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5
+                    progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5,
+                    due_at = coalesce(?9, due_at), release_body = coalesce(?10, release_body),
+                    released_at = CASE WHEN ?10 IS NULL THEN released_at END
                 WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND \(Self.ownedBy(6))
                 """,
                 [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
-                    + Self.ownership(submitter))
+                    + Self.ownership(submitter)
+                    + [
+                        .text(ahead ? "scheduled" : "queued"), ahead ? .real(envelope.dueAt!) : .null,
+                        ahead ? .text(String(decoding: envelope.encoded(), as: UTF8.self)) : .null,
+                    ])
             guard db.changes > 0 else { return }  // not waiting, or not this sender's to answer
             let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
             try db.run(
@@ -331,7 +340,9 @@ public final class StatusStore {
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
                 queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
-                group_id = coalesce(intent_status.group_id, excluded.group_id)
+                group_id = coalesce(intent_status.group_id, excluded.group_id),
+                due_at = coalesce(intent_status.due_at, excluded.due_at),
+                release_body = coalesce(intent_status.release_body, excluded.release_body)
             WHERE intent_status.type = excluded.type
               AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
             """,
@@ -488,7 +499,8 @@ public final class StatusStore {
                             AND (excluded.turn > intent_status.turn
                                  OR (excluded.turn = intent_status.turn
                                      AND (excluded.rank > intent_status.rank
-                                          OR (excluded.rank = \(Self.runningRank) AND intent_status.rank = \(Self.runningRank))))))))
+                                          OR (excluded.rank = \(Self.runningRank) AND intent_status.rank = \(Self.runningRank))
+                                          OR (excluded.state = 'scheduled' AND intent_status.state = 'scheduled')))))))
                OR (intent_status.response_code = 'deadLettered' AND excluded.rank = \(Self.terminalRank)
                    AND coalesce(excluded.response_code, '') != 'deadLettered'))
             """,

@@ -272,7 +272,7 @@ public final class StatusRecorder: Service {
                 if lastTag == ackedTag { batchStarted = Date() }
                 lastTag = delivery.tag.value
                 if let update = update(from: delivery, intentsExchange: intentsExchange) {
-                    if case .queued(let envelope, _) = update, let due = envelope.dueAt, envelope.turn == 0 {
+                    if case .queued(let envelope, _) = update, let due = envelope.dueAt {
                         batchDue = min(batchDue ?? due, due)
                     }
                     if case .event = update, delivery.exchange == configuration.topology.deadLetterExchange {

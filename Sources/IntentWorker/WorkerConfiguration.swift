@@ -41,6 +41,8 @@ public struct WorkerConfiguration: Sendable {
     public var timeLimits: [String: Double] = [:]
     /// Limits of intents running at once per owner, by type, overriding the handlers' own.
     public var concurrencyLimits: [String: ConcurrencyLimit] = [:]
+    /// Limits of intents starting within a window per owner, by type, overriding the handlers' own.
+    public var rateLimits: [String: RateLimit] = [:]
     /// Where handled intents, retries and handle durations are counted, when metrics are on.
     public var metrics: Metrics?
     /// The ledger for the types whose handlers bring none; nil opens one at `outcomesPath`.

@@ -319,30 +319,25 @@ public final class WorkerService: Service {
         }
         // The recorder's release of a scheduled intent: the first time it runs, whatever the clocks say.
         let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
-        if let dueAt = envelope.dueAt, envelope.turn == 0, envelope.request == nil, !released, dueAt > Date().timeIntervalSince1970 {
+        var resolvesAhead = false
+        if let dueAt = envelope.dueAt, envelope.request == nil, !released, dueAt > Date().timeIntervalSince1970 {
             // Scheduled: admitted (so it may be canceled meanwhile) and acked; the recorder, which
-            // recorded the same submission from the ledger queue, releases it when it is due.
-            job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): the recorder releases it then")
-            loop.send(.ack(job.delivery.tag))
-            return
-        }
-        // A type limited per owner (or per parameter value) runs only in a free slot; otherwise it waits its
-        // turn. Taken before the claim, so that waiting leaves no claim behind.
-        var slot: String?
-        if let limit = configuration.concurrencyLimits[envelope.type] ?? registry.concurrencyLimit(for: envelope.type) {
-            let key = limit.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
-            let longest = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
-            guard try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longest + 60) else {
-                job.logger.debug("\(limit.maximum) of \(key) already running: it waits its turn")
-                let wait = configuration.topology.retryQueue(forDelay: 1)
-                loop.send(
-                    .publish([again(job, retries: job.retries, storageWaits: job.storageWaits, bucket: wait.bucket)], thenAck: job.delivery.tag))
+            // recorded the same submission (or answering turn) from the ledger queue, releases it when it is due.
+            guard registry.resolutionTime(for: envelope.type) == .atSubmission else {
+                job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): the recorder releases it then")
+                finish(PipelineOutcome(state: .scheduled), for: job)
                 return
             }
-            slot = key
+            // Its type resolves at submission: resolved and confirmed now, its questions asked now; handled when due.
+            job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): resolved now, handled then")
+            resolvesAhead = true
         }
+        // A type limited per owner (or per parameter value) runs only in a free slot and within its rate;
+        // otherwise it waits its turn. Taken before the claim, so that waiting leaves no claim behind.
+        let slot = resolvesAhead ? nil : try await takeSlot(job)
+        if !resolvesAhead, slot == .full { return }
         func giveBackSlot() async {
-            guard let slot else { return }
+            guard case .taken(let slot)? = slot else { return }
             do {
                 try await ledger.releaseSlot(slot, intentID: job.id)
             } catch {
@@ -363,7 +358,7 @@ public final class WorkerService: Service {
             return
         }
         let begun = !job.admission.isNew && !(released && job.attempt == 1)
-        if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, Date().timeIntervalSince1970 >= expiresAt {
+        if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, !resolvesAhead, Date().timeIntervalSince1970 >= expiresAt {
             // Never begun, and now too late to begin: decided where a run's outcome would be (holding the
             // claim, for a ledger without the effects), so a cancel racing it, or a second delivery, finds one
             // outcome. Begun intents (admitted before) always run on.
@@ -387,8 +382,10 @@ public final class WorkerService: Service {
         let started = StatusEvent(
             id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn,
             owner: owner)
-        job.startedAt = started.at
-        loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
+        if !resolvesAhead {
+            job.startedAt = started.at
+            loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
+        }
 
         let loop = self.loop
         var context = IntentContext(
@@ -401,6 +398,7 @@ public final class WorkerService: Service {
                 loop.send(.publish([configuration.topology.statusMessage(for: event)], thenAck: nil))
             })
         context.userID = owner
+        context.resolvesAhead = resolvesAhead
         let cancellations = self.cancellations
         let counts = mayCancel(job)
         let submittedAt = envelope.submittedAt
@@ -420,6 +418,51 @@ public final class WorkerService: Service {
         if timedOut.load(ordering: .relaxed) {
             job.logger.info("the handler returned after its time limit; its slot is free again")
         }
+    }
+
+    /// What `takeSlot` found: no limit, a slot taken under `key`, or a limit reached (the intent sent to wait).
+    private enum Slot: Equatable {
+        case taken(String)
+        case full
+    }
+
+    /// The job's slot under its type's concurrency limit and its start under its rate limit, when it has them:
+    /// nil when it has neither, `.full` when either is reached (the job is then sent to wait a second in a
+    /// retry queue, not counted against its retries, and acked).
+    private func takeSlot(_ job: Job) async throws -> Slot? {
+        let envelope = job.envelope
+        let ledger = job.ledger
+        var slot: Slot?
+        if let limit = configuration.concurrencyLimits[envelope.type] ?? registry.concurrencyLimit(for: envelope.type) {
+            let key = limit.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
+            let longest = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
+            if try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longest + 60) {
+                slot = .taken(key)
+            } else {
+                job.logger.debug("\(limit.maximum) of \(key) already running: it waits its turn")
+                slot = .full
+            }
+        }
+        if slot != .full, let rate = configuration.rateLimits[envelope.type] ?? registry.rateLimit(for: envelope.type) {
+            // A start is a slot kept for the whole window: never given back, it frees itself when the window has passed.
+            let key = rate.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
+            let started: Bool
+            do {
+                started = try await ledger.acquireSlot(key, intentID: job.id, maximum: rate.maximum, staleAfter: rate.seconds)
+            } catch {
+                if case .taken(let held)? = slot { try? await ledger.releaseSlot(held, intentID: job.id) }
+                throw error
+            }
+            if !started {
+                job.logger.debug("\(rate.maximum) of \(key) started within \(JSONValue.formatNumber(rate.seconds)) s: it waits its turn")
+                if case .taken(let held)? = slot { try await ledger.releaseSlot(held, intentID: job.id) }
+                slot = .full
+            }
+        }
+        guard slot == .full else { return slot }
+        let wait = configuration.topology.retryQueue(forDelay: 1)
+        loop.send(.publish([again(job, retries: job.retries, storageWaits: job.storageWaits, bucket: wait.bucket)], thenAck: job.delivery.tag))
+        return .full
     }
 
     /// The pipeline's outcome, decided in the ledger and published. A time
@@ -446,6 +489,12 @@ public final class WorkerService: Service {
                 } else {
                     try await retry(job, reason: reason)
                 }
+                return
+            }
+            if outcome.state == .scheduled {
+                // Resolved and confirmed ahead of its due time: nothing decided, the claim given back.
+                if !job.ledger.holdsEffects { try await job.ledger.release(job.id) }
+                finish(outcome, for: job)
                 return
             }
             if outcome.state == .needsInput {
@@ -525,7 +574,8 @@ public final class WorkerService: Service {
         var event = StatusEvent(
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
-            turn: envelope.turn, owner: owner, refused: refused, view: view, startedAt: refused ? nil : startedAt)
+            turn: envelope.turn, owner: owner, refused: refused, view: view, startedAt: refused ? nil : startedAt,
+            dueAt: outcome.state == .scheduled ? envelope.dueAt : nil)
         var body = event.encoded()
         if body.count > configuration.maxEventBytes {
             let size = body.count

@@ -47,6 +47,7 @@ struct StatusWatch {
         var text = "\(Terminal.timestamp(seconds: event.at))  \(event.id)  \(event.type)  \(event.state.rawValue)"
         if let response = event.response { text += " \(response.code)" }
         if let turn = event.turn, turn > 0 { text += "  turn \(turn)" }
+        if let dueAt = event.dueAt { text += "  due \(Terminal.timestamp(seconds: dueAt))" }
         if let progress = event.progress {
             let percent = progress.fraction.map { String(format: "%.0f%%", $0 * 100) }
             let detail = [percent, progress.message].compactMap { $0 }.joined(separator: " ")

@@ -117,6 +117,87 @@ struct IntentsInTimeTests {
         print("scheduled intents started after their due time by: \(lateness.map { String(format: "%.3f", $0) }.joined(separator: ", ")) s")
     }
 
+    /// BookAppointment resolves at submission: booked with "Jeff" for later,
+    /// it asks which Jeff at once; the answer is scheduled as that turn (a
+    /// watcher sees `scheduled` with the due time), and the call is made only
+    /// once it is due, with the Jeff chosen.
+    @Test func aTypeResolvedAtSubmissionAsksAtOnceAndIsHandledWhenDue() async throws {
+        let sandbox = try await Sandbox("ahead")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let watcher = try WorkerProcess(
+            arguments: ["watch", "--type", "BookAppointment"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        try await eventually(timeout: 10, "the watcher to bind its queue") { watcher.log.contains("watching") }
+
+        let due = Date().addingTimeInterval(20)
+        let asked = try await sandbox.submit(
+            ["BookAppointment", "hairdresser=Jeff", "time=15:00", "--at", Self.iso(due), "--id", "ahead", "--wait"])
+        #expect(asked.exitCode == 3 && asked.stdout.contains("Jeff Baker") && asked.stdout.contains("Jeff Chen"), "\(asked)")
+        let answered = try await sandbox.submit(["--answer", "ahead", "hairdresser=Jeff Chen"])
+        #expect(answered.exitCode == 0, "\(answered)")
+        let answeredAt = Date()
+        try await eventually(timeout: 60, "the answer to be recorded") {
+            (try sandbox.statusStore().status(id: "ahead")?.turn ?? 0) == 1
+        }
+        if answeredAt < due {
+            // Answered ahead of its time (as it is unless this machine took 20 s for the above): scheduled again.
+            let status = try #require(try sandbox.statusStore().status(id: "ahead"))
+            #expect([.scheduled, .inProgress, .success].contains(status.state), "\(status.state)")
+            try await eventually(timeout: 30, "the watcher to show it scheduled as the answered turn") {
+                watcher.log.contains("ahead  BookAppointment  scheduled  turn 1  due")
+            }
+        }
+        try await eventually(timeout: 120, "the call to be booked") { try sandbox.statusStore().status(id: "ahead")?.state.isTerminal ?? false }
+        let status = try #require(try sandbox.statusStore().status(id: "ahead"))
+        #expect(status.state == .success, "\(status)")
+        let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        let booked = try app.query("SELECT hairdresser, created_at FROM appointment WHERE intent_id = 'ahead'") { ($0.string(0), $0.double(1)) }
+        #expect(booked.count == 1 && booked.first?.0 == "Jeff Chen", "\(booked)")
+        #expect((booked.first?.1 ?? 0) >= due.timeIntervalSince1970, "the call was made only once it was due")
+        watcher.process.interrupt()
+        #expect(try await watcher.stop() == 0)
+    }
+
+    /// `--owner-rate BookAppointment=3/4s`: of Alice's nine calls no more
+    /// than three start within any 4 s (each run's start in the status store),
+    /// and Bob's, submitted behind them, do not wait for hers.
+    @Test func anOwnerOverItsRateWaitsItsTurnAndOthersGoOn() async throws {
+        let secure = try await SecureSandbox("owner-rate")
+        defer { Task { await secure.tearDown() } }
+        try await secure.startServices(workerArguments: ["--owner-rate", "BookAppointment=3/4s", "--concurrency", "8"])
+        func book(_ count: Int, as user: String, with hairdresser: String) async throws -> [String] {
+            var ids: [String] = []
+            for index in 0..<count {
+                let id = "\(hairdresser.lowercased())-rated-\(index)"
+                let submitted = try await secure.submit(
+                    as: user, ["BookAppointment", "hairdresser=\(hairdresser)", "time=9:\(10 + index)", "callSeconds=0", "--id", id])
+                #expect(submitted.exitCode == 0, "\(submitted)")
+                ids.append(id)
+            }
+            return ids
+        }
+        let alices = try await book(9, as: secure.alice, with: "Alice")
+        let bobs = try await book(2, as: secure.bob, with: "Bob")
+        let sandbox = secure.sandbox
+        try await eventually(timeout: 120, "every call to be booked") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let store = try sandbox.statusStore()
+            return try (alices + bobs).allSatisfy { try store.status(id: $0)?.state == .success }
+        }
+        let store = try sandbox.statusStore()
+        let starts = try alices.map { try #require(try store.status(id: $0)?.startedAt) }.sorted()
+        // Any four starts span at least the window (a start is counted by the worker's clock just before it
+        // runs; the run's recorded start is a moment later, so allow that moment).
+        let spans = zip(starts, starts.dropFirst(3)).map { $1 - $0 }
+        #expect(spans.allSatisfy { $0 >= 3 }, "four of Alice's starts within 4 s: \(spans)")
+        print("owner rate 3/4s: any four of Alice's nine starts spanned \(spans.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s")
+        let bobsLast = try bobs.map { try #require(try store.status(id: $0)?.startedAt) }.max()!
+        #expect(bobsLast < starts.last!, "Bob's calls did not wait behind Alice's")
+        let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        #expect(try app.queryFirst("SELECT count(*) FROM appointment") { $0.int(0) } == 11, "each booked once")
+    }
+
     /// The recorder is away when a worker sees the early copy (and acks it),
     /// and records the submission only after its due time: it releases it then.
     @Test func aScheduledIntentIsReleasedWhenTheRecorderComesBackAfterItsTime() async throws {

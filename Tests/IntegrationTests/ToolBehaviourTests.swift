@@ -40,6 +40,9 @@ struct ToolBehaviourTests {
         ("intent-worker", ["--concurrency", "0"]),
         ("intent-worker", ["--with-recorder", "--recorder-only"]),
         ("intent-worker", ["extra"]),
+        ("intent-worker", ["--owner-rate", "SendMessage=10"]),
+        ("intent-worker", ["--owner-rate", "SendMessage=0/1m"]),
+        ("intent-worker", ["--owner-rate", "SendMessage=10/soon"]),
     ])
     func badArgumentsAreUsageErrors(tool: String, arguments: [String]) async throws {
         let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"], timeout: 10)

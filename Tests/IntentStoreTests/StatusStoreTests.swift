@@ -147,6 +147,64 @@ import Testing
         #expect(try store.dueIntents(at: 2_000).isEmpty)
     }
 
+    @Test func aQuestionAskedAheadOfTheDueTimeIsAnsweredIntoAScheduledTurnReleasedAsThatTurn() throws {
+        let store = try StatusStore(path: path)
+        var booking = Self.envelope("ahead", submittedAt: 900)
+        booking.dueAt = 5_000
+        let asked = ParameterResolution("time", .needsValue, prompt: "At what time?")
+        // The worker's question may be recorded before the submission itself: the submission still brings its release.
+        try store.record(
+            [.event(StatusEvent(id: "ahead", type: "SendMessage", state: .needsInput, at: 1_000, attempt: 1, resolutions: [asked], owner: "alice"))],
+            now: 1_000)
+        try store.record([.queued(booking, by: .init(user: "alice"))], now: 1_001)
+        #expect(try store.reader.status(id: "ahead")?.state == .needsInput)
+        #expect(try store.dueIntents(at: 6_000).isEmpty, "a question open at its due time holds it back")
+
+        var answer = IntentEnvelope.answering(
+            id: "ahead", type: "SendMessage", parameters: booking.parameters, turn: 0, answers: ["time": "15:00"], confirmed: [])
+        answer.dueAt = 5_000
+        // Someone else's answer does nothing.
+        try store.record([.queued(answer, by: .init(user: "mallory"))], now: 1_002)
+        #expect(try store.reader.status(id: "ahead")?.state == .needsInput)
+        try store.record([.queued(answer, by: .init(user: "alice"))], now: 1_003)
+        let scheduled = try #require(try store.reader.status(id: "ahead"))
+        #expect(scheduled.state == .scheduled && scheduled.turn == 1 && scheduled.dueAt == 5_000)
+        #expect(try store.dueIntents(at: 4_999).isEmpty)
+        let due = try #require(try store.dueIntents(at: 5_000).first)
+        #expect(try IntentEnvelope.decode(due.body) == answer, "released as the answering turn")
+
+        // The worker's scheduled event of that turn adds what it resolved to; an older turn's changes nothing.
+        let resolved = ParameterResolution("time", .success("15:00"))
+        try store.record(
+            [
+                .event(
+                    StatusEvent(
+                        id: "ahead", type: "SendMessage", state: .scheduled, at: 1_004, attempt: 1, resolutions: [resolved], turn: 1, owner: "alice"))
+            ],
+            now: 1_004)
+        #expect(try store.reader.status(id: "ahead")?.resolutions == [resolved])
+        try store.record(
+            [.event(StatusEvent(id: "ahead", type: "SendMessage", state: .scheduled, at: 1_005, attempt: 1, resolutions: [asked], owner: "alice"))],
+            now: 1_005)
+        #expect(try store.reader.status(id: "ahead")?.resolutions == [resolved])
+        #expect(try store.reader.status(id: "ahead")?.state == .scheduled)
+
+        // Released and asking again when due: that answer carries no due time and is queued as any other.
+        try store.markReleased(["ahead"], at: 5_001)
+        try store.record(
+            [
+                .event(
+                    StatusEvent(
+                        id: "ahead", type: "SendMessage", state: .needsInput, at: 5_002, attempt: 1, resolutions: [asked], turn: 1, owner: "alice"))
+            ],
+            now: 5_002)
+        let late = IntentEnvelope.answering(
+            id: "ahead", type: "SendMessage", parameters: booking.parameters, turn: 1, answers: ["time": "16:00"], confirmed: [])
+        try store.record([.queued(late, by: .init(user: "alice"))], now: 5_003)
+        #expect(try store.reader.status(id: "ahead")?.state == .queued)
+        #expect(try store.dueIntents(at: 6_000).isEmpty)
+    }
+
     @Test func aNeedsInputKeepsItsResolutions() throws {
         let store = try StatusStore(path: path)
         let resolutions = [

@@ -58,6 +58,50 @@ struct WorkerServiceTests {
         }
     }
 
+    /// "Book it for then": resolved and confirmed as soon as it is submitted
+    /// (its type resolves `atSubmission`), handled when it is due.
+    struct Booking: Intent {
+        static let typeName = "Booking"
+        @Parameter("At what time?") var time: String
+    }
+
+    struct BookingHandler: IntentHandler {
+        let database: DatabaseQueue
+        let ledger: (any OutcomeLedger)?
+
+        var resolutionTime: ResolutionTime { .atSubmission }
+
+        func resolve(_ intent: Booking, context: IntentContext) async throws {
+            if intent.time.isEmpty { throw intent.$time.needsValue() }
+            if intent.time == "never" { throw IntentFailure(code: "noSuchTime", message: "the salon has no such time") }
+        }
+
+        func confirm(_ intent: Booking, context: IntentContext) async throws {
+            try context.requestConfirmation("Book it at \(intent.time)?")
+        }
+
+        func handle(_ intent: Booking, context: IntentContext) async throws -> IntentResponse {
+            try await NoteHandler.write(intent.time, into: database, context: context)
+        }
+    }
+
+    /// A ping of which each owner may start two an hour.
+    struct Ping: Intent {
+        static let typeName = "Ping"
+        @Parameter var text: String?
+    }
+
+    struct PingHandler: IntentHandler {
+        let database: DatabaseQueue
+        let ledger: (any OutcomeLedger)?
+
+        var rateLimit: RateLimit? { RateLimit(2, per: 3_600) }
+
+        func handle(_ intent: Ping, context: IntentContext) async throws -> IntentResponse {
+            try await NoteHandler.write(intent.text ?? "ping", into: database, context: context)
+        }
+    }
+
     /// Closed until `open()`; whoever waits on it goes on only then.
     final class Gate: Sendable {
         private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
@@ -104,6 +148,8 @@ struct WorkerServiceTests {
             let ledger = try DatabaseOutcomeLedger(queue: database)
             try registry.register(NoteHandler(database: database, ledger: ledger))
             try registry.register(LateNoteHandler(database: database, ledger: ledger, gate: late))
+            try registry.register(BookingHandler(database: database, ledger: ledger))
+            try registry.register(PingHandler(database: database, ledger: ledger))
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
             configuration.workerName = "test-worker"
             let topology = configuration.topology
@@ -234,7 +280,8 @@ struct WorkerServiceTests {
         let harness = try Harness()
         let due = Date().timeIntervalSince1970 + 3_600
         #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), userID: "alice")))
-        #expect(try harness.events("later").isEmpty, "no event: the recorder has it as scheduled")
+        #expect(try harness.events("later").map(\.state) == [.scheduled], "only its scheduled event, for watchers")
+        #expect(try harness.events("later").first?.dueAt == due)
         #expect(try harness.notes("later") == 0)
         // A producer cannot release it early: the release header counts only from a trusted user.
         let forged: [String: HeaderValue] = [Topology.releasedHeader: .string("1")]
@@ -251,6 +298,69 @@ struct WorkerServiceTests {
         #expect(try harness.notes("past") == 1)
         #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), headers: release, userID: "guest")))
         #expect(try harness.notes("later") == 1)
+        await harness.stop()
+    }
+
+    static func booking(_ id: String, _ time: String, turn: Int = 0, confirmed: [String]? = nil, dueAt: Double) -> IntentEnvelope {
+        IntentEnvelope(
+            id: id, type: Booking.typeName, parameters: ["time": .string(time)], submittedAt: 0, turn: turn, confirmed: confirmed,
+            dueAt: dueAt)
+    }
+
+    @Test func aTypeResolvedAtSubmissionAsksAheadOfItsDueTimeAndIsHandledOnlyWhenReleased() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.booking("b", "", dueAt: due), userID: "alice")))
+        #expect(try harness.events("b").map(\.state) == [.needsInput], "asked at once, with no inProgress: nothing runs yet")
+        #expect(try harness.events("b").last?.resolutions?.first?.prompt?.full == "At what time?")
+        // The answer, still ahead of the due time, is resolved and then asks for the confirmation.
+        #expect(await harness.acked(harness.deliver(Self.booking("b", "15:00", turn: 1, dueAt: due), userID: "alice")))
+        #expect(try harness.events("b").last?.state == .needsInput)
+        #expect(try harness.events("b").last?.resolutions?.last?.parameter == IntentPipeline.wholeIntent)
+        // Confirmed: scheduled with what it resolved to, and still not handled.
+        #expect(await harness.acked(harness.deliver(Self.booking("b", "15:00", turn: 2, confirmed: ["intent"], dueAt: due), userID: "alice")))
+        let scheduled = try #require(try harness.events("b").last)
+        #expect(scheduled.state == .scheduled && scheduled.turn == 2 && scheduled.dueAt == due)
+        #expect(scheduled.resolutions?.contains { $0.parameter == "time" } == true)
+        #expect(try harness.notes("b") == 0)
+        // Released when due (the recorder releases the answering turn): handled, once.
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)"), Topology.ownerHeader: .string("alice")]
+        let released = Self.booking("b", "15:00", turn: 2, confirmed: ["intent"], dueAt: due)
+        #expect(await harness.acked(harness.deliver(released, headers: release, userID: "guest")))
+        #expect(try harness.events("b").last?.state == .success)
+        #expect(try harness.notes("b") == 1)
+        #expect(await harness.acked(harness.deliver(released, headers: release, userID: "guest")))
+        #expect(try harness.notes("b") == 1, "a second release only has the outcome published again")
+        await harness.stop()
+    }
+
+    @Test func aTypeResolvedAtSubmissionFailsAtSubmissionAndItsReleaseDoesNothing() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.booking("n", "never", dueAt: due))))
+        #expect(try harness.events("n").map(\.state) == [.failure])
+        #expect(try harness.events("n").last?.response?.code == "noSuchTime")
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)")]
+        #expect(await harness.acked(harness.deliver(Self.booking("n", "never", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.events("n").map(\.response?.code) == ["noSuchTime", "noSuchTime"])
+        #expect(try harness.notes("n") == 0)
+        await harness.stop()
+    }
+
+    @Test func anOwnerOverItsRateWaitsInTheRetryQueueAndOthersGoOn() async throws {
+        let harness = try Harness()
+        func ping(_ id: String) -> IntentEnvelope { IntentEnvelope(id: id, type: Ping.typeName, parameters: [:], submittedAt: 0) }
+        for id in ["a1", "a2"] {
+            #expect(await harness.acked(harness.deliver(ping(id), userID: "alice")))
+            #expect(try harness.notes(id) == 1)
+        }
+        #expect(await harness.acked(harness.deliver(ping("a3"), userID: "alice")))
+        let again = try #require(harness.transport.published.last)
+        #expect(again.exchange == "intents.retry" && again.messageID == "a3", "the third within the hour waits")
+        #expect(again.headers[Topology.retriesHeader] == .integer(0), "waiting for the rate does not count against the retry policy")
+        #expect(try harness.events("a3").isEmpty && harness.notes("a3") == 0)
+        #expect(await harness.acked(harness.deliver(ping("b1"), userID: "bob")))
+        #expect(try harness.notes("b1") == 1, "another owner's rate is its own")
         await harness.stop()
     }
 
