@@ -20,6 +20,8 @@ final class SubmitPipeline: Sendable {
     private struct Pending: Sendable {
         var message: OutgoingMessage
         var done: Done
+        /// When the request handed it over.
+        var since = ContinuousClock.now
     }
 
     private let queue = Mutex<[Pending]>([])
@@ -29,10 +31,15 @@ final class SubmitPipeline: Sendable {
     private let logger: Logger
     /// The most messages unconfirmed at once.
     let window: Int
+    /// The longest a message may wait for its confirm: past it the connection
+    /// is taken as stuck (a broker that blocks publishers, or stopped
+    /// answering), its requests are answered 503 and a new one is made.
+    let confirmTimeout: Duration
 
-    init(url: BrokerURL, window: Int = 512, logger: Logger) {
+    init(url: BrokerURL, window: Int = 512, confirmTimeout: Duration = .seconds(10), logger: Logger) {
         self.url = url
         self.window = window
+        self.confirmTimeout = confirmTimeout
         self.logger = logger
         let thread = Thread { [self] in run() }
         thread.name = "gateway-submit"
@@ -131,6 +138,11 @@ final class SubmitPipeline: Sendable {
                     continue
                 }
             }
+            if let oldest = inFlight.oldest, oldest.duration(to: .now) > confirmTimeout {
+                throw AMQPError(
+                    .timeout, context: "submitting",
+                    detail: "the broker confirmed nothing for \(confirmTimeout.components.seconds) s (blocked or stalled); try again")
+            }
         }
     }
 
@@ -159,6 +171,16 @@ final class SubmitPipeline: Sendable {
         private var returned: Set<UInt64> = []
 
         var count: Int { bySequence.count }
+
+        /// When the oldest request still waiting for its confirm was handed over.
+        var oldest: ContinuousClock.Instant? {
+            var index = head
+            while index < order.count {
+                if let pending = bySequence[order[index]] { return pending.since }
+                index += 1
+            }
+            return nil
+        }
 
         mutating func add(_ sequence: UInt64, _ pending: Pending) {
             bySequence[sequence] = pending

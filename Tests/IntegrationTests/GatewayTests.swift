@@ -402,5 +402,20 @@ struct GatewayTests {
         }
         let after = try await call("POST", "/v1/intents/SendMessage?wait=60", #"{"id":"gw-r3","parameters":{"recipients":["Alice"],"content":"c"}}"#)
         #expect(after.state == "success", "\(after)")
+
+        // A broker that blocks its publishers (a memory alarm) confirms nothing: the submission is answered 503
+        // once the gateway stops waiting for its confirm, not held open; once the alarm clears, they go through.
+        try await broker.control(["set_vm_memory_high_watermark", "0.000001"])
+        let blocked = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r4","parameters":{"recipients":["Alice"],"content":"d"}}"#)
+        #expect(blocked.status == 503 && blocked.code == "unavailable", "\(blocked)")
+        #expect(gateway.isRunning)
+        try await broker.control(["set_vm_memory_high_watermark", "0.4"])
+        var accepted = 0
+        for attempt in 0..<30 where accepted != 202 {
+            let again = try await call(
+                "POST", "/v1/intents/SendMessage", #"{"id":"gw-r5-\#(attempt)","parameters":{"recipients":["Alice"],"content":"e"}}"#)
+            accepted = again.status
+        }
+        #expect(accepted == 202, "submissions are confirmed again once the alarm has cleared")
     }
 }
