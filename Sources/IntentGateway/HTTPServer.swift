@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import IntentAMQP
 import IntentKit
 import Synchronization
 
@@ -74,7 +75,11 @@ public final class EventStream: @unchecked Sendable {
         var ended = false
         var gone = false
         var suspended = false
+        /// Suspended in the server's current round of callbacks: a wake now waits for `settle`.
+        var settling = false
+        var wakeWanted = false
         var connection: CPointer?
+        var settler: Settler?
         /// Pushes kept back until `release` (nil: none kept back).
         var held: [UInt8]?
         var endAfterHeld = false
@@ -126,10 +131,7 @@ public final class EventStream: @unchecked Sendable {
             state.buffer += bytes
             // A client that reads nothing is not given the gateway's memory: its stream ends.
             if end || state.buffer.count - state.sent > Self.maximumBuffered { state.ended = true }
-            if state.suspended, let connection = state.connection {
-                state.suspended = false
-                MHD_resume_connection(connection.raw)
-            }
+            Self.resume(&state)
             return true
         }
     }
@@ -139,16 +141,29 @@ public final class EventStream: @unchecked Sendable {
         state.withLock { state in
             guard !state.gone, !state.ended else { return }
             state.ended = true
-            if state.suspended, let connection = state.connection {
-                state.suspended = false
-                MHD_resume_connection(connection.raw)
-            }
+            Self.resume(&state)
         }
     }
 
-    func attach(_ connection: OpaquePointer) {
+    /// Wakes the sleeping connection, or, while the round of callbacks that put it to sleep is not over,
+    /// has `settle` wake it then (libmicrohttpd may not yet count it as asleep: a resume now could be lost).
+    private static func resume(_ state: inout State) {
+        guard state.suspended, let connection = state.connection else { return }
+        if state.settling {
+            state.wakeWanted = true
+            return
+        }
+        state.suspended = false
+        MHD_resume_connection(connection.raw)
+        state.settler?.wakeServer()
+    }
+
+    func attach(_ connection: OpaquePointer, settler: Settler) {
         let pointer = CPointer(connection)
-        state.withLock { $0.connection = pointer }
+        state.withLock {
+            $0.connection = pointer
+            $0.settler = settler
+        }
     }
 
     func clientGone() {
@@ -176,7 +191,9 @@ public final class EventStream: @unchecked Sendable {
             if state.ended || state.gone { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
             guard let connection = state.connection else { return -1 }
             state.suspended = true
+            state.settling = true
             MHD_suspend_connection(connection.raw)
+            state.settler?.add(self)
             return 0
         }
     }
@@ -185,11 +202,49 @@ public final class EventStream: @unchecked Sendable {
     func wake() {
         state.withLock { state in
             state.ended = true
-            if state.suspended, let connection = state.connection {
-                state.suspended = false
-                MHD_resume_connection(connection.raw)
+            Self.resume(&state)
+        }
+    }
+}
+
+extension EventStream: Settling {
+    func settle() {
+        state.withLock { state in
+            state.settling = false
+            if state.wakeWanted {
+                state.wakeWanted = false
+                Self.resume(&state)
             }
         }
+    }
+}
+
+/// A connection put to sleep during a round of the server's callbacks: once the round is over, it is
+/// asleep for libmicrohttpd too, and a wake that came meanwhile is given then.
+protocol Settling: Sendable {
+    func settle()
+}
+
+/// The connections put to sleep in the current round of callbacks, settled once it is over; and the
+/// signal that wakes the server's thread when one is resumed.
+final class Settler: Sendable {
+    private let suspended = Mutex<[any Settling]>([])
+    let wake = WakeSignal()
+
+    /// Has the server's thread run a round soon: a connection was resumed.
+    func wakeServer() { wake.wake() }
+
+    func add(_ connection: any Settling) {
+        suspended.withLock { $0.append(connection) }
+    }
+
+    /// Called on the server's thread between rounds.
+    func settleAll() {
+        let settling = suspended.withLock { list -> [any Settling] in
+            defer { list.removeAll(keepingCapacity: true) }
+            return list
+        }
+        for connection in settling { connection.settle() }
     }
 }
 
@@ -233,14 +288,21 @@ final class Exchange: @unchecked Sendable {
         var answered = false
         /// Asleep in the server, waiting for `complete` (suspended and resumed only under the lock).
         var suspended = false
+        /// Suspended in the server's current round of callbacks: a `complete` now is resumed by `settle`.
+        var settling = false
+        var wakeWanted = false
         var answer: Answer?
         var stream: EventStream?
     }
 
     let connection: OpaquePointer
+    private let settler: Settler
     private let state = Mutex(State())
 
-    init(connection: OpaquePointer) { self.connection = connection }
+    init(connection: OpaquePointer, settler: Settler) {
+        self.connection = connection
+        self.settler = settler
+    }
 
     /// Adds a piece of the body; false once it is over `limit`.
     func append(_ bytes: UnsafeRawBufferPointer, limit: Int) {
@@ -274,10 +336,12 @@ final class Exchange: @unchecked Sendable {
     }
 
     /// Puts the connection to sleep until `complete`; under the lock, so a
-    /// resume can never come before its suspend.
+    /// resume can never come before its suspend, and until the server's round
+    /// of callbacks is over (`settle`) a `complete` only leaves its answer.
     func suspend() {
         state.withLock { state in
             state.suspended = true
+            state.settling = true
             MHD_suspend_connection(connection)
         }
     }
@@ -288,12 +352,20 @@ final class Exchange: @unchecked Sendable {
             guard !state.answered else { return false }
             state.answered = true
             state.answer = answer
-            if state.suspended {
-                state.suspended = false
-                MHD_resume_connection(connection)
-            }
+            resume(&state)
             return true
         }
+    }
+
+    private func resume(_ state: inout State) {
+        guard state.suspended else { return }
+        if state.settling {
+            state.wakeWanted = true
+            return
+        }
+        state.suspended = false
+        MHD_resume_connection(connection)
+        settler.wakeServer()
     }
 
     /// Whether the connection sleeps, in the server or in its stream.
@@ -327,7 +399,19 @@ final class Exchange: @unchecked Sendable {
     }
 }
 
-/// An HTTP/1.1 server over GNU libmicrohttpd: one epoll thread accepts,
+extension Exchange: Settling {
+    func settle() {
+        state.withLock { state in
+            state.settling = false
+            if state.wakeWanted {
+                state.wakeWanted = false
+                resume(&state)
+            }
+        }
+    }
+}
+
+/// An HTTP/1.1 server over GNU libmicrohttpd: one epoll thread of its own accepts,
 /// reads and writes every connection; a route that must wait (for the broker,
 /// an event) lets its connection sleep and answers from another thread, so
 /// 1,000 waiting clients hold no thread. Bodies are capped; headers are
@@ -360,6 +444,11 @@ public final class HTTPServer: @unchecked Sendable {
     private let daemon = Mutex<CPointer?>(nil)
     private let open = Mutex<[ObjectIdentifier: Exchange]>([:])
     private let stopping = Atomic<Bool>(false)
+    /// The connections put to sleep in the current round of callbacks.
+    private let settler = Settler()
+    /// Set once every connection is awake: the server's thread then ends.
+    private let ending = Atomic<Bool>(false)
+    private let ended = DispatchSemaphore(value: 0)
 
     /// The port it listens on (the one chosen when it was asked for port 0).
     public var port: UInt16 { daemon.withLock { $0.map { iq_mhd_port($0.raw) } ?? 0 } }
@@ -397,6 +486,23 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let pointer = CPointer(started)
         daemon.withLock { $0 = pointer }
+        let thread = Thread { [self] in serve(pointer) }
+        thread.name = "gateway-http"
+        thread.start()
+    }
+
+    /// The server's thread: rounds of libmicrohttpd's callbacks, each when its sockets have work, a
+    /// connection was resumed from another thread, or its timeouts are due (200 ms at most), and each
+    /// followed by settling the connections it put to sleep.
+    private func serve(_ running: CPointer) {
+        let events = iq_mhd_epoll_fd(running.raw)
+        while !ending.load(ordering: .acquiring) {
+            settler.wake.wait(socket: events, timeoutMilliseconds: Int32(iq_mhd_wait_ms(running.raw, 200)))
+            settler.wake.drain()
+            _ = MHD_run(running.raw)
+            settler.settleAll()
+        }
+        ended.signal()
     }
 
     private static func start(_ address: UnsafePointer<sockaddr>, _ port: UInt16, _ context: UnsafeMutableRawPointer, _ limits: Limits)
@@ -426,6 +532,10 @@ public final class HTTPServer: @unchecked Sendable {
             }
             Thread.sleep(forTimeInterval: 0.01)
         } while open.withLock({ $0.values.contains { $0.isAsleep } }) && Date() < deadline
+        // The server's thread ends its round before the daemon is stopped from this one.
+        ending.store(true, ordering: .releasing)
+        settler.wakeServer()
+        ended.wait()
         daemon.withLock { $0 = nil }
         MHD_stop_daemon(running.raw)
         if listener >= 0 { close(listener) }
@@ -444,7 +554,7 @@ public final class HTTPServer: @unchecked Sendable {
     ) -> MHD_Result {
         guard let pointer = context.pointee else {
             // The first call: the headers are in, the body not yet.
-            let exchange = Exchange(connection: connection)
+            let exchange = Exchange(connection: connection, settler: settler)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
             open.withLock { $0[ObjectIdentifier(exchange)] = exchange }
             return MHD_Result.YES
@@ -478,6 +588,7 @@ public final class HTTPServer: @unchecked Sendable {
             }
             // Asleep before the work can answer: a resume never comes before its suspend.
             exchange.suspend()
+            settler.add(exchange)
             start(Responder(exchange: exchange))
             return MHD_Result.YES
         }
@@ -504,7 +615,7 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_destroy_response(made)
             return result
         case .stream(let stream, let headers):
-            stream.attach(connection)
+            stream.attach(connection, settler: settler)
             if stopping.load(ordering: .acquiring) { stream.wake() }
             let context = Unmanaged.passRetained(stream).toOpaque()
             guard let made = MHD_create_response_from_callback(UInt64.max, 4096, streamReader, context, streamReleaser) else {
