@@ -2,7 +2,9 @@
 # The gateway under load, on loopback, against the local broker (5672):
 #   1. the producer phase of intent-bench (the windowed publisher intent-submit uses) for
 #      the rate to compare with;
-#   2. wrk POSTing SendMessage submissions to the gateway for --seconds, while the recorder
+#   2. wrk POSTing SendMessage submissions to the gateway for --seconds, on --connections
+#      connections (default 256: as many submissions in flight as the publisher keeps, 2
+#      producers with a window of 128 each, since the rate of both follows it), while the recorder
 #      records them (a) with no worker, so they queue, as the benchmark's producers outrun its
 #      workers, and (b) with a worker handling them at the same time;
 #   3. --polls long polls (?wait=) held open for --hold seconds on intents queued while no
@@ -16,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=15
-connections=64
+connections=256
 polls=1000
 hold=60
 while (($#)); do
