@@ -166,19 +166,8 @@ struct IntentsInTimeTests {
         let secure = try await SecureSandbox("owner-rate")
         defer { Task { await secure.tearDown() } }
         try await secure.startServices(workerArguments: ["--owner-rate", "BookAppointment=3/4s", "--concurrency", "8"])
-        func book(_ count: Int, as user: String, with hairdresser: String) async throws -> [String] {
-            var ids: [String] = []
-            for index in 0..<count {
-                let id = "\(hairdresser.lowercased())-rated-\(index)"
-                let submitted = try await secure.submit(
-                    as: user, ["BookAppointment", "hairdresser=\(hairdresser)", "time=9:\(10 + index)", "callSeconds=0", "--id", id])
-                #expect(submitted.exitCode == 0, "\(submitted)")
-                ids.append(id)
-            }
-            return ids
-        }
-        let alices = try await book(9, as: secure.alice, with: "Alice")
-        let bobs = try await book(2, as: secure.bob, with: "Bob")
+        let alices = try await Self.book(9, on: secure, as: secure.alice, with: "Alice", label: "rated", hour: 9, callSeconds: 0)
+        let bobs = try await Self.book(2, on: secure, as: secure.bob, with: "Bob", label: "rated", hour: 9, callSeconds: 0)
         let sandbox = secure.sandbox
         try await eventually(timeout: 120, "every call to be booked") {
             guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
@@ -360,20 +349,8 @@ struct IntentsInTimeTests {
         let secure = try await SecureSandbox("owner-limit")
         defer { Task { await secure.tearDown() } }
         try await secure.startServices(workerArguments: ["--owner-limit", "BookAppointment=2", "--concurrency", "8"])
-        /// `count` calls of `user`'s, to `hairdresser`, each at its own time; their ids.
-        func book(_ count: Int, as user: String, with hairdresser: String, at hour: Int) async throws -> [String] {
-            var ids: [String] = []
-            for index in 0..<count {
-                let id = "\(hairdresser.lowercased())-call-\(index)"
-                let submitted = try await secure.submit(
-                    as: user, ["BookAppointment", "hairdresser=\(hairdresser)", "time=\(hour):\(10 + index)", "callSeconds=0.4", "--id", id])
-                #expect(submitted.exitCode == 0, "\(submitted)")
-                ids.append(id)
-            }
-            return ids
-        }
-        let alices = try await book(12, as: secure.alice, with: "Alice", at: 9)
-        let bobs = try await book(2, as: secure.bob, with: "Bob", at: 10)
+        let alices = try await Self.book(12, on: secure, as: secure.alice, with: "Alice", label: "call", hour: 9, callSeconds: 0.4)
+        let bobs = try await Self.book(2, on: secure, as: secure.bob, with: "Bob", label: "call", hour: 10, callSeconds: 0.4)
         let sandbox = secure.sandbox
         try await eventually(timeout: 120, "every call to be booked") {
             guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
@@ -450,6 +427,22 @@ struct IntentsInTimeTests {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }
+    }
+
+    /// `count` calls of `user`'s to `hairdresser` (ids `<hairdresser>-<label>-<n>`), each at its own time; their ids.
+    static func book(
+        _ count: Int, on secure: SecureSandbox, as user: String, with hairdresser: String, label: String, hour: Int, callSeconds: Double
+    ) async throws -> [String] {
+        var ids: [String] = []
+        for index in 0..<count {
+            let id = "\(hairdresser.lowercased())-\(label)-\(index)"
+            let submitted = try await secure.submit(
+                as: user,
+                ["BookAppointment", "hairdresser=\(hairdresser)", "time=\(hour):\(10 + index)", "callSeconds=\(callSeconds)", "--id", id])
+            #expect(submitted.exitCode == 0, "\(submitted)")
+            ids.append(id)
+        }
+        return ids
     }
 
     static func iso(_ date: Date) -> String {
