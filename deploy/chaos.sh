@@ -308,6 +308,10 @@ over = sum(1 for l in late if l > 1)
 early = sum(1 for l in late if l < 0)
 print(f"  scheduled: {len(late)} started; late by p50 {q(0.5) * 1000:.0f} ms, p99 {q(0.99) * 1000:.0f} ms, max {late[-1] * 1000 if late else 0:.0f} ms;")
 print(f"             {over} more than 1 s late ({during} due within 1 s of a broker outage or freeze), {early} started before their time")
+clear = sorted(l for l, due in rows if not any(a - 1 <= due <= b + 1 for a, b in outages))
+if clear:
+    p99 = clear[min(len(clear) - 1, int(0.99 * len(clear)))]
+    print(f"             due away from the outages ({len(clear)}): p99 {p99 * 1000:.0f} ms, max {clear[-1] * 1000:.0f} ms, {sum(1 for l in clear if l > 1)} more than 1 s late")
 ' "$RUN/outages.log"
 fi
 echo "  logs: $RUN"
