@@ -165,15 +165,9 @@ struct IntentsInTimeTests {
     @Test func anOwnerOverItsRateWaitsItsTurnAndOthersGoOn() async throws {
         let secure = try await SecureSandbox("owner-rate")
         defer { Task { await secure.tearDown() } }
-        try await secure.startServices(workerArguments: ["--owner-rate", "BookAppointment=3/4s", "--concurrency", "8"])
-        let alices = try await Self.book(9, on: secure, as: secure.alice, with: "Alice", label: "rated", hour: 9, callSeconds: 0)
-        let bobs = try await Self.book(2, on: secure, as: secure.bob, with: "Bob", label: "rated", hour: 9, callSeconds: 0)
+        let (alices, bobs) = try await Self.bookAlicesThenBobs(
+            on: secure, workerArguments: ["--owner-rate", "BookAppointment=3/4s"], alices: 9, label: "rated", callSeconds: 0)
         let sandbox = secure.sandbox
-        try await eventually(timeout: 120, "every call to be booked") {
-            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
-            let store = try sandbox.statusStore()
-            return try (alices + bobs).allSatisfy { try store.status(id: $0)?.state == .success }
-        }
         let store = try sandbox.statusStore()
         let starts = try alices.map { try #require(try store.status(id: $0)?.startedAt) }.sorted()
         // Any four starts span at least the window (a start is counted by the worker's clock just before it
@@ -348,15 +342,9 @@ struct IntentsInTimeTests {
     @Test func anOwnerOverTheLimitWaitsItsTurnAndOthersGoOn() async throws {
         let secure = try await SecureSandbox("owner-limit")
         defer { Task { await secure.tearDown() } }
-        try await secure.startServices(workerArguments: ["--owner-limit", "BookAppointment=2", "--concurrency", "8"])
-        let alices = try await Self.book(12, on: secure, as: secure.alice, with: "Alice", label: "call", hour: 9, callSeconds: 0.4)
-        let bobs = try await Self.book(2, on: secure, as: secure.bob, with: "Bob", label: "call", hour: 10, callSeconds: 0.4)
+        let (alices, bobs) = try await Self.bookAlicesThenBobs(
+            on: secure, workerArguments: ["--owner-limit", "BookAppointment=2"], alices: 12, label: "call", callSeconds: 0.4)
         let sandbox = secure.sandbox
-        try await eventually(timeout: 120, "every call to be booked") {
-            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
-            let store = try sandbox.statusStore()
-            return try (alices + bobs).allSatisfy { try store.status(id: $0)?.state == .success }
-        }
         let store = try sandbox.statusStore()
         let app = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
         func interval(_ id: String) throws -> (start: Double, end: Double) {
@@ -427,6 +415,23 @@ struct IntentsInTimeTests {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }
+    }
+
+    /// A worker with `workerArguments` (and a concurrency of 8), then `count` calls of Alice's and two of Bob's
+    /// behind them, waited for until each is booked: their ids.
+    static func bookAlicesThenBobs(
+        on secure: SecureSandbox, workerArguments: [String], alices count: Int, label: String, callSeconds: Double
+    ) async throws -> (alices: [String], bobs: [String]) {
+        try await secure.startServices(workerArguments: workerArguments + ["--concurrency", "8"])
+        let alices = try await book(count, on: secure, as: secure.alice, with: "Alice", label: label, hour: 9, callSeconds: callSeconds)
+        let bobs = try await book(2, on: secure, as: secure.bob, with: "Bob", label: label, hour: 10, callSeconds: callSeconds)
+        let sandbox = secure.sandbox
+        try await eventually(timeout: 120, "every call to be booked") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let store = try sandbox.statusStore()
+            return try (alices + bobs).allSatisfy { try store.status(id: $0)?.state == .success }
+        }
+        return (alices, bobs)
     }
 
     /// `count` calls of `user`'s to `hairdresser` (ids `<hairdresser>-<label>-<n>`), each at its own time; their ids.
