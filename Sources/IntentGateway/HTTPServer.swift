@@ -74,10 +74,7 @@ public final class EventStream: @unchecked Sendable {
         var sent = 0
         var ended = false
         var gone = false
-        var suspended = false
-        /// Suspended in the server's current round of callbacks: a wake now waits for `settle`.
-        var settling = false
-        var wakeWanted = false
+        var sleep = Sleep()
         var connection: CPointer?
         var settler: Settler?
         /// Pushes kept back until `release` (nil: none kept back).
@@ -115,7 +112,7 @@ public final class EventStream: @unchecked Sendable {
     /// The most bytes a stream keeps for a client that does not read them: past it the stream ends.
     public static let maximumBuffered = 1 << 20
 
-    var isAsleep: Bool { state.withLock { $0.suspended } }
+    var isAsleep: Bool { state.withLock { $0.sleep.isAsleep } }
 
     /// Queues `bytes`; false when the stream has ended or its client is gone.
     @discardableResult
@@ -148,12 +145,7 @@ public final class EventStream: @unchecked Sendable {
     /// Wakes the sleeping connection, or, while the round of callbacks that put it to sleep is not over,
     /// has `settle` wake it then (libmicrohttpd may not yet count it as asleep: a resume now could be lost).
     private static func resume(_ state: inout State) {
-        guard state.suspended, let connection = state.connection else { return }
-        if state.settling {
-            state.wakeWanted = true
-            return
-        }
-        state.suspended = false
+        guard let connection = state.connection, state.sleep.wake() else { return }
         MHD_resume_connection(connection.raw)
         state.settler?.wakeServer()
     }
@@ -190,8 +182,7 @@ public final class EventStream: @unchecked Sendable {
             }
             if state.ended || state.gone { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
             guard let connection = state.connection else { return -1 }
-            state.suspended = true
-            state.settling = true
+            state.sleep.fallAsleep()
             MHD_suspend_connection(connection.raw)
             state.settler?.add(self)
             return 0
@@ -210,12 +201,43 @@ public final class EventStream: @unchecked Sendable {
 extension EventStream: Settling {
     func settle() {
         state.withLock { state in
-            state.settling = false
-            if state.wakeWanted {
-                state.wakeWanted = false
-                Self.resume(&state)
-            }
+            guard state.sleep.settle(), let connection = state.connection else { return }
+            MHD_resume_connection(connection.raw)
+            state.settler?.wakeServer()
         }
+    }
+}
+
+/// A connection's sleep in libmicrohttpd, kept under its owner's lock: put to sleep in a round of the
+/// server's callbacks, it may be woken only once that round is over (`settle`); a wake before then is kept.
+struct Sleep {
+    private(set) var isAsleep = false
+    private var settling = false
+    private var wakeWanted = false
+
+    /// Put to sleep in the current round of callbacks.
+    mutating func fallAsleep() {
+        isAsleep = true
+        settling = true
+    }
+
+    /// A wake: true when the connection is to be resumed now (asleep, and its round over).
+    mutating func wake() -> Bool {
+        guard isAsleep else { return false }
+        if settling {
+            wakeWanted = true
+            return false
+        }
+        isAsleep = false
+        return true
+    }
+
+    /// Its round is over: true when a wake came meanwhile and the connection is to be resumed now.
+    mutating func settle() -> Bool {
+        settling = false
+        guard wakeWanted else { return false }
+        wakeWanted = false
+        return wake()
     }
 }
 
@@ -287,10 +309,7 @@ final class Exchange: @unchecked Sendable {
         var started = false
         var answered = false
         /// Asleep in the server, waiting for `complete` (suspended and resumed only under the lock).
-        var suspended = false
-        /// Suspended in the server's current round of callbacks: a `complete` now is resumed by `settle`.
-        var settling = false
-        var wakeWanted = false
+        var sleep = Sleep()
         var answer: Answer?
         var stream: EventStream?
     }
@@ -340,8 +359,7 @@ final class Exchange: @unchecked Sendable {
     /// of callbacks is over (`settle`) a `complete` only leaves its answer.
     func suspend() {
         state.withLock { state in
-            state.suspended = true
-            state.settling = true
+            state.sleep.fallAsleep()
             MHD_suspend_connection(connection)
         }
     }
@@ -358,19 +376,14 @@ final class Exchange: @unchecked Sendable {
     }
 
     private func resume(_ state: inout State) {
-        guard state.suspended else { return }
-        if state.settling {
-            state.wakeWanted = true
-            return
-        }
-        state.suspended = false
+        guard state.sleep.wake() else { return }
         MHD_resume_connection(connection)
         settler.wakeServer()
     }
 
     /// Whether the connection sleeps, in the server or in its stream.
     var isAsleep: Bool {
-        let (suspended, stream) = state.withLock { ($0.suspended, $0.stream) }
+        let (suspended, stream) = state.withLock { ($0.sleep.isAsleep, $0.stream) }
         return suspended || (stream?.isAsleep ?? false)
     }
 
@@ -402,11 +415,9 @@ final class Exchange: @unchecked Sendable {
 extension Exchange: Settling {
     func settle() {
         state.withLock { state in
-            state.settling = false
-            if state.wakeWanted {
-                state.wakeWanted = false
-                resume(&state)
-            }
+            guard state.sleep.settle() else { return }
+            MHD_resume_connection(connection)
+            settler.wakeServer()
         }
     }
 }

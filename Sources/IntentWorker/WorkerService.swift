@@ -335,7 +335,7 @@ public final class WorkerService: Service {
         // A type limited per owner (or per parameter value) runs only in a free slot and within its rate;
         // otherwise it waits its turn. Taken before the claim, so that waiting leaves no claim behind.
         let slot = resolvesAhead ? nil : try await takeSlot(job)
-        if !resolvesAhead, slot == .full { return }
+        if slot == .full { return }
         func giveBackSlot() async {
             guard case .taken(let slot)? = slot else { return }
             do {
