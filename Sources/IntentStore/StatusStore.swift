@@ -313,15 +313,17 @@ public final class StatusStore {
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5,
                     due_at = coalesce(?9, due_at), release_body = coalesce(?10, release_body),
                     released_at = CASE WHEN ?10 IS NULL THEN released_at END
-                WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND \(Self.ownedBy(6))
+                WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND type = ?11 AND \(Self.ownedBy(6))
                 """,
                 [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
                     + Self.ownership(submitter)
                     + [
                         .text(ahead ? "scheduled" : "queued"), ahead ? .real(envelope.dueAt!) : .null,
                         ahead ? .text(String(decoding: envelope.encoded(), as: UTF8.self)) : .null,
+                        .text(envelope.type),
                     ])
-            guard db.changes > 0 else { return }  // not waiting, or not this sender's to answer
+            // Not waiting, not this sender's to answer, or an answer under another type (which no worker would take).
+            guard db.changes > 0 else { return }
             let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
             try db.run(
                 "UPDATE intent_turn SET answer = ?3, answered_at = ?4 WHERE id = ?1 AND turn = ?2 AND answer IS NULL",

@@ -547,6 +547,20 @@ import Testing
         #expect(try store.reader.status(id: "a")?.state == .queued, "an operator may answer")
     }
 
+    @Test func anAnswerUnderAnotherTypeChangesNothing() throws {
+        let underSoup = IntentEnvelope(
+            id: "a", type: "OrderSoup", parameters: ["soup": "tomato"], submittedAt: 2, turn: 1, answers: ["soup": "tomato"])
+        try store.record([.queued(underSoup, by: .init(user: "alice"))])
+        let status = try #require(try store.reader.status(id: "a"))
+        #expect(status.state == .needsInput && status.turn == 0 && status.type == "SendMessage" && status.parameters?["soup"] == nil)
+        var own = underSoup
+        own.type = "SendMessage"
+        own.parameters = ["content": "mine"]
+        own.answers = ["content": "mine"]
+        try store.record([.queued(own, by: .init(user: "alice"))])
+        #expect(try store.reader.status(id: "a")?.state == .queued, "the same answer under the intent's own type starts its turn")
+    }
+
     @Test func aDeadLetterOfAnotherOwnerOrAnEventOfAnotherTypeDoesNotApply() throws {
         let dead = StatusEvent(
             id: "a", type: "SendMessage", state: .failure, attempt: 5,
