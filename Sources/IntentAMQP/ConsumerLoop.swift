@@ -282,7 +282,8 @@ public final class ConsumerLoop: Sendable {
                 switch command {
                 case .publish(let messages, let thenAck):
                     let tag = thenAck.flatMap { $0.generation == generation ? $0.value : nil }
-                    if thenAck != nil, tag == nil { continue }  // its delivery belongs to a dead connection
+                    // Its delivery belongs to a dead connection; a local one (no broker delivered it) has nothing to ack.
+                    if let thenAck, thenAck != .local, tag == nil { continue }
                     if messages.isEmpty {
                         if let tag { acks.append(tag) }
                         continue

@@ -75,11 +75,11 @@ public final class InMemoryTransport: DeliveryTransport {
             switch command {
             case .publish(let messages, let thenAck):
                 state.published += messages
-                if let tag = thenAck { state.acked.append(tag.value) }
+                if let tag = thenAck, tag != .local { state.acked.append(tag.value) }
             case .ack(let tag):
-                state.acked.append(tag.value)
+                if tag != .local { state.acked.append(tag.value) }
             case .reject(let tag, let requeue):
-                state.rejected.append((tag.value, requeue))
+                if tag != .local { state.rejected.append((tag.value, requeue)) }
             case .publishDeferred(let message, _):
                 // No clock here: published at once, as if the run had outlasted the delay.
                 state.published.append(message)

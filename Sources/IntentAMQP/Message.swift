@@ -165,6 +165,10 @@ public struct DeliveryTag: Sendable, Hashable {
         self.generation = generation
         self.value = value
     }
+
+    /// The tag of a message no broker delivered (a worker's run of an intent it kept): a publish
+    /// naming it to ack is published with nothing to ack, and an ack or a reject of it does nothing.
+    public static let local = DeliveryTag(generation: 0, value: 0)
 }
 
 /// A message the broker sent back because nothing was bound for it.

@@ -143,6 +143,49 @@ public protocol OutcomeLedger: Sendable {
 
     /// Gives back the intent's slot of `key`, once its run has ended.
     func releaseSlot(_ key: String, intentID: String) async throws
+
+    /// Keeps a scheduled intent a worker saw before its time, for the workers
+    /// sharing the ledger to run when it is due (a later turn replaces an
+    /// earlier one); false when the ledger keeps none, and then only the
+    /// recorder's release runs it.
+    func keep(_ intent: KeptIntent) async throws -> Bool
+
+    /// Takes, for the process `taker`, the kept intents due by `time` that no
+    /// running process has taken (`isRunning` says of a taker's process id),
+    /// earliest first.
+    func takeDueKept(by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int) async throws -> [KeptIntent]
+
+    /// When the earliest kept intent is due (taken or not); nil when none is kept.
+    func nextKeptDue() async throws -> Double?
+
+    /// Forgets the kept intent's `turn` (or an earlier one): it ran, or the recorder released it.
+    func forgetKept(_ intentID: String, turn: Int) async throws
+}
+
+/// A scheduled intent kept in a ledger by the worker that saw it before its
+/// due time. Any worker sharing that ledger takes it when it is due and runs
+/// it, with or without the broker; the recorder releases it only when no
+/// worker has ended it a few seconds after its time.
+public struct KeptIntent: Sendable, Hashable {
+    /// The intent's id.
+    public var id: String
+    /// The turn the body starts (0 for a submission, n for the answer of turn n - 1).
+    public var turn: Int
+    /// When it is due, in seconds since 1970.
+    public var dueAt: Double
+    /// The envelope, as it was delivered.
+    public var body: [UInt8]
+    /// The intent's owner, as its ledger admitted it.
+    public var owner: String?
+
+    /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`.
+    public init(id: String, turn: Int, dueAt: Double, body: [UInt8], owner: String?) {
+        self.id = id
+        self.turn = turn
+        self.dueAt = dueAt
+        self.body = body
+        self.owner = owner
+    }
 }
 
 extension OutcomeLedger {
@@ -163,6 +206,20 @@ extension OutcomeLedger {
     public func releaseSlot(_ key: String, intentID: String) async throws {
         ProcessSlots.shared.release(key, intentID: intentID)
     }
+
+    /// By default nothing is kept: the recorder's release runs a scheduled intent.
+    public func keep(_ intent: KeptIntent) async throws -> Bool { false }
+
+    /// By default nothing is kept, so nothing is due.
+    public func takeDueKept(
+        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+    ) async throws -> [KeptIntent] { [] }
+
+    /// By default nothing is kept.
+    public func nextKeptDue() async throws -> Double? { nil }
+
+    /// By default nothing is kept.
+    public func forgetKept(_ intentID: String, turn: Int) async throws {}
 }
 
 extension Admission {
@@ -250,6 +307,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    private let kept = Mutex<[String: (intent: KeptIntent, taker: Int32?)]>([:])
     /// As given to `init`: true makes it act as a ledger kept with the effects.
     public let holdsEffects: Bool
 
@@ -350,6 +408,42 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
             entry.claimed = false
             if entry.cancelRequested, entry.outcome == nil { entry.outcome = .canceled("canceled by request while it was being handled") }
             entries[intentID] = entry
+        }
+    }
+
+    /// Keeps the intent's turn, unless a later turn is kept.
+    public func keep(_ intent: KeptIntent) async throws -> Bool {
+        kept.withLock { kept in
+            if let held = kept[intent.id], held.intent.turn > intent.turn { return }
+            kept[intent.id] = (intent, nil)
+        }
+        return true
+    }
+
+    /// Takes the due ones not taken by a running process, earliest first.
+    public func takeDueKept(
+        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+    ) async throws -> [KeptIntent] {
+        kept.withLock { kept in
+            let due = kept.values
+                .filter { $0.intent.dueAt <= time && !($0.taker.map(isRunning) ?? false) }
+                .map(\.intent)
+                .sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+                .prefix(max(0, limit))
+            for intent in due { kept[intent.id]?.taker = taker }
+            return Array(due)
+        }
+    }
+
+    /// The earliest due time kept.
+    public func nextKeptDue() async throws -> Double? {
+        kept.withLock { kept in kept.values.map(\.intent.dueAt).min() }
+    }
+
+    /// Forgets the kept intent, unless a later turn is kept.
+    public func forgetKept(_ intentID: String, turn: Int) async throws {
+        kept.withLock { kept in
+            if let held = kept[intentID], held.intent.turn <= turn { kept[intentID] = nil }
         }
     }
 }

@@ -48,6 +48,11 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     public var startedAt: Double?
     /// On `scheduled`: seconds since 1970 when the intent is due.
     public var dueAt: Double?
+    /// On `scheduled`: true when the worker that saw it keeps it in its
+    /// ledger, so the workers sharing that ledger run it when it is due (with
+    /// or without the broker); the recorder then releases it only if it has
+    /// not ended a few seconds after its time.
+    public var kept: Bool?
 
     /// How far a slow handler has come, as `context.reportProgress` reports it.
     public struct Progress: Decodable, Sendable, Hashable {
@@ -77,7 +82,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
         progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false,
-        view: String? = nil, startedAt: Double? = nil, dueAt: Double? = nil
+        view: String? = nil, startedAt: Double? = nil, dueAt: Double? = nil, kept: Bool = false
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -95,6 +100,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         self.view = view
         self.startedAt = startedAt
         self.dueAt = dueAt
+        self.kept = kept ? true : nil
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
@@ -133,6 +139,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if let view { object["view"] = .string(view) }
         if let startedAt { object["startedAt"] = .number(startedAt) }
         if let dueAt { object["dueAt"] = .number(dueAt) }
+        if kept == true { object["kept"] = .bool(true) }
         return .object(object)
     }
 

@@ -187,6 +187,65 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Keeps the intent's turn in this database, unless a later turn is kept.
+    public func keep(_ intent: KeptIntent) async throws -> Bool {
+        try await queue.write { db in
+            try db.run(
+                """
+                INSERT INTO intent_kept(intent_id, turn, due_at, body, owner) VALUES (?1, ?2, ?3, ?4, ?5)
+                ON CONFLICT(intent_id) DO UPDATE SET turn = excluded.turn, due_at = excluded.due_at, body = excluded.body,
+                    owner = excluded.owner, taken_by = NULL, taken_at = NULL
+                WHERE excluded.turn >= intent_kept.turn
+                """,
+                [
+                    .text(intent.id), .int(intent.turn), .real(intent.dueAt), .text(String(decoding: intent.body, as: UTF8.self)),
+                    .optional(intent.owner),
+                ])
+        }
+        return true
+    }
+
+    /// Takes the due ones that no running process has taken, earliest first, in one transaction: two workers never take one.
+    public func takeDueKept(
+        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+    ) async throws -> [KeptIntent] {
+        try await queue.write(durable: false) { db in
+            let due = try db.query(
+                "SELECT intent_id, turn, due_at, body, owner, taken_by FROM intent_kept WHERE due_at <= ?1 ORDER BY due_at LIMIT ?2",
+                [.real(time), .int(max(0, limit) * 2)]
+            ) { row in
+                (
+                    intent: KeptIntent(
+                        id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4)),
+                    taker: row.optionalInt(5).map { Int32(clamping: $0) }
+                )
+            }
+            var taken: [KeptIntent] = []
+            for entry in due where taken.count < limit {
+                if let holder = entry.taker, isRunning(holder) { continue }
+                try db.run(
+                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3 WHERE intent_id = ?1",
+                    [.text(entry.intent.id), .int(Int(taker)), .real(Date().timeIntervalSince1970)])
+                taken.append(entry.intent)
+            }
+            return taken
+        }
+    }
+
+    /// The earliest due time kept in this database.
+    public func nextKeptDue() async throws -> Double? {
+        try await queue.read { db in
+            try db.queryFirst("SELECT min(due_at) FROM intent_kept") { $0.optionalDouble(0) } ?? nil
+        }
+    }
+
+    /// Forgets the kept intent, unless a later turn is kept.
+    public func forgetKept(_ intentID: String, turn: Int) async throws {
+        try await queue.write(durable: false) { db in
+            try db.run("DELETE FROM intent_kept WHERE intent_id = ? AND turn <= ?", [.text(intentID), .int(turn)])
+        }
+    }
+
     private static func pending(_ intentID: String, in db: Database) throws
         -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)?
     {

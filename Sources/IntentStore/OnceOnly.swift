@@ -65,6 +65,21 @@ public enum OnceOnly {
         ) WITHOUT ROWID;
         """
 
+    /// Scheduled intents a worker saw before their time, for the workers sharing
+    /// the database to run when due; `taken_by` is the process running one.
+    static let keptSchema = """
+        CREATE TABLE IF NOT EXISTS intent_kept (
+            intent_id TEXT PRIMARY KEY NOT NULL,
+            turn INTEGER NOT NULL,
+            due_at REAL NOT NULL,
+            body TEXT NOT NULL,
+            owner TEXT,
+            taken_by INTEGER,
+            taken_at REAL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS intent_kept_by_due ON intent_kept(due_at);
+        """
+
     /// Creates the once-only tables, or adds what an older version lacks. Idempotent.
     public static func prepare(_ db: Database) throws {
         try db.transaction { db in
@@ -83,6 +98,7 @@ public enum OnceOnly {
             }
             try db.execute(ownerSchema)
             try db.execute(slotSchema)
+            try db.execute(keptSchema)
         }
     }
 

@@ -125,7 +125,20 @@ public final class StatusStore {
             created_at REAL NOT NULL
         ) WITHOUT ROWID;
         """,
+        // When the recorder releases a scheduled intent: when it is due, or, once a worker keeps it, a grace after.
+        """
+        ALTER TABLE intent_status ADD COLUMN release_at REAL;
+        UPDATE intent_status SET release_at = due_at WHERE release_body IS NOT NULL;
+        DROP INDEX intent_status_by_due;
+        CREATE INDEX intent_status_by_release ON intent_status(release_at) WHERE release_body IS NOT NULL AND released_at IS NULL;
+        """,
     ]
+
+    /// How long after its due time the recorder releases a scheduled intent a
+    /// worker keeps (`StatusEvent.kept`) and that has not ended: the fallback
+    /// for a kept intent no worker sharing its ledger ran (they all died, or
+    /// the outcome was lost with the broker).
+    public static let keptReleaseGrace = 5.0
 
     /// Opens the store for writing, creating the file and schema as needed.
     public init(path: String) throws {
@@ -312,6 +325,7 @@ public final class StatusStore {
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5,
                     due_at = coalesce(?9, due_at), release_body = coalesce(?10, release_body),
+                    release_at = CASE WHEN ?10 IS NULL THEN release_at ELSE ?9 END,
                     released_at = CASE WHEN ?10 IS NULL THEN released_at END
                 WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND type = ?11 AND \(Self.ownedBy(6))
                 """,
@@ -336,15 +350,16 @@ public final class StatusStore {
         try db.run(
             """
             INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
-                due_at, release_body)
-            VALUES (?1, ?2, ?9, \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11)
+                due_at, release_body, release_at)
+            VALUES (?1, ?2, ?9, \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11, ?10)
             ON CONFLICT(id) DO UPDATE SET
                 parameters = coalesce(intent_status.parameters, excluded.parameters),
                 submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
                 queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
                 group_id = coalesce(intent_status.group_id, excluded.group_id),
                 due_at = coalesce(intent_status.due_at, excluded.due_at),
-                release_body = coalesce(intent_status.release_body, excluded.release_body)
+                release_body = coalesce(intent_status.release_body, excluded.release_body),
+                release_at = coalesce(intent_status.release_at, excluded.release_at)
             WHERE intent_status.type = excluded.type
               AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
             """,
@@ -369,28 +384,30 @@ public final class StatusStore {
         public var body: [UInt8]
     }
 
-    /// Scheduled intents due by `now` and not yet released, earliest first: also those with a cancel
-    /// requested, which a worker decides on their release (should no worker have decided the cancel itself).
+    /// What may be released: scheduled, or with a cancel requested (which a worker decides on the release,
+    /// should no worker have decided it itself), or a kept one begun and not ended (its worker may have died).
+    static let releasable = """
+        release_body IS NOT NULL AND released_at IS NULL
+            AND (state IN ('scheduled', 'cancelRequested') OR (state = 'inProgress' AND release_at > due_at))
+        """
+
+    /// Scheduled intents to release by `now` and not yet released, earliest first: those due then, and
+    /// those a worker keeps that are `keptReleaseGrace` past due and have not ended.
     public func dueIntents(at now: Double = Date().timeIntervalSince1970, limit: Int = 500) throws -> [DueIntent] {
         try database.query(
             """
             SELECT id, type, owner, due_at, release_body FROM intent_status
-            WHERE release_body IS NOT NULL AND released_at IS NULL AND due_at <= ?1 AND state IN ('scheduled', 'cancelRequested')
-            ORDER BY due_at LIMIT ?2
+            WHERE release_at <= ?1 AND \(Self.releasable)
+            ORDER BY release_at LIMIT ?2
             """, [.real(now), .int(limit)]
         ) { row in
             DueIntent(id: row.string(0), type: row.string(1), owner: row.text(2), dueAt: row.double(3), body: Array(row.string(4).utf8))
         }
     }
 
-    /// When the next scheduled intent not yet released is due; nil when none is.
+    /// When the next scheduled intent not yet released is to be released; nil when none is.
     public func nextDue() throws -> Double? {
-        try database.queryFirst(
-            """
-            SELECT min(due_at) FROM intent_status
-            WHERE release_body IS NOT NULL AND released_at IS NULL AND state IN ('scheduled', 'cancelRequested')
-            """
-        ) { $0.optionalDouble(0) } ?? nil
+        try database.queryFirst("SELECT min(release_at) FROM intent_status WHERE \(Self.releasable)") { $0.optionalDouble(0) } ?? nil
     }
 
     /// The intent a deduplication key stands for: the first submission of
@@ -519,6 +536,12 @@ public final class StatusStore {
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
+        }
+        if applied, event.state == .scheduled, event.kept == true, let due = event.dueAt {
+            // A worker keeps it and runs it when due: released only if it has not ended a grace after.
+            try db.run(
+                "UPDATE intent_status SET release_at = ?2 WHERE id = ?1 AND turn = ?3 AND released_at IS NULL",
+                [.text(event.id), .real(due + Self.keptReleaseGrace), .int(event.turn ?? 0)])
         }
         if applied, event.state == .needsInput {
             try db.run(

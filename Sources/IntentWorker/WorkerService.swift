@@ -86,8 +86,12 @@ public final class WorkerService: Service {
                 ], thenAck: nil))
         // Deliveries wait in two lanes for a slot: a high-priority intent takes the next one free.
         let lanes = DeliveryLanes()
+        // Scheduled intents kept in the ledgers join the same lanes when they are due, broker or not.
+        let keeper = Task { await self.runKept(into: lanes) }
         let feeder = Task { [loop] in
             for await delivery in loop.deliveries { lanes.add(delivery) }
+            keeper.cancel()
+            await keeper.value
             lanes.finish()
         }
         await withTaskGroup(of: Void.self) { group in
@@ -124,6 +128,52 @@ public final class WorkerService: Service {
     /// Whether the worker is connected to the broker now.
     public var isConnected: Bool { loop.isConnected }
 
+    /// Takes the kept intents of the served types' ledgers as they come due and hands them to `lanes` as local
+    /// deliveries (no broker delivered them, and none is acked). Looks at each ledger at the next due time and at
+    /// least every 250 ms, which is how soon it sees what other workers sharing it have kept, or what a worker
+    /// that died had taken. Ends when the task is canceled.
+    private func runKept(into lanes: DeliveryLanes) async {
+        var ledgers: [any OutcomeLedger] = []
+        var seen = Set<ObjectIdentifier>()
+        for type in registry.typeNames {
+            guard let ledger = registry.ledger(for: type) ?? ownLedger else { continue }
+            if seen.insert(ObjectIdentifier(ledger as AnyObject)).inserted { ledgers.append(ledger) }
+        }
+        let taker = getpid()
+        while !Task.isCancelled {
+            var next = Date().timeIntervalSince1970 + 0.25
+            for ledger in ledgers {
+                do {
+                    let now = Date().timeIntervalSince1970
+                    let taken = try await ledger.takeDueKept(by: now, taker: taker, isRunning: Self.isRunning, limit: 64)
+                    for intent in taken { lanes.add(localDelivery(for: intent)) }
+                    if taken.count == 64 { next = now }
+                    if let due = try await ledger.nextKeptDue(), due > now { next = min(next, due) }
+                } catch {
+                    logger.debug("kept intents not looked at this round: \(error)")
+                }
+            }
+            let wait = next - Date().timeIntervalSince1970
+            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1_000) + 1)) }
+        }
+    }
+
+    /// Whether the process `pid` is running (this one, always: a kept intent it took is in its lanes or running).
+    private static func isRunning(_ pid: Int32) -> Bool {
+        pid == getpid() || kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// A kept intent as a delivery no broker made: its tag `.local`, released, its owner named, trusted as the
+    /// recorder's release is (only this process makes such a tag).
+    private func localDelivery(for intent: KeptIntent) -> Delivery {
+        var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
+        if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
+        let envelope = try? IntentEnvelope.decode(intent.body)
+        return Delivery(
+            tag: .local, exchange: configuration.topology.intentsExchange, routingKey: envelope?.routingKey ?? "", body: intent.body,
+            messageID: intent.id, type: envelope?.type, headers: headers)
+    }
+
     /// What one delivery is about, worked out once.
     private struct Job: Sendable {
         var delivery: Delivery
@@ -140,6 +190,8 @@ public final class WorkerService: Service {
         var admission = Admission()
         /// When this delivery's run started (resolve, confirm, handle), once it has.
         var startedAt: Double?
+        /// Kept in the ledger, to be run by the workers sharing it when due (said on its `scheduled` event).
+        var kept = false
 
         var id: String { envelope.id }
         /// The intent's owner, which every event about it names.
@@ -195,6 +247,15 @@ public final class WorkerService: Service {
         } catch {
             giveUpOrWait(job, error: error)
         }
+        if delivery.tag == .local {
+            // Ran (or sent on to wait in a retry queue): not to be taken again. Should that have been lost
+            // with the broker, the recorder's release runs it.
+            do {
+                try await ledger.forgetKept(envelope.id, turn: envelope.turn)
+            } catch {
+                logger.warning("a kept intent that ran could not be forgotten (it is taken again once this worker ends): \(error)")
+            }
+        }
     }
 
     /// The ledger could not be read or written. A condition that passes (a
@@ -230,6 +291,8 @@ public final class WorkerService: Service {
     /// the owner it named). A requeued message acts as its original sender,
     /// not with the operator's authority.
     private func sender(of delivery: Delivery) -> Sender {
+        // A kept intent taken from the ledger: its owner as the ledger admitted it.
+        if delivery.tag == .local { return Sender(user: delivery.headers[Topology.ownerHeader]?.stringValue, isTrusted: true) }
         let user = delivery.userID
         let named = delivery.headers[Topology.ownerHeader]?.stringValue
         if let user, configuration.operators.contains(user) {
@@ -297,7 +360,9 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
-        if await cancellations.isCanceled(job.id, submittedAt: envelope.submittedAt, by: mayCancel(job)),
+        // A kept intent run while the broker is away cannot wait for the cancellation stream: the ledger decides.
+        let hintWait = job.delivery.tag == .local && !loop.isConnected ? 0.0 : 5.0
+        if await cancellations.isCanceled(job.id, submittedAt: envelope.submittedAt, wait: hintWait, by: mayCancel(job)),
             let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel)
         {
             job.logger.info("canceled before it was handled")
@@ -317,14 +382,22 @@ public final class WorkerService: Service {
             }
             return
         }
-        // The recorder's release of a scheduled intent: the first time it runs, whatever the clocks say.
+        // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
+        // runs, whatever the clocks say.
         let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
+        if released, job.delivery.tag != .local {
+            // The recorder released it: no worker is to take it from the ledger as well.
+            try await ledger.forgetKept(envelope.id, turn: envelope.turn)
+        }
         var resolvesAhead = false
         if let dueAt = envelope.dueAt, envelope.request == nil, !released, dueAt > Date().timeIntervalSince1970 {
-            // Scheduled: admitted (so it may be canceled meanwhile) and acked; the recorder, which
-            // recorded the same submission (or answering turn) from the ledger queue, releases it when it is due.
+            // Scheduled: admitted (so it may be canceled meanwhile), kept in the ledger and acked. The workers
+            // sharing the ledger run it when it is due; the recorder, which recorded the same submission (or
+            // answering turn) from the ledger queue, releases it if none has a few seconds later (or at once
+            // when the ledger keeps nothing).
             guard registry.resolutionTime(for: envelope.type) == .atSubmission else {
-                job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): the recorder releases it then")
+                job.logger.debug("scheduled for \(Timestamp.iso8601(seconds: dueAt)): kept, and run then")
+                job.kept = try await keep(job, dueAt: dueAt)
                 finish(PipelineOutcome(state: .scheduled), for: job)
                 return
             }
@@ -491,10 +564,12 @@ public final class WorkerService: Service {
                 }
                 return
             }
-            if outcome.state == .scheduled {
-                // Resolved and confirmed ahead of its due time: nothing decided, the claim given back.
+            if outcome.state == .scheduled, let dueAt = job.envelope.dueAt {
+                // Resolved and confirmed ahead of its due time: nothing decided, the claim given back, kept to run then.
                 if !job.ledger.holdsEffects { try await job.ledger.release(job.id) }
-                finish(outcome, for: job)
+                var kept = job
+                kept.kept = try await keep(job, dueAt: dueAt)
+                finish(outcome, for: kept)
                 return
             }
             if outcome.state == .needsInput {
@@ -544,6 +619,11 @@ public final class WorkerService: Service {
         }
     }
 
+    /// Keeps the job's turn in its ledger, to run when due; whether the ledger keeps it.
+    private func keep(_ job: Job, dueAt: Double) async throws -> Bool {
+        try await job.ledger.keep(KeptIntent(id: job.id, turn: job.envelope.turn, dueAt: dueAt, body: job.delivery.body, owner: job.owner))
+    }
+
     /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
     private func publish(_ decided: DecidedOutcome, for job: Job) {
         finish(PipelineOutcome(state: decided.state, response: decided.response), for: job)
@@ -551,7 +631,9 @@ public final class WorkerService: Service {
 
     /// Publishes the job's outcome, as its intent's owner's, with when its run started.
     private func finish(_ outcome: PipelineOutcome, for job: Job) {
-        finish(job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt)
+        finish(
+            job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt,
+            kept: job.kept)
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
@@ -561,7 +643,7 @@ public final class WorkerService: Service {
     /// ledger keeps the whole response).
     private func finish(
         _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false,
-        startedAt: Double? = nil
+        startedAt: Double? = nil, kept: Bool = false
     ) {
         // The app's own view, drawn here where the app is, from a run's resolutions.
         let view =
@@ -575,7 +657,7 @@ public final class WorkerService: Service {
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
             turn: envelope.turn, owner: owner, refused: refused, view: view, startedAt: refused ? nil : startedAt,
-            dueAt: outcome.state == .scheduled ? envelope.dueAt : nil)
+            dueAt: outcome.state == .scheduled ? envelope.dueAt : nil, kept: outcome.state == .scheduled && kept)
         var body = event.encoded()
         if body.count > configuration.maxEventBytes {
             let size = body.count

@@ -97,3 +97,50 @@ struct FrozenBrokerTests {
         #expect(worker.isRunning)
     }
 }
+
+/// A scheduled intent a worker kept in its ledger runs when it is due even
+/// while the broker is down; its outcome reaches the store once it is back.
+@Suite(.timeLimit(.minutes(10)))
+struct KeptScheduleTests {
+    @Test func aKeptIntentRunsWhenDueWhileTheBrokerIsDownAndIsRecordedOnceItIsBack() async throws {
+        let broker = TestBroker(node: "iqtest-kept", port: 5696)
+        if TestBroker.answers(port: 5696) { try await broker.stop() }
+        let sandbox = try await Sandbox("kept", broker: broker)
+        defer {
+            Task {
+                await sandbox.tearDown()
+                try? await broker.stop()
+            }
+        }
+        try await sandbox.startWorker()
+        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=on time", "--id", "kept-1", "--in", "40s"])
+        #expect(submitted.exitCode == 0, "\(submitted)")
+        try await eventually(timeout: 30, "the worker to keep it in its ledger, and the store to know it is scheduled") {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
+            let database = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+            let kept = try database.queryFirst("SELECT count(*) FROM intent_kept WHERE intent_id = 'kept-1'") { $0.int(0) } ?? 0
+            return try kept == 1 && sandbox.statusStore().status(id: "kept-1")?.state == .scheduled
+        }
+        let due = try #require(try sandbox.statusStore().status(id: "kept-1")?.dueAt)
+
+        try await broker.stop()
+        let down = Date().timeIntervalSince1970
+        try #require(down < due, "the broker took longer to stop than the 40 s the intent waits: this test needs it down first")
+        try await eventually(timeout: 90, "the kept intent to run when due, with the broker down") {
+            try sandbox.messageCount(intentID: "kept-1") == 1
+        }
+        #expect(!TestBroker.answers(port: 5696), "nothing but the worker's ledger could have started it")
+        let database = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        let sentAt = try #require(try database.queryFirst("SELECT created_at FROM message WHERE intent_id = 'kept-1'") { $0.double(0) })
+        #expect(sentAt >= due, "not before its time")
+        #expect(try sandbox.statusStore().status(id: "kept-1")?.state == .scheduled, "the store hears of it only through the broker")
+
+        try await broker.restart()
+        try await eventually(timeout: 90, "its outcome to be recorded once the broker is back") {
+            try sandbox.statusStore().status(id: "kept-1")?.state == .success
+        }
+        let status = try #require(try sandbox.statusStore().status(id: "kept-1"))
+        #expect((status.startedAt ?? 0) >= due && (status.startedAt ?? .infinity) <= sentAt, "started when it ran, not when the broker returned")
+        #expect(try sandbox.messageCount(intentID: "kept-1") == 1, "sent once")
+    }
+}

@@ -181,22 +181,34 @@ struct IntentsInTimeTests {
         #expect(try app.queryFirst("SELECT count(*) FROM appointment") { $0.int(0) } == 11, "each booked once")
     }
 
-    /// The recorder is away when a worker sees the early copy (and acks it),
-    /// and records the submission only after its due time: it releases it then.
-    @Test func aScheduledIntentIsReleasedWhenTheRecorderComesBackAfterItsTime() async throws {
+    /// The recorder is away when a worker sees the early copy (keeps it and
+    /// acks it), and that worker is gone before its due time: the recorder,
+    /// started after it, releases it to a worker elsewhere.
+    @Test func aScheduledIntentWhoseWorkersAreGoneIsReleasedByTheRecorderAfterItsTime() async throws {
         let sandbox = try await Sandbox("schedule-late-recorder")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--log-level", "debug"], expectedConnections: 1)
-        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "1s"])
+        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "15s"])
         #expect(submitted.exitCode == 0, "\(submitted)")
-        let due = Date().addingTimeInterval(1)
-        try await eventually(timeout: 60, "the worker to ack the early copy") { worker.log.contains("the recorder releases it then") }
+        let due = Date().addingTimeInterval(15)
+        try await eventually(timeout: 60, "the worker to keep the early copy and ack it") { worker.log.contains("kept, and run then") }
+        // The worker, and with it the only ledger that keeps the intent, is gone before it is due.
+        #expect(try await worker.stop() == 0)
+        try #require(Date() < due, "the worker took longer to stop than the 15 s the intent waits: this test needs it gone first")
         try await eventually(timeout: 60, "its due time to pass") { Date() > due }
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        // A worker elsewhere (a ledger of its own), with the recorder: released as a fallback, a grace after its time.
+        var elsewhere = sandbox.environment
+        elsewhere["HAIRDRESSERS_DB"] = sandbox.directory.appendingPathComponent("elsewhere.sqlite").path
+        let other = try WorkerProcess(
+            arguments: ["--with-recorder"], environment: elsewhere, logPath: sandbox.directory.appendingPathComponent("elsewhere.log").path)
+        defer { Task { _ = try? await other.stop() } }
+        try await other.waitForConnections(2)
         try await eventually(timeout: 60, "the intent to run once the recorder has it") {
             FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "away")?.state) == .success
         }
-        #expect(try sandbox.messageCount(intentID: "away") == 1)
+        let database = try Database(path: elsewhere["HAIRDRESSERS_DB"]!, mode: .readOnly)
+        #expect(try database.queryFirst("SELECT count(*) FROM message WHERE intent_id = 'away'") { $0.int(0) } == 1)
+        #expect(try sandbox.messageCount(intentID: "away") == 0, "the first worker never ran it")
     }
 
     /// A year out: stored with its due time, listed, canceled.

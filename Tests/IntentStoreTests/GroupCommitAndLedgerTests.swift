@@ -197,6 +197,37 @@ import Testing
         #expect(try await ledger.acquireSlot("owner=alice", intentID: "e", maximum: 2, staleAfter: 0))
     }
 
+    @Test func aKeptIntentIsTakenOnceWhenDueAndAgainOnlyFromATakerThatIsNoLongerRunning() async throws {
+        let database = try queue()
+        let ledger = try DatabaseOutcomeLedger(queue: database)
+        let other = try DatabaseOutcomeLedger(queue: database)  // a second worker on the same database
+        func kept(_ id: String, turn: Int = 0, at due: Double) -> KeptIntent {
+            KeptIntent(id: id, turn: turn, dueAt: due, body: Array("{\"id\":\"\(id)\",\"turn\":\(turn)}".utf8), owner: "alice")
+        }
+        #expect(try await ledger.keep(kept("a", at: 100)))
+        #expect(try await ledger.keep(kept("b", at: 200)))
+        #expect(try await ledger.nextKeptDue() == 100)
+        let running = Set<Int32>([1])
+        let isRunning: @Sendable (Int32) -> Bool = { running.contains($0) }
+        #expect(try await ledger.takeDueKept(by: 99, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "not due yet")
+        let first = try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10)
+        #expect(first == [kept("a", at: 100)], "as it was kept, owner and body")
+        #expect(try await other.takeDueKept(by: 150, taker: 2, isRunning: isRunning, limit: 10).isEmpty, "taken by a running worker")
+        // Its taker died before it ran: another worker takes it.
+        let again = try await other.takeDueKept(by: 150, taker: 2, isRunning: { _ in false }, limit: 10)
+        #expect(again.map(\.id) == ["a"])
+        // A later turn (an answer asked ahead) replaces the kept one, and is not forgotten for an earlier turn.
+        #expect(try await ledger.keep(kept("b", turn: 1, at: 210)))
+        #expect(try await ledger.keep(kept("b", turn: 0, at: 200)), "an older turn seen late changes nothing")
+        try await ledger.forgetKept("b", turn: 0)
+        // "a" is held by the second worker, which is not running: taken back, with "b" at its later turn.
+        let later = try await ledger.takeDueKept(by: 300, taker: 1, isRunning: isRunning, limit: 10)
+        #expect(later == [kept("a", at: 100), kept("b", turn: 1, at: 210)])
+        try await ledger.forgetKept("a", turn: 0)
+        try await ledger.forgetKept("b", turn: 1)
+        #expect(try await ledger.nextKeptDue() == nil, "what ran is forgotten")
+    }
+
     @Test func aDenialOrExpiryOfAnOlderQuestionIsMoot() async throws {
         let ledger = try DatabaseOutcomeLedger(queue: queue())
         #expect(try await ledger.ask("q", turn: 0, confirmations: [], granted: []) == nil)

@@ -127,6 +127,31 @@ import Testing
         #expect(try store.nextDue() == nil)
     }
 
+    @Test func aScheduledIntentAWorkerKeepsIsReleasedOnlyIfItHasNotEndedAGraceAfterItsTime() throws {
+        let store = try StatusStore(path: path)
+        let grace = StatusStore.keptReleaseGrace
+        for id in ["kept", "ran", "early"] {
+            var envelope = Self.envelope(id, submittedAt: 900)
+            envelope.dueAt = 2_000
+            let kept = StatusEvent(id: id, type: "SendMessage", state: .scheduled, at: 1_001, attempt: 1, dueAt: 2_000, kept: true)
+            // The worker's event may be recorded before the submission it is about, or after.
+            try store.record(id == "early" ? [.event(kept), .queued(envelope)] : [.queued(envelope), .event(kept)], now: 1_002)
+        }
+        var plain = Self.envelope("plain", submittedAt: 900)
+        plain.dueAt = 2_000
+        try store.record([.queued(plain)], now: 1_002)
+        #expect(try store.reader.status(id: "kept")?.dueAt == 2_000, "its due time is what it was")
+        #expect(try store.dueIntents(at: 2_000).map(\.id) == ["plain"], "one no worker keeps is released when due")
+        #expect(try store.nextDue() == 2_000)
+        try store.markReleased(["plain"], at: 2_000)
+        #expect(try store.nextDue() == 2_000 + grace)
+        // "ran" was run by a worker from its ledger; "kept" was begun by one that died before its outcome.
+        try store.record([Self.event("ran", .inProgress, at: 2_000), Self.event("kept", .inProgress, at: 2_000)], now: 2_001)
+        try store.record([Self.event("ran", .success, at: 2_002)], now: 2_002)
+        #expect(try store.dueIntents(at: 2_000 + grace - 0.01).isEmpty)
+        #expect(try store.dueIntents(at: 2_000 + grace).map(\.id).sorted() == ["early", "kept"], "the fallback: not ended a grace after")
+    }
+
     @Test func aSubmissionRecordedAfterItsDueTimeIsReleasedAtOnceAndAResubmissionChangesNothing() throws {
         let store = try StatusStore(path: path)
         var late = Self.envelope("late", submittedAt: 900)

@@ -184,6 +184,11 @@ struct WorkerServiceTests {
             try transport.published.filter { $0.exchange == "intents.status" && $0.messageID == id }.map { try StatusEvent.decode($0.body) }
         }
 
+        /// How many intents the ledger keeps to run when due.
+        func kept() throws -> Int {
+            try database.sync { db in try db.queryFirst("SELECT count(*) FROM intent_kept") { $0.int(0) } ?? -1 }
+        }
+
         func notes(_ id: String) throws -> Int {
             try database.sync { db in try db.queryFirst("SELECT count(*) FROM note WHERE intent_id = ?", [.text(id)]) { $0.int(0) } ?? -1 }
         }
@@ -298,6 +303,49 @@ struct WorkerServiceTests {
         #expect(try harness.notes("past") == 1)
         #expect(await harness.acked(harness.deliver(Self.note("later", dueAt: due), headers: release, userID: "guest")))
         #expect(try harness.notes("later") == 1)
+        await harness.stop()
+    }
+
+    @Test func aScheduledIntentSeenBeforeItIsDueIsKeptAndRunByTheWorkerWhenDueWithNoRelease() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 0.5
+        let tag = harness.deliver(Self.note("soon", dueAt: due), userID: "alice")
+        #expect(await harness.acked(tag))
+        let scheduled = try #require(try harness.events("soon").first)
+        #expect(scheduled.state == .scheduled && scheduled.kept == true, "the recorder is told a worker keeps it")
+        // No release comes: the worker takes it from its ledger when it is due.
+        #expect(await harness.transport.wait { _ in (try? harness.notes("soon")) == 1 })
+        #expect(await harness.transport.wait { _ in (try? harness.events("soon").last?.state) == .success })
+        let outcome = try #require(try harness.events("soon").last)
+        #expect(outcome.owner == "alice", "it runs as its owner's")
+        #expect((outcome.startedAt ?? 0) >= due, "not before its time")
+        #expect(harness.transport.acked == [tag], "a kept intent's run has no delivery to ack")
+        #expect(try harness.kept() == 0, "forgotten once it ran")
+        // The recorder's release, should it come too: the outcome published again, nothing done twice.
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)"), Topology.ownerHeader: .string("alice")]
+        #expect(await harness.acked(harness.deliver(Self.note("soon", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.notes("soon") == 1)
+        #expect(try harness.events("soon").map(\.state) == [.scheduled, .inProgress, .success, .success])
+        await harness.stop()
+    }
+
+    @Test func aKeptIntentTheRecorderReleasesFirstIsForgottenAndACanceledOneRunsNothing() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("r", dueAt: due), userID: "alice")))
+        #expect(try harness.kept() == 1)
+        let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)"), Topology.ownerHeader: .string("alice")]
+        #expect(await harness.acked(harness.deliver(Self.note("r", dueAt: due), headers: release, userID: "guest")))
+        #expect(try harness.notes("r") == 1)
+        #expect(try harness.kept() == 0, "released: no worker is to take it from the ledger as well")
+
+        // Canceled while kept: when it comes due, its run finds the cancel and does nothing.
+        let soon = Date().timeIntervalSince1970 + 0.3
+        #expect(await harness.acked(harness.deliver(Self.note("c", dueAt: soon), userID: "alice")))
+        #expect(await harness.acked(harness.deliver(.request(.cancel, id: "c", type: Note.typeName), userID: "alice")))
+        #expect(await harness.transport.wait { _ in (try? harness.kept()) == 0 }, "taken when due, and forgotten")
+        #expect(try harness.events("c").map(\.state) == [.scheduled, .canceled, .canceled])
+        #expect(try harness.notes("c") == 0)
         await harness.stop()
     }
 
