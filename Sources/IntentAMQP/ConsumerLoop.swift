@@ -35,6 +35,10 @@ public final class ConsumerLoop: Sendable {
         public var alsoConsumed: [String] = []
         /// Called on the I/O thread with each delivery of `extraQueues`; publishes and acks wait while it runs.
         public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
+        /// Called on the I/O thread when what was sent for a `DeliveryTag.local` is settled: true once the
+        /// broker confirmed its publish (or once it was acked, rejected or found unsendable), false when the
+        /// publish was refused or its connection was lost before the confirm.
+        public var onLocalSettled: @Sendable (_ number: UInt64, _ done: Bool) -> Void = { _, _ in }
 
         /// A configuration without extra queues; `declare` runs on every connection before consuming starts.
         public init(
@@ -170,6 +174,8 @@ public final class ConsumerLoop: Sendable {
         var refused = false
         /// A message of the group could not be sent at all: the delivery is dead-lettered.
         var unsendable = false
+        /// The number of a `DeliveryTag.local`: settled through `onLocalSettled` instead of acked.
+        var local: UInt64?
     }
 
     private func serve(_ connection: AMQPConnection) throws {
@@ -188,6 +194,10 @@ public final class ConsumerLoop: Sendable {
         var outstanding = Set<UInt64>()
         var confirms = ConfirmWindow<Int>()
         var groups: [Int: ConfirmGroup] = [:]
+        // Publishes of local tags still unconfirmed when the connection ends are lost with it.
+        defer {
+            for entry in groups.values { if let local = entry.local { configuration.onLocalSettled(local, false) } }
+        }
         var nextGroup = 0
         var acks: [UInt64] = []
         // Deferred publishes by message id, with the uptime (ns) they are due at, and
@@ -211,7 +221,9 @@ public final class ConsumerLoop: Sendable {
                 return
             }
             groups[group] = nil
-            if entry.unsendable {
+            if let local = entry.local {
+                configuration.onLocalSettled(local, entry.unsendable || !entry.refused)
+            } else if entry.unsendable {
                 outstanding.remove(entry.tag)
                 try connection.reject(entry.tag, requeue: false)
             } else if entry.refused {
@@ -282,10 +294,12 @@ public final class ConsumerLoop: Sendable {
                 switch command {
                 case .publish(let messages, let thenAck):
                     let tag = thenAck.flatMap { $0.generation == generation ? $0.value : nil }
-                    // Its delivery belongs to a dead connection; a local one (no broker delivered it) has nothing to ack.
-                    if let thenAck, thenAck != .local, tag == nil { continue }
+                    // A local tag (no broker delivered it) has nothing to ack: its confirm settles it.
+                    let local = thenAck.flatMap { $0.isLocal ? $0.value : nil }
+                    if thenAck != nil, tag == nil, local == nil { continue }  // its delivery belongs to a dead connection
                     if messages.isEmpty {
                         if let tag { acks.append(tag) }
+                        if let local { configuration.onLocalSettled(local, true) }
                         continue
                     }
                     for message in messages {
@@ -294,9 +308,10 @@ public final class ConsumerLoop: Sendable {
                         if tag == nil { try send(pending.message, group: nil) }
                     }
                     var group: Int?
-                    if let tag {
+                    if tag != nil || local != nil {
                         group = nextGroup
-                        groups[nextGroup] = ConfirmGroup(remaining: messages.count, tag: tag, intentID: messages.last?.messageID)
+                        groups[nextGroup] = ConfirmGroup(
+                            remaining: messages.count, tag: tag ?? 0, intentID: messages.last?.messageID, local: local)
                         nextGroup += 1
                     }
                     var unsendable: String?
@@ -316,14 +331,20 @@ public final class ConsumerLoop: Sendable {
                         groups[group]?.unsendable = true
                         groups[group]?.remaining -= messages.filter { $0.problem != nil }.count
                         if groups[group]?.remaining == 0, let entry = groups.removeValue(forKey: group) {
-                            outstanding.remove(entry.tag)
-                            try connection.reject(entry.tag, requeue: false)
+                            if let local = entry.local {
+                                configuration.onLocalSettled(local, true)
+                            } else {
+                                outstanding.remove(entry.tag)
+                                try connection.reject(entry.tag, requeue: false)
+                            }
                         }
                     }
                     if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
                 case .ack(let tag):
+                    if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
                     if tag.generation == generation { acks.append(tag.value) }
                 case .reject(let tag, let requeue):
+                    if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
                     guard tag.generation == generation else { continue }
                     outstanding.remove(tag.value)
                     try connection.reject(tag.value, requeue: requeue)

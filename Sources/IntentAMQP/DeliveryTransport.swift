@@ -37,6 +37,7 @@ public final class InMemoryTransport: DeliveryTransport {
     private let continuation: AsyncStream<Delivery>.Continuation
     private let state = Mutex(State())
     private let onExtraDelivery: @Sendable (Delivery) -> Void
+    private let onLocalSettled: @Sendable (UInt64, Bool) -> Void
     private let loopback: Set<String>
 
     /// `configuration` is the one the service would give its `ConsumerLoop`:
@@ -47,8 +48,10 @@ public final class InMemoryTransport: DeliveryTransport {
         (deliveries, continuation) = AsyncStream.makeStream(of: Delivery.self)
         if let configuration {
             onExtraDelivery = configuration.onExtraDelivery
+            onLocalSettled = configuration.onLocalSettled
         } else {
             onExtraDelivery = { _ in }
+            onLocalSettled = { _, _ in }
         }
         self.loopback = loopback
     }
@@ -59,7 +62,8 @@ public final class InMemoryTransport: DeliveryTransport {
     /// True once `start()` was called, as a connected loop would say.
     public var isConnected: Bool { state.withLock { $0.started } }
 
-    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed; a deferred one at once), an ack or a reject.
+    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed, or settling a local one;
+    /// a deferred one at once), an ack or a reject (of a local tag: settled).
     /// A publish to a `loopback` exchange also comes back as an extra delivery.
     public func send(_ command: ConsumerLoop.Command) {
         let outgoing: [OutgoingMessage]
@@ -75,15 +79,21 @@ public final class InMemoryTransport: DeliveryTransport {
             switch command {
             case .publish(let messages, let thenAck):
                 state.published += messages
-                if let tag = thenAck, tag != .local { state.acked.append(tag.value) }
+                if let tag = thenAck, !tag.isLocal { state.acked.append(tag.value) }
             case .ack(let tag):
-                if tag != .local { state.acked.append(tag.value) }
+                if !tag.isLocal { state.acked.append(tag.value) }
             case .reject(let tag, let requeue):
-                if tag != .local { state.rejected.append((tag.value, requeue)) }
+                if !tag.isLocal { state.rejected.append((tag.value, requeue)) }
             case .publishDeferred(let message, _):
                 // No clock here: published at once, as if the run had outlasted the delay.
                 state.published.append(message)
             }
+        }
+        switch command {
+        case .publish(_, let tag?), .ack(let tag), .reject(let tag, _):
+            if tag.isLocal { onLocalSettled(tag.value, true) }
+        default:
+            break
         }
     }
 

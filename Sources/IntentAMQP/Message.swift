@@ -166,9 +166,16 @@ public struct DeliveryTag: Sendable, Hashable {
         self.value = value
     }
 
-    /// The tag of a message no broker delivered (a worker's run of an intent it kept): a publish
-    /// naming it to ack is published with nothing to ack, and an ack or a reject of it does nothing.
-    public static let local = DeliveryTag(generation: 0, value: 0)
+    /// The tag of a message no broker delivered (a worker's run of an intent it kept), numbered by
+    /// whoever made it. Nothing is acked for it: an ack or a reject of it, or the broker's confirm of a
+    /// publish naming it, settles it, and a publish lost with its connection unsettles it
+    /// (`ConsumerLoop.Configuration.onLocalSettled`).
+    public static func local(_ number: UInt64) -> DeliveryTag {
+        DeliveryTag(generation: 0, value: number)
+    }
+
+    /// Whether it is a `local` tag (connections count from 1).
+    public var isLocal: Bool { generation == 0 }
 }
 
 /// A message the broker sent back because nothing was bound for it.

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// An intent's decided outcome: `success`, `failure` or `canceled`, final.
@@ -151,8 +152,9 @@ public protocol OutcomeLedger: Sendable {
     func keep(_ intent: KeptIntent) async throws -> Bool
 
     /// Takes, for the process `taker`, the kept intents due by `time` that no
-    /// running process has taken (`isRunning` says of a taker's process id),
-    /// earliest first.
+    /// process has taken, or that a process no longer running took (`isRunning`
+    /// says of a process id), those taken by none first, then earliest first.
+    /// What `taker` holds itself is not taken again until it lets go of it.
     func takeDueKept(by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int) async throws -> [KeptIntent]
 
     /// When the earliest kept intent is due (taken or not); nil when none is kept.
@@ -160,6 +162,10 @@ public protocol OutcomeLedger: Sendable {
 
     /// Forgets the kept intent's `turn` (or an earlier one): it ran, or the recorder released it.
     func forgetKept(_ intentID: String, turn: Int) async throws
+
+    /// Lets go of a kept intent's `turn` taken earlier, to be taken again (what its run
+    /// published was lost with the broker connection).
+    func letGoKept(_ intentID: String, turn: Int) async throws
 }
 
 /// A scheduled intent kept in a ledger by the worker that saw it before its
@@ -177,14 +183,18 @@ public struct KeptIntent: Sendable, Hashable {
     public var body: [UInt8]
     /// The intent's owner, as its ledger admitted it.
     public var owner: String?
+    /// When a worker first took it to run, in seconds since 1970 (nil until one has): a run taken up again
+    /// after its worker died, or after what it published was lost, reports that start.
+    public var startedAt: Double?
 
-    /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`.
-    public init(id: String, turn: Int, dueAt: Double, body: [UInt8], owner: String?) {
+    /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`, first taken at `startedAt`.
+    public init(id: String, turn: Int, dueAt: Double, body: [UInt8], owner: String?, startedAt: Double? = nil) {
         self.id = id
         self.turn = turn
         self.dueAt = dueAt
         self.body = body
         self.owner = owner
+        self.startedAt = startedAt
     }
 }
 
@@ -220,6 +230,9 @@ extension OutcomeLedger {
 
     /// By default nothing is kept.
     public func forgetKept(_ intentID: String, turn: Int) async throws {}
+
+    /// By default nothing is kept.
+    public func letGoKept(_ intentID: String, turn: Int) async throws {}
 }
 
 extension Admission {
@@ -420,18 +433,22 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         return true
     }
 
-    /// Takes the due ones not taken by a running process, earliest first.
+    /// Takes the due ones not held by `taker` or another running process, earliest first.
     public func takeDueKept(
         by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
         kept.withLock { kept in
             let due = kept.values
-                .filter { $0.intent.dueAt <= time && !($0.taker.map(isRunning) ?? false) }
+                .filter { entry in entry.intent.dueAt <= time && entry.taker.map { $0 != taker && !isRunning($0) } ?? true }
                 .map(\.intent)
                 .sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
                 .prefix(max(0, limit))
-            for intent in due { kept[intent.id]?.taker = taker }
-            return Array(due)
+            let now = Date().timeIntervalSince1970
+            return due.map { intent in
+                kept[intent.id]?.taker = taker
+                kept[intent.id]?.intent.startedAt = intent.startedAt ?? now
+                return kept[intent.id]!.intent
+            }
         }
     }
 
@@ -444,6 +461,13 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     public func forgetKept(_ intentID: String, turn: Int) async throws {
         kept.withLock { kept in
             if let held = kept[intentID], held.intent.turn <= turn { kept[intentID] = nil }
+        }
+    }
+
+    /// Lets go of the kept intent's turn, to be taken again.
+    public func letGoKept(_ intentID: String, turn: Int) async throws {
+        kept.withLock { kept in
+            if let held = kept[intentID], held.intent.turn == turn { kept[intentID]?.taker = nil }
         }
     }
 }

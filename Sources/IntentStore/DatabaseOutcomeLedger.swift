@@ -194,7 +194,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 """
                 INSERT INTO intent_kept(intent_id, turn, due_at, body, owner) VALUES (?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT(intent_id) DO UPDATE SET turn = excluded.turn, due_at = excluded.due_at, body = excluded.body,
-                    owner = excluded.owner, taken_by = NULL, taken_at = NULL
+                    owner = excluded.owner, taken_by = NULL, taken_at = NULL, started_at = NULL
                 WHERE excluded.turn >= intent_kept.turn
                 """,
                 [
@@ -205,28 +205,35 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         return true
     }
 
-    /// Takes the due ones that no running process has taken, earliest first, in one transaction: two workers never take one.
+    /// Takes the due ones not held by `taker` or another running process, in one transaction: two workers never take one.
     public func takeDueKept(
         by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
         try await queue.write(durable: false) { db in
             let due = try db.query(
-                "SELECT intent_id, turn, due_at, body, owner, taken_by FROM intent_kept WHERE due_at <= ?1 ORDER BY due_at LIMIT ?2",
-                [.real(time), .int(max(0, limit) * 2)]
+                """
+                SELECT intent_id, turn, due_at, body, owner, taken_by, started_at FROM intent_kept
+                WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) ORDER BY taken_by IS NOT NULL, due_at LIMIT ?2
+                """,
+                [.real(time), .int(max(0, limit) * 2), .int(Int(taker))]
             ) { row in
                 (
                     intent: KeptIntent(
-                        id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4)),
+                        id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4),
+                        startedAt: row.optionalDouble(6)),
                     taker: row.optionalInt(5).map { Int32(clamping: $0) }
                 )
             }
             var taken: [KeptIntent] = []
+            let now = Date().timeIntervalSince1970
             for entry in due where taken.count < limit {
                 if let holder = entry.taker, isRunning(holder) { continue }
+                var intent = entry.intent
+                intent.startedAt = intent.startedAt ?? now
                 try db.run(
-                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3 WHERE intent_id = ?1",
-                    [.text(entry.intent.id), .int(Int(taker)), .real(Date().timeIntervalSince1970)])
-                taken.append(entry.intent)
+                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3, started_at = ?4 WHERE intent_id = ?1",
+                    [.text(intent.id), .int(Int(taker)), .real(now), .real(intent.startedAt!)])
+                taken.append(intent)
             }
             return taken
         }
@@ -243,6 +250,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func forgetKept(_ intentID: String, turn: Int) async throws {
         try await queue.write(durable: false) { db in
             try db.run("DELETE FROM intent_kept WHERE intent_id = ? AND turn <= ?", [.text(intentID), .int(turn)])
+        }
+    }
+
+    /// Lets go of the kept intent's turn, to be taken again.
+    public func letGoKept(_ intentID: String, turn: Int) async throws {
+        try await queue.write(durable: false) { db in
+            try db.run("UPDATE intent_kept SET taken_by = NULL, taken_at = NULL WHERE intent_id = ? AND turn = ?", [.text(intentID), .int(turn)])
         }
     }
 

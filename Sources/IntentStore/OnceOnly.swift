@@ -75,7 +75,8 @@ public enum OnceOnly {
             body TEXT NOT NULL,
             owner TEXT,
             taken_by INTEGER,
-            taken_at REAL
+            taken_at REAL,
+            started_at REAL
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS intent_kept_by_due ON intent_kept(due_at);
         """
@@ -99,6 +100,10 @@ public enum OnceOnly {
             try db.execute(ownerSchema)
             try db.execute(slotSchema)
             try db.execute(keptSchema)
+            let kept = try db.query("PRAGMA table_info(intent_kept)") { $0.string(1) }
+            if !kept.contains("started_at") {
+                try db.execute("ALTER TABLE intent_kept ADD COLUMN started_at REAL")
+            }
         }
     }
 

@@ -392,14 +392,16 @@ public final class StatusStore {
         """
 
     /// Scheduled intents to release by `now` and not yet released, earliest first: those due then, and
-    /// those a worker keeps that are `keptReleaseGrace` past due and have not ended.
-    public func dueIntents(at now: Double = Date().timeIntervalSince1970, limit: Int = 500) throws -> [DueIntent] {
+    /// those a worker keeps that are `keptReleaseGrace` past due and have not ended, when they were to be
+    /// released by `keptBy` (the recorder holds those back until it has been connected for that grace, so
+    /// that workers back from an outage have published what they ran meanwhile).
+    public func dueIntents(at now: Double = Date().timeIntervalSince1970, keptBy: Double? = nil, limit: Int = 500) throws -> [DueIntent] {
         try database.query(
             """
             SELECT id, type, owner, due_at, release_body FROM intent_status
-            WHERE release_at <= ?1 AND \(Self.releasable)
+            WHERE release_at <= ?1 AND (release_at <= due_at OR release_at <= ?3) AND \(Self.releasable)
             ORDER BY release_at LIMIT ?2
-            """, [.real(now), .int(limit)]
+            """, [.real(now), .int(limit), .real(keptBy ?? now)]
         ) { row in
             DueIntent(id: row.string(0), type: row.string(1), owner: row.text(2), dueAt: row.double(3), body: Array(row.string(4).utf8))
         }

@@ -58,17 +58,20 @@ final class Cancellations: Sendable {
     /// Whether a hint to cancel `id`, sent after a submission at `submittedAt`
     /// (give or take a second of clocks apart), came from someone `counts`
     /// accepts (the owner, an operator); the empty string stands for a hint
-    /// without a user. With `wait` 0 it answers from what was read so far.
-    func isCanceled(_ id: String, submittedAt: Double, wait: Double = 5, by counts: (String) -> Bool) async -> Bool {
-        if wait > 0 {
-            let deadline = Date().addingTimeInterval(wait)
-            while !isCaughtUp, Date() < deadline {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            // Waited once in vain (the stream is slow or unreadable): go on with what is known
-            // rather than make every intent wait.
-            markCaughtUp()
+    /// without a user. It waits only while `readable` (the broker is
+    /// connected): otherwise it answers from what was read so far.
+    func isCanceled(
+        _ id: String, submittedAt: Double, wait: Double = 5, readable: () -> Bool = { true }, by counts: (String) -> Bool
+    ) async -> Bool {
+        let deadline = Date().addingTimeInterval(wait)
+        var waited = false
+        while !isCaughtUp, Date() < deadline, readable() {
+            waited = true
+            try? await Task.sleep(for: .milliseconds(10))
         }
+        // Waited once in vain (the stream is slow or unreadable): go on with what is known
+        // rather than make every intent wait.
+        if waited, readable() { markCaughtUp() }
         let senders = state.withLock { $0.senders[id] } ?? [:]
         return senders.contains { user, at in at >= submittedAt - 1 && counts(user) }
     }

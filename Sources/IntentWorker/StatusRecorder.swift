@@ -125,6 +125,9 @@ public final class StatusRecorder: Service {
         // Scheduled intents: when the next is due (nil: none), and the releases the broker has not confirmed yet.
         // A sweep at once: what came due while the recorder was away is released first.
         var nextRelease: Double? = Date().timeIntervalSince1970
+        // Kept intents (a worker runs them when due) are released as a fallback only once this connection
+        // has been up for the grace: workers back from an outage publish what they ran meanwhile first.
+        let connectedAt = Date().timeIntervalSince1970
         var batchDue: Double?
         var releasing: [(sequence: UInt64, id: String)] = []
         var releasingIDs = Set<String>()
@@ -136,7 +139,8 @@ public final class StatusRecorder: Service {
             heldBack = heldBack.filter { $0.value > now }
             let due: [StatusStore.DueIntent]
             do {
-                due = try store.dueIntents(at: now + 0.001, limit: 500 + releasingIDs.count + heldBack.count)
+                let keptBy = now - connectedAt >= StatusStore.keptReleaseGrace ? now + 0.001 : 0
+                due = try store.dueIntents(at: now + 0.001, keptBy: keptBy, limit: 500 + releasingIDs.count + heldBack.count)
                     .filter { !releasingIDs.contains($0.id) && heldBack[$0.id] == nil }
                 for intent in due {
                     var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]

@@ -27,6 +27,7 @@ public final class WorkerService: Service {
     /// The ledger of the types whose handlers bring none.
     private let ownLedger: (any OutcomeLedger)?
     private let storageNotices = RateLimitedNotice(interval: 5)
+    private let keptRuns = KeptRuns()
 
     /// Opens the worker's own ledger (`configuration.outcomesPath`) when a
     /// served type's handler has none of its own.
@@ -62,6 +63,25 @@ public final class WorkerService: Service {
         loopConfiguration.alsoConsumed = [topology.highPriorityQueue]
         let cancellations = self.cancellations
         loopConfiguration.onExtraDelivery = { delivery in Self.noteCancellation(delivery, in: cancellations) }
+        let keptRuns = self.keptRuns
+        let keptLogger = logger
+        loopConfiguration.onLocalSettled = { number, done in
+            guard let run = keptRuns.remove(number) else { return }
+            Task {
+                do {
+                    // Done: the broker holds what it published. Lost with the connection: to be taken and run again.
+                    if done {
+                        try await run.ledger.forgetKept(run.intent.id, turn: run.intent.turn)
+                    } else {
+                        try await run.ledger.letGoKept(run.intent.id, turn: run.intent.turn)
+                    }
+                } catch {
+                    keptLogger.warning(
+                        "a kept intent's run could not be noted in its ledger (it is taken again once this worker ends): \(error)",
+                        metadata: ["intent.id": run.intent.id])
+                }
+            }
+        }
         loop = transport(loopConfiguration, logger.with(["component": "worker"]))
     }
 
@@ -146,7 +166,7 @@ public final class WorkerService: Service {
                 do {
                     let now = Date().timeIntervalSince1970
                     let taken = try await ledger.takeDueKept(by: now, taker: taker, isRunning: Self.isRunning, limit: 64)
-                    for intent in taken { lanes.add(localDelivery(for: intent)) }
+                    for intent in taken { lanes.add(localDelivery(for: intent, number: keptRuns.add(intent, in: ledger))) }
                     if taken.count == 64 { next = now }
                     if let due = try await ledger.nextKeptDue(), due > now { next = min(next, due) }
                 } catch {
@@ -158,19 +178,23 @@ public final class WorkerService: Service {
         }
     }
 
-    /// Whether the process `pid` is running (this one, always: a kept intent it took is in its lanes or running).
+    /// On a local delivery: when a worker first took the kept intent to run (see `KeptIntent.startedAt`).
+    private static let keptStartHeader = "x-intent-kept-started"
+
+    /// Whether the process `pid` is running on this machine (a ledger is shared by the workers of one machine).
     private static func isRunning(_ pid: Int32) -> Bool {
-        pid == getpid() || kill(pid, 0) == 0 || errno == EPERM
+        kill(pid, 0) == 0 || errno == EPERM
     }
 
-    /// A kept intent as a delivery no broker made: its tag `.local`, released, its owner named, trusted as the
-    /// recorder's release is (only this process makes such a tag).
-    private func localDelivery(for intent: KeptIntent) -> Delivery {
+    /// A kept intent as a delivery no broker made: its tag local (`number`), released, its owner named, trusted as
+    /// the recorder's release is (only this process makes such a tag).
+    private func localDelivery(for intent: KeptIntent, number: UInt64) -> Delivery {
         var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
         if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
+        if let startedAt = intent.startedAt { headers[Self.keptStartHeader] = .string(JSONValue.formatNumber(startedAt)) }
         let envelope = try? IntentEnvelope.decode(intent.body)
         return Delivery(
-            tag: .local, exchange: configuration.topology.intentsExchange, routingKey: envelope?.routingKey ?? "", body: intent.body,
+            tag: .local(number), exchange: configuration.topology.intentsExchange, routingKey: envelope?.routingKey ?? "", body: intent.body,
             messageID: intent.id, type: envelope?.type, headers: headers)
     }
 
@@ -229,6 +253,9 @@ public final class WorkerService: Service {
         var job = Job(
             delivery: delivery, envelope: envelope, retries: retries, storageWaits: storageWaits, attempt: attempt,
             ledger: ledger, logger: logger, sender: sender)
+        if delivery.tag.isLocal, let started = delivery.headers[Self.keptStartHeader]?.stringValue.flatMap(Double.init) {
+            job.startedAt = started  // taken up again: its run began when it was first taken
+        }
         do {
             job.admission = try await ledger.admit(
                 envelope.id, type: envelope.type, sender: sender, turn: envelope.turn, request: envelope.request,
@@ -246,15 +273,6 @@ public final class WorkerService: Service {
             }
         } catch {
             giveUpOrWait(job, error: error)
-        }
-        if delivery.tag == .local {
-            // Ran (or sent on to wait in a retry queue): not to be taken again. Should that have been lost
-            // with the broker, the recorder's release runs it.
-            do {
-                try await ledger.forgetKept(envelope.id, turn: envelope.turn)
-            } catch {
-                logger.warning("a kept intent that ran could not be forgotten (it is taken again once this worker ends): \(error)")
-            }
         }
     }
 
@@ -292,7 +310,7 @@ public final class WorkerService: Service {
     /// not with the operator's authority.
     private func sender(of delivery: Delivery) -> Sender {
         // A kept intent taken from the ledger: its owner as the ledger admitted it.
-        if delivery.tag == .local { return Sender(user: delivery.headers[Topology.ownerHeader]?.stringValue, isTrusted: true) }
+        if delivery.tag.isLocal { return Sender(user: delivery.headers[Topology.ownerHeader]?.stringValue, isTrusted: true) }
         let user = delivery.userID
         let named = delivery.headers[Topology.ownerHeader]?.stringValue
         if let user, configuration.operators.contains(user) {
@@ -360,9 +378,10 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
-        // A kept intent run while the broker is away cannot wait for the cancellation stream: the ledger decides.
-        let hintWait = job.delivery.tag == .local && !loop.isConnected ? 0.0 : 5.0
-        if await cancellations.isCanceled(job.id, submittedAt: envelope.submittedAt, wait: hintWait, by: mayCancel(job)),
+        // While the broker is away the cancellation stream cannot be read, and is not waited for: the ledger decides.
+        let loop = self.loop
+        if await cancellations.isCanceled(
+            job.id, submittedAt: envelope.submittedAt, readable: { loop.isConnected }, by: mayCancel(job)),
             let standing = try await ledger.decide(job.id, .canceled("canceled before it was handled"), attempt: job.attempt, by: .cancel)
         {
             job.logger.info("canceled before it was handled")
@@ -385,7 +404,7 @@ public final class WorkerService: Service {
         // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
         // runs, whatever the clocks say.
         let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
-        if released, job.delivery.tag != .local {
+        if released, !job.delivery.tag.isLocal {
             // The recorder released it: no worker is to take it from the ledger as well.
             try await ledger.forgetKept(envelope.id, turn: envelope.turn)
         }
@@ -453,14 +472,13 @@ public final class WorkerService: Service {
         let attempt = job.attempt
         let owner = job.owner
         let started = StatusEvent(
-            id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, worker: configuration.workerName, turn: turn,
-            owner: owner)
+            id: envelope.id, type: envelope.type, state: .inProgress, at: job.startedAt ?? Date().timeIntervalSince1970, attempt: attempt,
+            worker: configuration.workerName, turn: turn, owner: owner)
         if !resolvesAhead {
             job.startedAt = started.at
             loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
         }
 
-        let loop = self.loop
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: job.logger,
@@ -475,7 +493,9 @@ public final class WorkerService: Service {
         let cancellations = self.cancellations
         let counts = mayCancel(job)
         let submittedAt = envelope.submittedAt
-        context.isCanceled = { await cancellations.isCanceled(envelope.id, submittedAt: submittedAt, by: counts) }
+        context.isCanceled = {
+            await cancellations.isCanceled(envelope.id, submittedAt: submittedAt, readable: { loop.isConnected }, by: counts)
+        }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
         await IntentPipeline.run(
@@ -802,5 +822,25 @@ public final class WorkerService: Service {
 
     private func message(for event: StatusEvent) -> OutgoingMessage {
         configuration.topology.statusMessage(for: event)
+    }
+}
+
+/// The kept intents a worker took from its ledgers and is running, by the number of their local delivery tag, until
+/// what their runs published is settled (`ConsumerLoop.Configuration.onLocalSettled`).
+final class KeptRuns: Sendable {
+    private let state = Mutex<(next: UInt64, runs: [UInt64: (intent: KeptIntent, ledger: any OutcomeLedger)])>((0, [:]))
+
+    /// Notes a run of `intent`, taken from `ledger`; returns its number.
+    func add(_ intent: KeptIntent, in ledger: any OutcomeLedger) -> UInt64 {
+        state.withLock { state in
+            state.next += 1
+            state.runs[state.next] = (intent, ledger)
+            return state.next
+        }
+    }
+
+    /// The run numbered `number`, no longer noted; nil when it was not.
+    func remove(_ number: UInt64) -> (intent: KeptIntent, ledger: any OutcomeLedger)? {
+        state.withLock { $0.runs.removeValue(forKey: number) }
     }
 }

@@ -210,19 +210,25 @@ import Testing
         let running = Set<Int32>([1])
         let isRunning: @Sendable (Int32) -> Bool = { running.contains($0) }
         #expect(try await ledger.takeDueKept(by: 99, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "not due yet")
+        // What was kept, and when it was first taken (which a run taken up again reports as its start).
+        func unstarted(_ taken: [KeptIntent]) -> [KeptIntent] { taken.map { var intent = $0; intent.startedAt = nil; return intent } }
         let first = try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10)
-        #expect(first == [kept("a", at: 100)], "as it was kept, owner and body")
+        #expect(unstarted(first) == [kept("a", at: 100)], "as it was kept, owner and body")
+        let start = try #require(first.first?.startedAt)
+        #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "held by its taker")
+        try await ledger.letGoKept("a", turn: 0)  // what its run published was lost with the connection
+        #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10) == first, "taken again once let go")
         #expect(try await other.takeDueKept(by: 150, taker: 2, isRunning: isRunning, limit: 10).isEmpty, "taken by a running worker")
         // Its taker died before it ran: another worker takes it.
         let again = try await other.takeDueKept(by: 150, taker: 2, isRunning: { _ in false }, limit: 10)
-        #expect(again.map(\.id) == ["a"])
+        #expect(again.map(\.id) == ["a"] && again.first?.startedAt == start, "started when first taken")
         // A later turn (an answer asked ahead) replaces the kept one, and is not forgotten for an earlier turn.
         #expect(try await ledger.keep(kept("b", turn: 1, at: 210)))
         #expect(try await ledger.keep(kept("b", turn: 0, at: 200)), "an older turn seen late changes nothing")
         try await ledger.forgetKept("b", turn: 0)
-        // "a" is held by the second worker, which is not running: taken back, with "b" at its later turn.
+        // "a" is held by the second worker, which is not running: taken back after "b" (at its later turn), which none held.
         let later = try await ledger.takeDueKept(by: 300, taker: 1, isRunning: isRunning, limit: 10)
-        #expect(later == [kept("a", at: 100), kept("b", turn: 1, at: 210)])
+        #expect(unstarted(later) == [kept("b", turn: 1, at: 210), kept("a", at: 100)])
         try await ledger.forgetKept("a", turn: 0)
         try await ledger.forgetKept("b", turn: 1)
         #expect(try await ledger.nextKeptDue() == nil, "what ran is forgotten")

@@ -150,6 +150,7 @@ import Testing
         try store.record([Self.event("ran", .success, at: 2_002)], now: 2_002)
         #expect(try store.dueIntents(at: 2_000 + grace - 0.01).isEmpty)
         #expect(try store.dueIntents(at: 2_000 + grace).map(\.id).sorted() == ["early", "kept"], "the fallback: not ended a grace after")
+        #expect(try store.dueIntents(at: 2_000 + grace, keptBy: 0).isEmpty, "held back while the recorder's connection is younger than the grace")
     }
 
     @Test func aSubmissionRecordedAfterItsDueTimeIsReleasedAtOnceAndAResubmissionChangesNothing() throws {

@@ -136,7 +136,9 @@ struct WorkerServiceTests {
         /// Holds every `LateNote` handler until the test opens it.
         let late: Gate
 
-        init(concurrency: Int = 4) throws {
+        /// With `losingFirstKeptPublish`, what the first kept intent's run publishes is reported lost, as when the
+        /// broker connection ends before its confirm.
+        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
@@ -155,6 +157,18 @@ struct WorkerServiceTests {
             let topology = configuration.topology
             var made: InMemoryTransport?
             worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
+                var loop = loop
+                if losingFirstKeptPublish {
+                    let settle = loop.onLocalSettled
+                    let lost = Mutex(false)
+                    loop.onLocalSettled = { number, done in
+                        let losing = lost.withLock { lost in
+                            defer { lost = true }
+                            return !lost
+                        }
+                        settle(number, losing ? false : done)
+                    }
+                }
                 let transport = InMemoryTransport(configuration: loop, loopback: [topology.cancelExchange])
                 made = transport
                 return transport
@@ -326,6 +340,18 @@ struct WorkerServiceTests {
         #expect(await harness.acked(harness.deliver(Self.note("soon", dueAt: due), headers: release, userID: "guest")))
         #expect(try harness.notes("soon") == 1)
         #expect(try harness.events("soon").map(\.state) == [.scheduled, .inProgress, .success, .success])
+        await harness.stop()
+    }
+
+    @Test func aKeptIntentWhoseOutcomeWasLostWithTheConnectionIsTakenAgainAndItsOutcomePublishedOnceMore() async throws {
+        let harness = try Harness(losingFirstKeptPublish: true)
+        let due = Date().timeIntervalSince1970 + 0.3
+        #expect(await harness.acked(harness.deliver(Self.note("lost", dueAt: due), userID: "alice")))
+        #expect(await harness.transport.wait { _ in (try? harness.kept()) == 0 }, "forgotten once an outcome was confirmed")
+        #expect(try harness.events("lost").map(\.state) == [.scheduled, .inProgress, .success, .success], "run, then its outcome again")
+        #expect(try harness.notes("lost") == 1, "its effects once")
+        let starts = try harness.events("lost").filter { $0.state == .success }.map(\.startedAt)
+        #expect(starts.count == 2 && starts[0] != nil && starts[0] == starts[1], "the outcome again says when the run began")
         await harness.stop()
     }
 
