@@ -211,7 +211,9 @@ import Testing
         let isRunning: @Sendable (Int32) -> Bool = { running.contains($0) }
         #expect(try await ledger.takeDueKept(by: 99, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "not due yet")
         // What was kept, and when it was first taken (which a run taken up again reports as its start).
-        func unstarted(_ taken: [KeptIntent]) -> [KeptIntent] { taken.map { var intent = $0; intent.startedAt = nil; return intent } }
+        func unstarted(_ taken: [KeptIntent]) -> [KeptIntent] {
+            taken.map { KeptIntent(id: $0.id, turn: $0.turn, dueAt: $0.dueAt, body: $0.body, owner: $0.owner) }
+        }
         let first = try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10)
         #expect(unstarted(first) == [kept("a", at: 100)], "as it was kept, owner and body")
         let start = try #require(first.first?.startedAt)
