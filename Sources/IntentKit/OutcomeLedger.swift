@@ -157,7 +157,7 @@ public protocol OutcomeLedger: Sendable {
     /// What `taker` holds itself is not taken again until it lets go of it.
     func takeDueKept(by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int) async throws -> [KeptIntent]
 
-    /// When the earliest kept intent is due (taken or not); nil when none is kept.
+    /// When the earliest kept intent that no process has taken is due; nil when there is none.
     func nextKeptDue() async throws -> Double?
 
     /// Forgets the kept intent's `turn` (or an earlier one): it ran, or the recorder released it.
@@ -452,9 +452,9 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
-    /// The earliest due time kept.
+    /// The earliest due time kept and not taken.
     public func nextKeptDue() async throws -> Double? {
-        kept.withLock { kept in kept.values.map(\.intent.dueAt).min() }
+        kept.withLock { kept in kept.values.filter { $0.taker == nil }.map(\.intent.dueAt).min() }
     }
 
     /// Forgets the kept intent, unless a later turn is kept.

@@ -239,10 +239,10 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    /// The earliest due time kept in this database.
+    /// The earliest due time kept in this database and not taken.
     public func nextKeptDue() async throws -> Double? {
         try await queue.read { db in
-            try db.queryFirst("SELECT min(due_at) FROM intent_kept") { $0.optionalDouble(0) } ?? nil
+            try db.queryFirst("SELECT min(due_at) FROM intent_kept WHERE taken_by IS NULL") { $0.optionalDouble(0) } ?? nil
         }
     }
 

@@ -217,6 +217,7 @@ import Testing
         let first = try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10)
         #expect(unstarted(first) == [kept("a", at: 100)], "as it was kept, owner and body")
         let start = try #require(first.first?.startedAt)
+        #expect(try await ledger.nextKeptDue() == 200, "the next one no worker has taken")
         #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "held by its taker")
         try await ledger.letGoKept("a", turn: 0)  // what its run published was lost with the connection
         #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10) == first, "taken again once let go")
