@@ -360,6 +360,8 @@ public final class WorkerService: Service {
         } else {
             job.logger.info("\(request.rawValue) request decided: \(standing.state.rawValue) (\(standing.response.code))")
         }
+        // Ended: a scheduled intent kept to run when due has nothing left to run (any turn of it).
+        try await job.ledger.forgetKept(job.id, turn: Int.max)
         publish(standing, for: job)
     }
 
