@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, starts a local RabbitMQ on loopback when none
 # answers, builds, and runs every test. Integration tests start their own
-# broker nodes (deploy/broker.sh, ports 5690-5696), a three-node cluster
+# broker nodes (deploy/broker.sh, ports 5690-5697), a three-node cluster
 # (deploy/cluster.sh, 5711-5713), and the chaos run one more node (5693); all
 # are stopped at the end.
 set -euo pipefail
@@ -11,7 +11,7 @@ deploy/install.sh --test-tools
 deploy/broker.sh ensure 5672
 
 stop_test_nodes() {
-    for node in iqtest iqtest-restart iqtest-freeze iqtest-tls iqtest-gateway; do deploy/broker.sh stop "$node"; done
+    for node in iqtest iqtest-restart iqtest-freeze iqtest-tls iqtest-gateway iqtest-kept; do deploy/broker.sh stop "$node"; done
     INTENTQUEUE_CLUSTER_NAME=iqtestcluster deploy/cluster.sh stop >/dev/null 2>&1 || true
 }
 trap stop_test_nodes EXIT

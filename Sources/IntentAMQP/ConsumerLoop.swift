@@ -290,74 +290,89 @@ public final class ConsumerLoop: Sendable {
             }
             var busy = !commands.isEmpty
 
-            for command in commands {
-                switch command {
-                case .publish(let messages, let thenAck):
-                    let tag = thenAck.flatMap { $0.generation == generation ? $0.value : nil }
-                    // A local tag (no broker delivered it) has nothing to ack: its confirm settles it.
-                    let local = thenAck.flatMap { $0.isLocal ? $0.value : nil }
-                    if thenAck != nil, tag == nil, local == nil { continue }  // its delivery belongs to a dead connection
-                    if messages.isEmpty {
-                        if let tag { acks.append(tag) }
-                        if let local { configuration.onLocalSettled(local, true) }
-                        continue
-                    }
-                    for message in messages {
-                        guard let id = message.messageID, let pending = deferred.removeValue(forKey: id) else { continue }
-                        // An outcome supersedes a deferred event of its intent; anything else follows it.
-                        if tag == nil { try send(pending.message, group: nil) }
-                    }
-                    var group: Int?
-                    if tag != nil || local != nil {
-                        group = nextGroup
-                        groups[nextGroup] = ConfirmGroup(
-                            remaining: messages.count, tag: tag ?? 0, intentID: messages.last?.messageID, local: local)
-                        nextGroup += 1
-                    }
-                    var unsendable: String?
-                    for message in messages {
-                        if let problem = message.problem {
-                            // Sent, it would break the connection for every other delivery on it.
-                            logger.error(
-                                "a message cannot be sent and is dropped: \(problem)",
-                                metadata: ["intent.id": message.messageID ?? "", "amqp.exchange": message.exchange])
-                            unsendable = problem
+            // Should the connection fail partway, the rest of the batch is dropped with it: its local tags are settled
+            // (a publish as lost, to be run again; an ack or a reject as done, since nothing was to be published).
+            var handled = 0
+            do {
+                for command in commands {
+                    handled += 1
+                    switch command {
+                    case .publish(let messages, let thenAck):
+                        let tag = thenAck.flatMap { $0.generation == generation ? $0.value : nil }
+                        // A local tag (no broker delivered it) has nothing to ack: its confirm settles it.
+                        let local = thenAck.flatMap { $0.isLocal ? $0.value : nil }
+                        if thenAck != nil, tag == nil, local == nil { continue }  // its delivery belongs to a dead connection
+                        if messages.isEmpty {
+                            if let tag { acks.append(tag) }
+                            if let local { configuration.onLocalSettled(local, true) }
                             continue
                         }
-                        try send(message, group: group)
-                    }
-                    if let group, unsendable != nil {
-                        // Its delivery goes to the dead-letter queue rather than round and round.
-                        groups[group]?.unsendable = true
-                        groups[group]?.remaining -= messages.filter { $0.problem != nil }.count
-                        if groups[group]?.remaining == 0, let entry = groups.removeValue(forKey: group) {
-                            if let local = entry.local {
-                                configuration.onLocalSettled(local, true)
-                            } else {
-                                outstanding.remove(entry.tag)
-                                try connection.reject(entry.tag, requeue: false)
+                        for message in messages {
+                            guard let id = message.messageID, let pending = deferred.removeValue(forKey: id) else { continue }
+                            // An outcome supersedes a deferred event of its intent; anything else follows it.
+                            if tag == nil { try send(pending.message, group: nil) }
+                        }
+                        var group: Int?
+                        if tag != nil || local != nil {
+                            group = nextGroup
+                            groups[nextGroup] = ConfirmGroup(
+                                remaining: messages.count, tag: tag ?? 0, intentID: messages.last?.messageID, local: local)
+                            nextGroup += 1
+                        }
+                        var unsendable: String?
+                        for message in messages {
+                            if let problem = message.problem {
+                                // Sent, it would break the connection for every other delivery on it.
+                                logger.error(
+                                    "a message cannot be sent and is dropped: \(problem)",
+                                    metadata: ["intent.id": message.messageID ?? "", "amqp.exchange": message.exchange])
+                                unsendable = problem
+                                continue
+                            }
+                            try send(message, group: group)
+                        }
+                        if let group, unsendable != nil {
+                            // Its delivery goes to the dead-letter queue rather than round and round.
+                            groups[group]?.unsendable = true
+                            groups[group]?.remaining -= messages.filter { $0.problem != nil }.count
+                            if groups[group]?.remaining == 0, let entry = groups.removeValue(forKey: group) {
+                                if let local = entry.local {
+                                    configuration.onLocalSettled(local, true)
+                                } else {
+                                    outstanding.remove(entry.tag)
+                                    try connection.reject(entry.tag, requeue: false)
+                                }
                             }
                         }
-                    }
-                    if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
-                case .ack(let tag):
-                    if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
-                    if tag.generation == generation { acks.append(tag.value) }
-                case .reject(let tag, let requeue):
-                    if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
-                    guard tag.generation == generation else { continue }
-                    outstanding.remove(tag.value)
-                    try connection.reject(tag.value, requeue: requeue)
-                case .publishDeferred(let message, let delay):
-                    guard message.problem == nil else { continue }
-                    if delay > 0, let id = message.messageID {
-                        let due = now + UInt64(min(delay, 1e6) * 1e9)  // bounded, so no delay can overflow
-                        if let earlier = deferred.updateValue((message, due), forKey: id) { try send(earlier.message, group: nil) }
-                        earliestDue = min(earliestDue, due)
-                    } else {
-                        try send(message, group: nil)
+                        if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
+                    case .ack(let tag):
+                        if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
+                        if tag.generation == generation { acks.append(tag.value) }
+                    case .reject(let tag, let requeue):
+                        if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
+                        guard tag.generation == generation else { continue }
+                        outstanding.remove(tag.value)
+                        try connection.reject(tag.value, requeue: requeue)
+                    case .publishDeferred(let message, let delay):
+                        guard message.problem == nil else { continue }
+                        if delay > 0, let id = message.messageID {
+                            let due = now + UInt64(min(delay, 1e6) * 1e9)  // bounded, so no delay can overflow
+                            if let earlier = deferred.updateValue((message, due), forKey: id) { try send(earlier.message, group: nil) }
+                            earliestDue = min(earliestDue, due)
+                        } else {
+                            try send(message, group: nil)
+                        }
                     }
                 }
+            } catch {
+                for command in commands[max(0, handled - 1)...] {
+                    switch command {
+                    case .publish(_, let tag?) where tag.isLocal: configuration.onLocalSettled(tag.value, false)
+                    case .ack(let tag) where tag.isLocal, .reject(let tag, _) where tag.isLocal: configuration.onLocalSettled(tag.value, true)
+                    default: break
+                    }
+                }
+                throw error
             }
             let nextDue = try publishDue(now: now)
 

@@ -160,6 +160,10 @@ public struct DeliveryTag: Sendable, Hashable {
     /// The broker's delivery tag on that connection's channel: what an ack or a reject names.
     public var value: UInt64
 
+    /// Whether it is a `local` tag: only `local(_:)` makes one, so no delivery from a broker (or from any
+    /// transport, whatever generation it gives) is taken for one.
+    public private(set) var isLocal = false
+
     /// The tag `value` of a delivery received on connection `generation`.
     public init(generation: UInt64, value: UInt64) {
         self.generation = generation
@@ -171,11 +175,10 @@ public struct DeliveryTag: Sendable, Hashable {
     /// publish naming it, settles it, and a publish lost with its connection unsettles it
     /// (`ConsumerLoop.Configuration.onLocalSettled`).
     public static func local(_ number: UInt64) -> DeliveryTag {
-        DeliveryTag(generation: 0, value: number)
+        var tag = DeliveryTag(generation: 0, value: number)
+        tag.isLocal = true
+        return tag
     }
-
-    /// Whether it is a `local` tag (connections count from 1).
-    public var isLocal: Bool { generation == 0 }
 }
 
 /// A message the broker sent back because nothing was bound for it.

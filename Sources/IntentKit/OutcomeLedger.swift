@@ -151,13 +151,16 @@ public protocol OutcomeLedger: Sendable {
     /// recorder's release runs it.
     func keep(_ intent: KeptIntent) async throws -> Bool
 
-    /// Takes, for the process `taker`, the kept intents due by `time` that no
-    /// process has taken, or that a process no longer running took (`isRunning`
-    /// says of a process id), those taken by none first, then earliest first.
-    /// What `taker` holds itself is not taken again until it lets go of it.
-    func takeDueKept(by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int) async throws -> [KeptIntent]
+    /// Takes, for `taker` (a name no other process has), the kept intents due by
+    /// `time` that no one holds: never taken, or taken by another that `isHeld`
+    /// (given its name and when it took it) says holds it no longer, those never
+    /// taken first, then earliest first. What `taker` holds itself is not taken
+    /// again until it lets go of it.
+    func takeDueKept(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
+    ) async throws -> [KeptIntent]
 
-    /// When the earliest kept intent that no process has taken is due; nil when there is none.
+    /// When the earliest kept intent that no one has taken is due; nil when there is none.
     func nextKeptDue() async throws -> Double?
 
     /// Forgets the kept intent's `turn` (or an earlier one): it ran, or the recorder released it.
@@ -183,11 +186,11 @@ public struct KeptIntent: Sendable, Hashable {
     public var body: [UInt8]
     /// The intent's owner, as its ledger admitted it.
     public var owner: String?
-    /// When a worker first took it to run, in seconds since 1970 (nil until one has): a run taken up again
-    /// after its worker died, or after what it published was lost, reports that start.
+    /// On an intent taken up again (its worker died, or what its run published was lost), when it was
+    /// first taken to run, in seconds since 1970; nil on its first take.
     public var startedAt: Double?
 
-    /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`, first taken at `startedAt`.
+    /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`, taken before at `startedAt`.
     public init(id: String, turn: Int, dueAt: Double, body: [UInt8], owner: String?, startedAt: Double? = nil) {
         self.id = id
         self.turn = turn
@@ -222,7 +225,7 @@ extension OutcomeLedger {
 
     /// By default nothing is kept, so nothing is due.
     public func takeDueKept(
-        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] { [] }
 
     /// By default nothing is kept.
@@ -320,7 +323,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
-    private let kept = Mutex<[String: (intent: KeptIntent, taker: Int32?)]>([:])
+    private let kept = Mutex<[String: (intent: KeptIntent, taker: (name: String, at: Double)?, firstTaken: Double?)]>([:])
     /// As given to `init`: true makes it act as a ledger kept with the effects.
     public let holdsEffects: Bool
 
@@ -424,30 +427,36 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
         }
     }
 
-    /// Keeps the intent's turn, unless a later turn is kept.
+    /// Keeps the intent's turn, unless a later turn is kept (or the same one, taken).
     public func keep(_ intent: KeptIntent) async throws -> Bool {
         kept.withLock { kept in
-            if let held = kept[intent.id], held.intent.turn > intent.turn { return }
-            kept[intent.id] = (intent, nil)
+            if let held = kept[intent.id], held.intent.turn > intent.turn || (held.intent.turn == intent.turn && held.taker != nil) {
+                return
+            }
+            kept[intent.id] = (intent, nil, nil)
         }
         return true
     }
 
-    /// Takes the due ones not held by `taker` or another running process, earliest first.
+    /// Takes the due ones not held by `taker` or by another that still holds them, never taken first, then earliest first.
     public func takeDueKept(
-        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
         kept.withLock { kept in
             let due = kept.values
-                .filter { entry in entry.intent.dueAt <= time && entry.taker.map { $0 != taker && !isRunning($0) } ?? true }
-                .map(\.intent)
-                .sorted { ($0.dueAt, $0.id) < ($1.dueAt, $1.id) }
+                .filter { entry in
+                    entry.intent.dueAt <= time && entry.taker.map { $0.name != taker && !isHeld($0.name, $0.at) } ?? true
+                }
+                .sorted { ($0.taker != nil ? 1 : 0, $0.intent.dueAt, $0.intent.id) < ($1.taker != nil ? 1 : 0, $1.intent.dueAt, $1.intent.id) }
                 .prefix(max(0, limit))
+                .map(\.intent)
             let now = Date().timeIntervalSince1970
             return due.map { intent in
-                kept[intent.id]?.taker = taker
-                kept[intent.id]?.intent.startedAt = intent.startedAt ?? now
-                return kept[intent.id]!.intent
+                var taken = intent
+                taken.startedAt = kept[intent.id]?.firstTaken
+                kept[intent.id]?.taker = (taker, now)
+                if kept[intent.id]?.firstTaken == nil { kept[intent.id]?.firstTaken = now }
+                return taken
             }
         }
     }

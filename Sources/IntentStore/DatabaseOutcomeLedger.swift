@@ -187,7 +187,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    /// Keeps the intent's turn in this database, unless a later turn is kept.
+    /// Keeps the intent's turn in this database, unless a later turn is kept (or the same one, taken).
     public func keep(_ intent: KeptIntent) async throws -> Bool {
         try await queue.write { db in
             try db.run(
@@ -195,7 +195,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 INSERT INTO intent_kept(intent_id, turn, due_at, body, owner) VALUES (?1, ?2, ?3, ?4, ?5)
                 ON CONFLICT(intent_id) DO UPDATE SET turn = excluded.turn, due_at = excluded.due_at, body = excluded.body,
                     owner = excluded.owner, taken_by = NULL, taken_at = NULL, started_at = NULL
-                WHERE excluded.turn >= intent_kept.turn
+                WHERE excluded.turn > intent_kept.turn OR (excluded.turn = intent_kept.turn AND intent_kept.taken_by IS NULL)
                 """,
                 [
                     .text(intent.id), .int(intent.turn), .real(intent.dueAt), .text(String(decoding: intent.body, as: UTF8.self)),
@@ -205,35 +205,35 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         return true
     }
 
-    /// Takes the due ones not held by `taker` or another running process, in one transaction: two workers never take one.
+    /// Takes the due ones not held by `taker` or by another that still holds them, in one transaction: two workers
+    /// never take one.
     public func takeDueKept(
-        by time: Double, taker: Int32, isRunning: @escaping @Sendable (Int32) -> Bool, limit: Int
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
         try await queue.write(durable: false) { db in
             let due = try db.query(
                 """
-                SELECT intent_id, turn, due_at, body, owner, taken_by, started_at FROM intent_kept
+                SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
                 WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) ORDER BY taken_by IS NOT NULL, due_at LIMIT ?2
                 """,
-                [.real(time), .int(max(0, limit) * 2), .int(Int(taker))]
+                [.real(time), .int(max(0, limit) * 2), .text(taker)]
             ) { row in
                 (
                     intent: KeptIntent(
                         id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4),
                         startedAt: row.optionalDouble(6)),
-                    taker: row.optionalInt(5).map { Int32(clamping: $0) }
+                    taker: row.text(5), takenAt: row.optionalDouble(7) ?? 0
                 )
             }
             var taken: [KeptIntent] = []
             let now = Date().timeIntervalSince1970
             for entry in due where taken.count < limit {
-                if let holder = entry.taker, isRunning(holder) { continue }
-                var intent = entry.intent
-                intent.startedAt = intent.startedAt ?? now
+                if let holder = entry.taker, isHeld(holder, entry.takenAt) { continue }
+                // Said to the run only when taken up again; noted the first time.
                 try db.run(
-                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3, started_at = ?4 WHERE intent_id = ?1",
-                    [.text(intent.id), .int(Int(taker)), .real(now), .real(intent.startedAt!)])
-                taken.append(intent)
+                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3, started_at = coalesce(started_at, ?3) WHERE intent_id = ?1",
+                    [.text(entry.intent.id), .text(taker), .real(now)])
+                taken.append(entry.intent)
             }
             return taken
         }

@@ -66,7 +66,7 @@ public enum OnceOnly {
         """
 
     /// Scheduled intents a worker saw before their time, for the workers sharing
-    /// the database to run when due; `taken_by` is the process running one.
+    /// the database to run when due; `taken_by` names the process running one, `started_at` when one first did.
     static let keptSchema = """
         CREATE TABLE IF NOT EXISTS intent_kept (
             intent_id TEXT PRIMARY KEY NOT NULL,
@@ -74,7 +74,7 @@ public enum OnceOnly {
             due_at REAL NOT NULL,
             body TEXT NOT NULL,
             owner TEXT,
-            taken_by INTEGER,
+            taken_by TEXT,
             taken_at REAL,
             started_at REAL
         ) WITHOUT ROWID;

@@ -135,10 +135,17 @@ public final class StatusStore {
     ]
 
     /// How long after its due time the recorder releases a scheduled intent a
-    /// worker keeps (`StatusEvent.kept`) and that has not ended: the fallback
-    /// for a kept intent no worker sharing its ledger ran (they all died, or
-    /// the outcome was lost with the broker).
-    public static let keptReleaseGrace = 5.0
+    /// worker keeps (`StatusEvent.kept`) and that has not started: the fallback
+    /// for a kept intent no worker sharing its ledger ran (they all died, or the
+    /// machine is gone). Longer than a worker's longest reconnect backoff (10 s),
+    /// so that workers back from an outage publish what they ran meanwhile first.
+    public static let keptReleaseGrace = 15.0
+
+    /// How long a kept intent may be `inProgress` with no event before the
+    /// recorder releases it too: its run was taken and begun, and nothing was
+    /// heard since (the machine of the only workers sharing its ledger is gone).
+    /// As long as a ledger's claim holds (`DatabaseOutcomeLedger.claimLifetime`).
+    public static let keptRunLease = 900.0
 
     /// Opens the store for writing, creating the file and schema as needed.
     public init(path: String) throws {
@@ -324,9 +331,7 @@ public final class StatusStore {
                     confirmed = coalesce(?4, confirmed),
                     response_code = NULL, response_message = NULL, response_payload = NULL, resolutions = NULL,
                     progress_fraction = NULL, progress_message = NULL, finished_at = NULL, updated_at = ?5,
-                    due_at = coalesce(?9, due_at), release_body = coalesce(?10, release_body),
-                    release_at = CASE WHEN ?10 IS NULL THEN release_at ELSE ?9 END,
-                    released_at = CASE WHEN ?10 IS NULL THEN released_at END
+                    due_at = coalesce(?9, due_at), release_body = ?10, release_at = ?9, released_at = NULL
                 WHERE id = ?1 AND turn < ?2 AND state = 'needsInput' AND type = ?11 AND \(Self.ownedBy(6))
                 """,
                 [.text(envelope.id), .int(envelope.turn), .optional(parameters), .optional(confirmed), .real(now)]
@@ -385,10 +390,12 @@ public final class StatusStore {
     }
 
     /// What may be released: scheduled, or with a cancel requested (which a worker decides on the release,
-    /// should no worker have decided it itself), or a kept one begun and not ended (its worker may have died).
+    /// should no worker have decided it itself), or (over binding ?1, now) a kept one begun and not heard of
+    /// for `keptRunLease`.
     static let releasable = """
         release_body IS NOT NULL AND released_at IS NULL
-            AND (state IN ('scheduled', 'cancelRequested') OR (state = 'inProgress' AND release_at > due_at))
+            AND (state IN ('scheduled', 'cancelRequested')
+                 OR (state = 'inProgress' AND release_at > due_at AND updated_at <= ?1 - \(keptRunLease)))
         """
 
     /// Scheduled intents to release by `now` and not yet released, earliest first: those due then, and
@@ -409,7 +416,22 @@ public final class StatusStore {
 
     /// When the next scheduled intent not yet released is to be released; nil when none is.
     public func nextDue() throws -> Double? {
-        try database.queryFirst("SELECT min(release_at) FROM intent_status WHERE \(Self.releasable)") { $0.optionalDouble(0) } ?? nil
+        let waiting =
+            try database.queryFirst(
+                """
+                SELECT min(release_at) FROM intent_status
+                WHERE release_body IS NOT NULL AND released_at IS NULL AND state IN ('scheduled', 'cancelRequested')
+                """
+            ) { $0.optionalDouble(0) } ?? nil
+        // Kept ones begun: few (those running now), found by state.
+        let begun =
+            try database.queryFirst(
+                """
+                SELECT min(max(release_at, updated_at + \(Self.keptRunLease))) FROM intent_status
+                WHERE state = 'inProgress' AND release_body IS NOT NULL AND released_at IS NULL AND release_at > due_at
+                """
+            ) { $0.optionalDouble(0) } ?? nil
+        return [waiting, begun].compactMap { $0 }.min()
     }
 
     /// The intent a deduplication key stands for: the first submission of
@@ -538,6 +560,12 @@ public final class StatusStore {
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
+        }
+        if applied, event.state == .needsInput || event.state.isTerminal {
+            // It ran: what was kept to release (a turn a worker ran from its ledger) has nothing left to run.
+            try db.run(
+                "UPDATE intent_status SET released_at = ?2 WHERE id = ?1 AND release_body IS NOT NULL AND released_at IS NULL",
+                [.text(event.id), .real(now)])
         }
         if applied, event.state == .scheduled, event.kept == true, let due = event.dueAt {
             // A worker keeps it and runs it when due: released only if it has not ended a grace after.

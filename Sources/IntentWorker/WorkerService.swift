@@ -149,7 +149,8 @@ public final class WorkerService: Service {
     public var isConnected: Bool { loop.isConnected }
 
     /// Takes the kept intents of the served types' ledgers as they come due and hands them to `lanes` as local
-    /// deliveries (no broker delivered them, and none is acked). Looks at each ledger at the next due time and at
+    /// deliveries (no broker delivered them, and none is acked), no more at once than twice its concurrency, so
+    /// that the other workers sharing a ledger take their part. Looks at each ledger at the next due time and at
     /// least every 250 ms, which is how soon it sees what other workers sharing it have kept, or what a worker
     /// that died had taken. Ends when the task is canceled.
     private func runKept(into lanes: DeliveryLanes) async {
@@ -159,15 +160,21 @@ public final class WorkerService: Service {
             guard let ledger = registry.ledger(for: type) ?? ownLedger else { continue }
             if seen.insert(ObjectIdentifier(ledger as AnyObject)).inserted { ledgers.append(ledger) }
         }
-        let taker = getpid()
+        let taker = KeptTaker.current
+        let room = max(1, configuration.concurrency * 2)
         while !Task.isCancelled {
             var next = Date().timeIntervalSince1970 + 0.25
             for ledger in ledgers {
                 do {
                     let now = Date().timeIntervalSince1970
-                    let taken = try await ledger.takeDueKept(by: now, taker: taker, isRunning: Self.isRunning, limit: 64)
+                    let free = room - keptRuns.count
+                    guard free > 0 else {
+                        next = now + 0.01  // as busy as it takes on: looked at again as soon as runs end
+                        continue
+                    }
+                    let taken = try await ledger.takeDueKept(by: now, taker: taker.name, isHeld: KeptTaker.holds, limit: free)
                     for intent in taken { lanes.add(localDelivery(for: intent, number: keptRuns.add(intent, in: ledger))) }
-                    if taken.count == 64 { next = now }
+                    if taken.count == free { next = now }
                     if let due = try await ledger.nextKeptDue(), due > now { next = min(next, due) }
                 } catch {
                     logger.debug("kept intents not looked at this round: \(error)")
@@ -180,11 +187,6 @@ public final class WorkerService: Service {
 
     /// On a local delivery: when a worker first took the kept intent to run (see `KeptIntent.startedAt`).
     private static let keptStartHeader = "x-intent-kept-started"
-
-    /// Whether the process `pid` is running on this machine (a ledger is shared by the workers of one machine).
-    private static func isRunning(_ pid: Int32) -> Bool {
-        kill(pid, 0) == 0 || errno == EPERM
-    }
 
     /// A kept intent as a delivery no broker made: its tag local (`number`), released, its owner named, trusted as
     /// the recorder's release is (only this process makes such a tag).
@@ -216,6 +218,8 @@ public final class WorkerService: Service {
         var startedAt: Double?
         /// Kept in the ledger, to be run by the workers sharing it when due (said on its `scheduled` event).
         var kept = false
+        /// A kept intent taken up again (its worker died, or its run's outcome was lost): when it was first taken.
+        var keptStart: Double?
 
         var id: String { envelope.id }
         /// The intent's owner, which every event about it names.
@@ -253,8 +257,8 @@ public final class WorkerService: Service {
         var job = Job(
             delivery: delivery, envelope: envelope, retries: retries, storageWaits: storageWaits, attempt: attempt,
             ledger: ledger, logger: logger, sender: sender)
-        if delivery.tag.isLocal, let started = delivery.headers[Self.keptStartHeader]?.stringValue.flatMap(Double.init) {
-            job.startedAt = started  // taken up again: its run began when it was first taken
+        if delivery.tag.isLocal {
+            job.keptStart = delivery.headers[Self.keptStartHeader]?.stringValue.flatMap(Double.init)
         }
         do {
             job.admission = try await ledger.admit(
@@ -406,8 +410,9 @@ public final class WorkerService: Service {
         // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
         // runs, whatever the clocks say.
         let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
-        if released, !job.delivery.tag.isLocal {
-            // The recorder released it: no worker is to take it from the ledger as well.
+        if !job.delivery.tag.isLocal, let dueAt = envelope.dueAt, released || dueAt <= Date().timeIntervalSince1970 {
+            // The recorder released it, or the broker brought it again once due (its early ack was lost):
+            // this run is its run, and no worker is to take it from the ledger as well.
             try await ledger.forgetKept(envelope.id, turn: envelope.turn)
         }
         var resolvesAhead = false
@@ -451,7 +456,8 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
-        let begun = !job.admission.isNew && !(released && job.attempt == 1)
+        // Taken up again from the ledger, it had been begun whatever its attempt says.
+        let begun = (!job.admission.isNew && !(released && job.attempt == 1)) || job.keptStart != nil
         if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, !resolvesAhead, Date().timeIntervalSince1970 >= expiresAt {
             // Never begun, and now too late to begin: decided where a run's outcome would be (holding the
             // claim, for a ledger without the effects), so a cancel racing it, or a second delivery, finds one
@@ -474,7 +480,7 @@ public final class WorkerService: Service {
         let attempt = job.attempt
         let owner = job.owner
         let started = StatusEvent(
-            id: envelope.id, type: envelope.type, state: .inProgress, at: job.startedAt ?? Date().timeIntervalSince1970, attempt: attempt,
+            id: envelope.id, type: envelope.type, state: .inProgress, at: job.keptStart ?? Date().timeIntervalSince1970, attempt: attempt,
             worker: configuration.workerName, turn: turn, owner: owner)
         if !resolvesAhead {
             job.startedAt = started.at
@@ -844,5 +850,40 @@ final class KeptRuns: Sendable {
     /// The run numbered `number`, no longer noted; nil when it was not.
     func remove(_ number: UInt64) -> (intent: KeptIntent, ledger: any OutcomeLedger)? {
         state.withLock { $0.runs.removeValue(forKey: number) }
+    }
+
+    /// How many runs are noted: taken, and not yet settled.
+    var count: Int { state.withLock { $0.runs.count } }
+}
+
+/// How a worker names itself when it takes a kept intent, and how it tells whether another still holds one.
+/// A ledger is shared by the workers of one machine (or of the containers sharing one volume): the name is
+/// the host, the process id and a token drawn at start, so a process that took the place of one that ended
+/// (a restarted container is process 1 again) is told apart from it.
+struct KeptTaker: Sendable {
+    let host: String
+    let pid: Int32
+    let token: String
+
+    var name: String { "\(host) \(pid) \(token)" }
+
+    static let current: KeptTaker = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "unknown"
+        return KeptTaker(host: host.isEmpty ? "unknown" : host, pid: getpid(), token: String(UInt64.random(in: 1...UInt64.max), radix: 36))
+    }()
+
+    /// How long a kept intent taken on another host (whose processes cannot be looked at) counts as held.
+    static let otherHostLease = 900.0
+
+    /// Whether the taker named `name`, which took one at `takenAt`, still holds it: a process of this host
+    /// that is still running (and is not a later process with its id), or, on another host, for the lease.
+    @Sendable static func holds(_ name: String, takenAt: Double) -> Bool {
+        let parts = name.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, let pid = Int32(parts[1]) else { return false }
+        let me = current
+        guard parts[0] == me.host else { return Date().timeIntervalSince1970 - takenAt < otherHostLease }
+        if pid == me.pid { return parts[2] == me.token }
+        return kill(pid, 0) == 0 || errno == EPERM
     }
 }

@@ -103,8 +103,8 @@ struct FrozenBrokerTests {
 @Suite(.timeLimit(.minutes(10)))
 struct KeptScheduleTests {
     @Test func aKeptIntentRunsWhenDueWhileTheBrokerIsDownAndIsRecordedOnceItIsBack() async throws {
-        let broker = TestBroker(node: "iqtest-kept", port: 5696)
-        if TestBroker.answers(port: 5696) { try await broker.stop() }
+        let broker = TestBroker(node: "iqtest-kept", port: 5697)
+        if TestBroker.answers(port: 5697) { try await broker.stop() }
         let sandbox = try await Sandbox("kept", broker: broker)
         defer {
             Task {
@@ -129,7 +129,7 @@ struct KeptScheduleTests {
         try await eventually(timeout: 90, "the kept intent to run when due, with the broker down") {
             try sandbox.messageCount(intentID: "kept-1") == 1
         }
-        #expect(!TestBroker.answers(port: 5696), "nothing but the worker's ledger could have started it")
+        #expect(!TestBroker.answers(port: 5697), "nothing but the worker's ledger could have started it")
         let database = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
         let sentAt = try #require(try database.queryFirst("SELECT created_at FROM message WHERE intent_id = 'kept-1'") { $0.double(0) })
         #expect(sentAt >= due, "not before its time")

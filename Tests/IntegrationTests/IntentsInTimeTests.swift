@@ -188,13 +188,13 @@ struct IntentsInTimeTests {
         let sandbox = try await Sandbox("schedule-late-recorder")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--log-level", "debug"], expectedConnections: 1)
-        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "15s"])
+        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "20s"])
         #expect(submitted.exitCode == 0, "\(submitted)")
-        let due = Date().addingTimeInterval(15)
+        let due = Date().addingTimeInterval(20)
         try await eventually(timeout: 60, "the worker to keep the early copy and ack it") { worker.log.contains("kept, and run then") }
         // The worker, and with it the only ledger that keeps the intent, is gone before it is due.
         #expect(try await worker.stop() == 0)
-        try #require(Date() < due, "the worker took longer to stop than the 15 s the intent waits: this test needs it gone first")
+        try #require(Date() < due, "the worker took longer to stop than the 20 s the intent waits: this test needs it gone first")
         try await eventually(timeout: 60, "its due time to pass") { Date() > due }
         // A worker elsewhere (a ledger of its own), with the recorder: released as a fallback, a grace after its time.
         var elsewhere = sandbox.environment

@@ -197,41 +197,42 @@ import Testing
         #expect(try await ledger.acquireSlot("owner=alice", intentID: "e", maximum: 2, staleAfter: 0))
     }
 
-    @Test func aKeptIntentIsTakenOnceWhenDueAndAgainOnlyFromATakerThatIsNoLongerRunning() async throws {
+    @Test func aKeptIntentIsTakenOnceWhenDueAndAgainOnlyFromATakerThatNoLongerHoldsIt() async throws {
         let database = try queue()
         let ledger = try DatabaseOutcomeLedger(queue: database)
         let other = try DatabaseOutcomeLedger(queue: database)  // a second worker on the same database
-        func kept(_ id: String, turn: Int = 0, at due: Double) -> KeptIntent {
-            KeptIntent(id: id, turn: turn, dueAt: due, body: Array("{\"id\":\"\(id)\",\"turn\":\(turn)}".utf8), owner: "alice")
+        func kept(_ id: String, turn: Int = 0, at due: Double, startedAt: Double? = nil) -> KeptIntent {
+            KeptIntent(
+                id: id, turn: turn, dueAt: due, body: Array("{\"id\":\"\(id)\",\"turn\":\(turn)}".utf8), owner: "alice",
+                startedAt: startedAt)
         }
         #expect(try await ledger.keep(kept("a", at: 100)))
         #expect(try await ledger.keep(kept("b", at: 200)))
         #expect(try await ledger.nextKeptDue() == 100)
-        let running = Set<Int32>([1])
-        let isRunning: @Sendable (Int32) -> Bool = { running.contains($0) }
-        #expect(try await ledger.takeDueKept(by: 99, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "not due yet")
-        // What was kept, and when it was first taken (which a run taken up again reports as its start).
-        func unstarted(_ taken: [KeptIntent]) -> [KeptIntent] {
-            taken.map { KeptIntent(id: $0.id, turn: $0.turn, dueAt: $0.dueAt, body: $0.body, owner: $0.owner) }
-        }
-        let first = try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10)
-        #expect(unstarted(first) == [kept("a", at: 100)], "as it was kept, owner and body")
-        let start = try #require(first.first?.startedAt)
+        // Takers "one" and "two" (two workers); only "one" still holds what it took.
+        let holds: @Sendable (String, Double) -> Bool = { taker, _ in taker == "one" }
+        #expect(try await ledger.takeDueKept(by: 99, taker: "one", isHeld: holds, limit: 10).isEmpty, "not due yet")
+        let first = try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10)
+        #expect(first == [kept("a", at: 100)], "as it was kept, owner and body; no earlier start on a first take")
         #expect(try await ledger.nextKeptDue() == 200, "the next one no worker has taken")
-        #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10).isEmpty, "held by its taker")
+        #expect(try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10).isEmpty, "held by its taker")
         try await ledger.letGoKept("a", turn: 0)  // what its run published was lost with the connection
-        #expect(try await ledger.takeDueKept(by: 150, taker: 1, isRunning: isRunning, limit: 10) == first, "taken again once let go")
-        #expect(try await other.takeDueKept(by: 150, taker: 2, isRunning: isRunning, limit: 10).isEmpty, "taken by a running worker")
-        // Its taker died before it ran: another worker takes it.
-        let again = try await other.takeDueKept(by: 150, taker: 2, isRunning: { _ in false }, limit: 10)
-        #expect(again.map(\.id) == ["a"] && again.first?.startedAt == start, "started when first taken")
-        // A later turn (an answer asked ahead) replaces the kept one, and is not forgotten for an earlier turn.
+        let retaken = try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10)
+        let start = try #require(retaken.first?.startedAt, "taken up again: when it was first taken")
+        #expect(retaken == [kept("a", at: 100, startedAt: start)])
+        #expect(try await other.takeDueKept(by: 150, taker: "two", isHeld: holds, limit: 10).isEmpty, "held by a worker that holds it")
+        // Its taker ended before it ran: another worker takes it, and is told of the first start.
+        let again = try await other.takeDueKept(by: 150, taker: "two", isHeld: { _, _ in false }, limit: 10)
+        #expect(again == [kept("a", at: 100, startedAt: start)])
+        // A later turn (an answer asked ahead) replaces the kept one; an older turn, or the same one taken, changes nothing.
         #expect(try await ledger.keep(kept("b", turn: 1, at: 210)))
-        #expect(try await ledger.keep(kept("b", turn: 0, at: 200)), "an older turn seen late changes nothing")
+        #expect(try await ledger.keep(kept("b", turn: 0, at: 200)))
+        #expect(try await ledger.keep(kept("a", at: 100)))
+        #expect(try await other.takeDueKept(by: 150, taker: "two", isHeld: { _, _ in true }, limit: 10).isEmpty, "still taken")
         try await ledger.forgetKept("b", turn: 0)
-        // "a" is held by the second worker, which is not running: taken back after "b" (at its later turn), which none held.
-        let later = try await ledger.takeDueKept(by: 300, taker: 1, isRunning: isRunning, limit: 10)
-        #expect(unstarted(later) == [kept("b", turn: 1, at: 210), kept("a", at: 100)])
+        // "a" is held by "two", which holds it no longer: taken back after "b" (at its later turn), which none held.
+        let later = try await ledger.takeDueKept(by: 300, taker: "one", isHeld: holds, limit: 10)
+        #expect(later == [kept("b", turn: 1, at: 210), kept("a", at: 100, startedAt: start)])
         try await ledger.forgetKept("a", turn: 0)
         try await ledger.forgetKept("b", turn: 1)
         #expect(try await ledger.nextKeptDue() == nil, "what ran is forgotten")

@@ -145,12 +145,37 @@ import Testing
         #expect(try store.nextDue() == 2_000)
         try store.markReleased(["plain"], at: 2_000)
         #expect(try store.nextDue() == 2_000 + grace)
-        // "ran" was run by a worker from its ledger; "kept" was begun by one that died before its outcome.
+        // "ran" was run by a worker from its ledger; "kept" was begun by one that is heard of no more.
         try store.record([Self.event("ran", .inProgress, at: 2_000), Self.event("kept", .inProgress, at: 2_000)], now: 2_001)
         try store.record([Self.event("ran", .success, at: 2_002)], now: 2_002)
         #expect(try store.dueIntents(at: 2_000 + grace - 0.01).isEmpty)
-        #expect(try store.dueIntents(at: 2_000 + grace).map(\.id).sorted() == ["early", "kept"], "the fallback: not ended a grace after")
+        #expect(try store.dueIntents(at: 2_000 + grace).map(\.id) == ["early"], "the fallback: not begun a grace after")
         #expect(try store.dueIntents(at: 2_000 + grace, keptBy: 0).isEmpty, "held back while the recorder's connection is younger than the grace")
+        #expect(try store.nextDue() == 2_000 + grace)
+        try store.markReleased(["early"], at: 2_000 + grace)
+        let lease = StatusStore.keptRunLease
+        #expect(try store.nextDue() == 2_001 + lease, "a begun one when nothing was heard of it for the lease")
+        #expect(try store.dueIntents(at: 2_001 + lease - 1).isEmpty)
+        #expect(try store.dueIntents(at: 2_001 + lease).map(\.id) == ["kept"])
+        #expect(try store.reader.status(id: "ran")?.state == .success)
+    }
+
+    @Test func aKeptTurnThatRanIsNotReleasedAfterItsAnswer() throws {
+        let store = try StatusStore(path: path)
+        var envelope = Self.envelope("asked", submittedAt: 900)
+        envelope.dueAt = 2_000
+        let kept = StatusEvent(id: "asked", type: "SendMessage", state: .scheduled, at: 1_001, attempt: 1, dueAt: 2_000, kept: true)
+        try store.record([.queued(envelope), .event(kept)], now: 1_002)
+        // Run from the ledger when due: it asks, and is answered (with no due time: it runs at once).
+        try store.record([Self.event("asked", .needsInput, at: 2_000)], now: 2_000)
+        var answer = Self.envelope("asked", submittedAt: 2_001)
+        answer.turn = 1
+        answer.answers = ["content": "yes"]
+        try store.record([.queued(answer)], now: 2_001)
+        try store.record([.event(StatusEvent(id: "asked", type: "SendMessage", state: .inProgress, at: 2_002, attempt: 1, turn: 1))], now: 2_002)
+        #expect(try store.reader.status(id: "asked")?.state == .inProgress)
+        #expect(try store.dueIntents(at: 10_000).isEmpty, "its first turn is not released again beside its second")
+        #expect(try store.nextDue() == nil)
     }
 
     @Test func aSubmissionRecordedAfterItsDueTimeIsReleasedAtOnceAndAResubmissionChangesNothing() throws {

@@ -1,3 +1,4 @@
+import Foundation
 import IntentAMQP
 import Testing
 
@@ -31,5 +32,26 @@ import Testing
         lanes.finish()
         #expect(await lanes.next()?.tag.value == 8, "what is left comes out before the end")
         #expect(await lanes.next() == nil)
+    }
+}
+
+/// How a worker tells whether another still holds a kept intent it took.
+@Suite struct KeptTakerTests {
+    @Test func aTakerHoldsWhileItsProcessRunsAndALaterProcessWithItsIDIsToldApart() throws {
+        let me = KeptTaker.current
+        #expect(KeptTaker.holds(me.name, takenAt: 0), "this process")
+        #expect(!KeptTaker.holds("\(me.host) \(me.pid) other", takenAt: 0), "an earlier process with this id, which ended")
+        // A process of this host that has ended: a child that exited.
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/true")
+        try child.run()
+        child.waitUntilExit()
+        #expect(!KeptTaker.holds("\(me.host) \(child.processIdentifier) x", takenAt: 0))
+        #expect(KeptTaker.holds("\(me.host) 1 x", takenAt: 0), "a process that runs (init)")
+        // Another host's processes cannot be looked at: held for the lease.
+        let now = Date().timeIntervalSince1970
+        #expect(KeptTaker.holds("elsewhere 7 x", takenAt: now))
+        #expect(!KeptTaker.holds("elsewhere 7 x", takenAt: now - KeptTaker.otherHostLease - 1))
+        #expect(!KeptTaker.holds("not a name", takenAt: now))
     }
 }

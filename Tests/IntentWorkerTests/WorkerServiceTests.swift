@@ -198,6 +198,11 @@ struct WorkerServiceTests {
             try transport.published.filter { $0.exchange == "intents.status" && $0.messageID == id }.map { try StatusEvent.decode($0.body) }
         }
 
+        /// Makes every kept intent due now in the ledger (as time passing would, without a test waiting for it).
+        func makeKeptDue() throws {
+            try database.sync { db in try db.run("UPDATE intent_kept SET due_at = 0") }
+        }
+
         /// How many intents the ledger keeps to run when due.
         func kept() throws -> Int {
             try database.sync { db in try db.queryFirst("SELECT count(*) FROM intent_kept") { $0.int(0) } ?? -1 }
@@ -322,19 +327,21 @@ struct WorkerServiceTests {
 
     @Test func aScheduledIntentSeenBeforeItIsDueIsKeptAndRunByTheWorkerWhenDueWithNoRelease() async throws {
         let harness = try Harness()
-        let due = Date().timeIntervalSince1970 + 0.5
+        let due = Date().timeIntervalSince1970 + 3_600
         let tag = harness.deliver(Self.note("soon", dueAt: due), userID: "alice")
         #expect(await harness.acked(tag))
         let scheduled = try #require(try harness.events("soon").first)
         #expect(scheduled.state == .scheduled && scheduled.kept == true, "the recorder is told a worker keeps it")
+        #expect(try harness.kept() == 1 && harness.notes("soon") == 0)
         // No release comes: the worker takes it from its ledger when it is due.
+        try harness.makeKeptDue()
         #expect(await harness.transport.wait { _ in (try? harness.notes("soon")) == 1 })
         #expect(await harness.transport.wait { _ in (try? harness.events("soon").last?.state) == .success })
         let outcome = try #require(try harness.events("soon").last)
         #expect(outcome.owner == "alice", "it runs as its owner's")
-        #expect((outcome.startedAt ?? 0) >= due, "not before its time")
+        #expect(outcome.startedAt != nil)
         #expect(harness.transport.acked == [tag], "a kept intent's run has no delivery to ack")
-        #expect(try harness.kept() == 0, "forgotten once it ran")
+        #expect(await harness.transport.wait { _ in (try? harness.kept()) == 0 }, "forgotten once what it published was confirmed")
         // The recorder's release, should it come too: the outcome published again, nothing done twice.
         let release: [String: HeaderValue] = [Topology.releasedHeader: .string("\(due)"), Topology.ownerHeader: .string("alice")]
         #expect(await harness.acked(harness.deliver(Self.note("soon", dueAt: due), headers: release, userID: "guest")))
@@ -345,13 +352,14 @@ struct WorkerServiceTests {
 
     @Test func aKeptIntentWhoseOutcomeWasLostWithTheConnectionIsTakenAgainAndItsOutcomePublishedOnceMore() async throws {
         let harness = try Harness(losingFirstKeptPublish: true)
-        let due = Date().timeIntervalSince1970 + 0.3
+        let due = Date().timeIntervalSince1970 + 3_600
         #expect(await harness.acked(harness.deliver(Self.note("lost", dueAt: due), userID: "alice")))
+        try harness.makeKeptDue()
         #expect(await harness.transport.wait { _ in (try? harness.kept()) == 0 }, "forgotten once an outcome was confirmed")
         #expect(try harness.events("lost").map(\.state) == [.scheduled, .inProgress, .success, .success], "run, then its outcome again")
         #expect(try harness.notes("lost") == 1, "its effects once")
         let starts = try harness.events("lost").filter { $0.state == .success }.map(\.startedAt)
-        #expect(starts.count == 2 && starts[0] != nil && starts[0] == starts[1], "the outcome again says when the run began")
+        #expect(starts.count == 2 && starts[0] != nil && starts[1] == nil, "said again, the outcome claims no start of its own")
         await harness.stop()
     }
 
