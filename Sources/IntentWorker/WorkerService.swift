@@ -167,7 +167,7 @@ public final class WorkerService: Service {
             for ledger in ledgers {
                 do {
                     let now = Date().timeIntervalSince1970
-                    let free = room - keptRuns.count
+                    let free = room - keptRuns.unfinished
                     guard free > 0 else {
                         next = now + 0.01  // as busy as it takes on: looked at again as soon as runs end
                         continue
@@ -227,6 +227,8 @@ public final class WorkerService: Service {
     }
 
     func process(_ delivery: Delivery) async {
+        // A kept intent's run: no longer counted as taken on once it has ended, whichever way.
+        defer { if delivery.tag.isLocal { keptRuns.finished(delivery.tag.value) } }
         configuration.faults.hit(.afterReceive, intentID: delivery.messageID)
         let sender = sender(of: delivery)
         let envelope: IntentEnvelope
@@ -833,27 +835,42 @@ public final class WorkerService: Service {
     }
 }
 
-/// The kept intents a worker took from its ledgers and is running, by the number of their local delivery tag, until
-/// what their runs published is settled (`ConsumerLoop.Configuration.onLocalSettled`).
+/// The kept intents a worker took from its ledgers, by the number of their local delivery tag: waiting for a slot
+/// or running, then (run) until what they published is settled (`ConsumerLoop.Configuration.onLocalSettled`).
 final class KeptRuns: Sendable {
-    private let state = Mutex<(next: UInt64, runs: [UInt64: (intent: KeptIntent, ledger: any OutcomeLedger)])>((0, [:]))
+    private struct State {
+        var next: UInt64 = 0
+        var runs: [UInt64: (intent: KeptIntent, ledger: any OutcomeLedger)] = [:]
+        var unfinished = Set<UInt64>()
+    }
+
+    private let state = Mutex(State())
 
     /// Notes a run of `intent`, taken from `ledger`; returns its number.
     func add(_ intent: KeptIntent, in ledger: any OutcomeLedger) -> UInt64 {
         state.withLock { state in
             state.next += 1
             state.runs[state.next] = (intent, ledger)
+            state.unfinished.insert(state.next)
             return state.next
         }
     }
 
-    /// The run numbered `number`, no longer noted; nil when it was not.
-    func remove(_ number: UInt64) -> (intent: KeptIntent, ledger: any OutcomeLedger)? {
-        state.withLock { $0.runs.removeValue(forKey: number) }
+    /// Notes that the run numbered `number` has ended (what it published may wait for the broker).
+    func finished(_ number: UInt64) {
+        _ = state.withLock { $0.unfinished.remove(number) }
     }
 
-    /// How many runs are noted: taken, and not yet settled.
-    var count: Int { state.withLock { $0.runs.count } }
+    /// The run numbered `number`, no longer noted; nil when it was not.
+    func remove(_ number: UInt64) -> (intent: KeptIntent, ledger: any OutcomeLedger)? {
+        state.withLock { state in
+            state.unfinished.remove(number)
+            return state.runs.removeValue(forKey: number)
+        }
+    }
+
+    /// How many runs wait for a slot or are running: what the worker has taken on and not done.
+    var unfinished: Int { state.withLock { $0.unfinished.count } }
 }
 
 /// How a worker names itself when it takes a kept intent, and how it tells whether another still holds one.
