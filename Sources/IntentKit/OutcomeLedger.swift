@@ -169,6 +169,10 @@ public protocol OutcomeLedger: Sendable {
     /// Lets go of a kept intent's `turn` taken earlier, to be taken again (what its run
     /// published was lost with the broker connection).
     func letGoKept(_ intentID: String, turn: Int) async throws
+
+    /// Notes that a run of the kept intent's `turn` began at `time` (resolve, confirm, handle), unless one
+    /// began before: a run taken up again reports that start and counts as begun.
+    func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws
 }
 
 /// A scheduled intent kept in a ledger by the worker that saw it before its
@@ -186,8 +190,8 @@ public struct KeptIntent: Sendable, Hashable {
     public var body: [UInt8]
     /// The intent's owner, as its ledger admitted it.
     public var owner: String?
-    /// On an intent taken up again (its worker died, or what its run published was lost), when it was
-    /// first taken to run, in seconds since 1970; nil on its first take.
+    /// On an intent taken up again (its worker died, or what its run published was lost), when a run of
+    /// it began (`noteKeptStart`), in seconds since 1970; nil when none had.
     public var startedAt: Double?
 
     /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`, taken before at `startedAt`.
@@ -236,6 +240,9 @@ extension OutcomeLedger {
 
     /// By default nothing is kept.
     public func letGoKept(_ intentID: String, turn: Int) async throws {}
+
+    /// By default nothing is kept.
+    public func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws {}
 }
 
 extension Admission {
@@ -323,7 +330,7 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
-    private let kept = Mutex<[String: (intent: KeptIntent, taker: (name: String, at: Double)?, firstTaken: Double?)]>([:])
+    private let kept = Mutex<[String: (intent: KeptIntent, taker: (name: String, at: Double)?, started: Double?)]>([:])
     /// As given to `init`: true makes it act as a ledger kept with the effects.
     public let holdsEffects: Bool
 
@@ -453,9 +460,8 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
             let now = Date().timeIntervalSince1970
             return due.map { intent in
                 var taken = intent
-                taken.startedAt = kept[intent.id]?.firstTaken
+                taken.startedAt = kept[intent.id]?.started
                 kept[intent.id]?.taker = (taker, now)
-                if kept[intent.id]?.firstTaken == nil { kept[intent.id]?.firstTaken = now }
                 return taken
             }
         }
@@ -477,6 +483,13 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     public func letGoKept(_ intentID: String, turn: Int) async throws {
         kept.withLock { kept in
             if let held = kept[intentID], held.intent.turn == turn { kept[intentID]?.taker = nil }
+        }
+    }
+
+    /// Notes when a run of the kept intent's turn began, unless one began before.
+    public func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws {
+        kept.withLock { kept in
+            if let held = kept[intentID], held.intent.turn == turn, held.started == nil { kept[intentID]?.started = time }
         }
     }
 }

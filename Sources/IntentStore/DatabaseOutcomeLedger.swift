@@ -211,29 +211,38 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
         try await queue.write(durable: false) { db in
-            let due = try db.query(
-                """
-                SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
-                WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) ORDER BY taken_by IS NOT NULL, due_at LIMIT ?2
-                """,
-                [.real(time), .int(max(0, limit) * 2), .text(taker)]
-            ) { row in
-                (
-                    intent: KeptIntent(
-                        id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4),
-                        startedAt: row.optionalDouble(6)),
-                    taker: row.text(5), takenAt: row.optionalDouble(7) ?? 0
-                )
-            }
             var taken: [KeptIntent] = []
             let now = Date().timeIntervalSince1970
-            for entry in due where taken.count < limit {
-                if let holder = entry.taker, isHeld(holder, entry.takenAt) { continue }
-                // Said to the run only when taken up again; noted the first time.
-                try db.run(
-                    "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3, started_at = coalesce(started_at, ?3) WHERE intent_id = ?1",
-                    [.text(entry.intent.id), .text(taker), .real(now)])
-                taken.append(entry.intent)
+            // Page by page, so that rows others still hold (however many) never hide one that is free.
+            let page = 256
+            var offset = 0
+            while taken.count < limit {
+                let due = try db.query(
+                    """
+                    SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
+                    WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3)
+                    ORDER BY taken_by IS NOT NULL, due_at, intent_id LIMIT ?2 OFFSET ?4
+                    """,
+                    [.real(time), .int(page), .text(taker), .int(offset)]
+                ) { row in
+                    (
+                        intent: KeptIntent(
+                            id: row.string(0), turn: row.int(1), dueAt: row.double(2), body: Array(row.string(3).utf8), owner: row.text(4),
+                            startedAt: row.optionalDouble(6)),
+                        taker: row.text(5), takenAt: row.optionalDouble(7) ?? 0
+                    )
+                }
+                var takenHere = 0
+                for entry in due where taken.count < limit {
+                    if let holder = entry.taker, isHeld(holder, entry.takenAt) { continue }
+                    try db.run(
+                        "UPDATE intent_kept SET taken_by = ?2, taken_at = ?3 WHERE intent_id = ?1",
+                        [.text(entry.intent.id), .text(taker), .real(now)])
+                    taken.append(entry.intent)
+                    takenHere += 1
+                }
+                if due.count < page { break }
+                offset += due.count - takenHere  // what was taken here no longer matches
             }
             return taken
         }
@@ -243,6 +252,15 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func nextKeptDue() async throws -> Double? {
         try await queue.read { db in
             try db.queryFirst("SELECT min(due_at) FROM intent_kept WHERE taken_by IS NULL") { $0.optionalDouble(0) } ?? nil
+        }
+    }
+
+    /// Notes when the kept intent's turn began to run, unless a run began before.
+    public func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws {
+        try await queue.write(durable: false) { db in
+            try db.run(
+                "UPDATE intent_kept SET started_at = coalesce(started_at, ?3) WHERE intent_id = ?1 AND turn = ?2",
+                [.text(intentID), .int(turn), .real(time)])
         }
     }
 

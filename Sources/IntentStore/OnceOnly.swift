@@ -66,7 +66,7 @@ public enum OnceOnly {
         """
 
     /// Scheduled intents a worker saw before their time, for the workers sharing
-    /// the database to run when due; `taken_by` names the process running one, `started_at` when one first did.
+    /// the database to run when due; `taken_by` names the process running one, `started_at` when a run of it first began.
     static let keptSchema = """
         CREATE TABLE IF NOT EXISTS intent_kept (
             intent_id TEXT PRIMARY KEY NOT NULL,

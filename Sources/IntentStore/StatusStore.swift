@@ -390,12 +390,12 @@ public final class StatusStore {
     }
 
     /// What may be released: scheduled, or with a cancel requested (which a worker decides on the release,
-    /// should no worker have decided it itself), or (over binding ?1, now) a kept one begun and not heard of
-    /// for `keptRunLease`.
+    /// should no worker have decided it itself), or (over binding ?1, now) a kept one begun, or with a cancel
+    /// requested, and not heard of for `keptRunLease` (a cancel of a run begun is moot, and says nothing).
     static let releasable = """
         release_body IS NOT NULL AND released_at IS NULL
-            AND (state IN ('scheduled', 'cancelRequested')
-                 OR (state = 'inProgress' AND release_at > due_at AND updated_at <= ?1 - \(keptRunLease)))
+            AND (state = 'scheduled' OR (state = 'cancelRequested' AND release_at <= due_at)
+                 OR (state IN ('inProgress', 'cancelRequested') AND release_at > due_at AND updated_at <= ?1 - \(keptRunLease)))
         """
 
     /// Scheduled intents to release by `now` and not yet released, earliest first: those due then, and
@@ -420,15 +420,17 @@ public final class StatusStore {
             try database.queryFirst(
                 """
                 SELECT min(release_at) FROM intent_status
-                WHERE release_body IS NOT NULL AND released_at IS NULL AND state IN ('scheduled', 'cancelRequested')
+                WHERE release_body IS NOT NULL AND released_at IS NULL
+                  AND (state = 'scheduled' OR (state = 'cancelRequested' AND release_at <= due_at))
                 """
             ) { $0.optionalDouble(0) } ?? nil
-        // Kept ones begun: few (those running now), found by state.
+        // Kept ones begun (or with a cancel requested): few, found by state.
         let begun =
             try database.queryFirst(
                 """
                 SELECT min(max(release_at, updated_at + \(Self.keptRunLease))) FROM intent_status
-                WHERE state = 'inProgress' AND release_body IS NOT NULL AND released_at IS NULL AND release_at > due_at
+                WHERE state IN ('inProgress', 'cancelRequested') AND release_body IS NOT NULL AND released_at IS NULL
+                  AND release_at > due_at
                 """
             ) { $0.optionalDouble(0) } ?? nil
         return [waiting, begun].compactMap { $0 }.min()

@@ -218,7 +218,7 @@ public final class WorkerService: Service {
         var startedAt: Double?
         /// Kept in the ledger, to be run by the workers sharing it when due (said on its `scheduled` event).
         var kept = false
-        /// A kept intent taken up again (its worker died, or its run's outcome was lost): when it was first taken.
+        /// A kept intent taken up again (its worker died, or its run's outcome was lost): when a run of it began.
         var keptStart: Double?
 
         var id: String { envelope.id }
@@ -486,6 +486,14 @@ public final class WorkerService: Service {
             worker: configuration.workerName, turn: turn, owner: owner)
         if !resolvesAhead {
             job.startedAt = started.at
+            if job.delivery.tag.isLocal, job.keptStart == nil {
+                // Should this run be lost, the one that takes it up again knows it began, and when.
+                do {
+                    try await ledger.noteKeptStart(job.id, turn: turn, at: started.at)
+                } catch {
+                    job.logger.warning("the start of a kept intent's run could not be noted: \(error)")
+                }
+            }
             loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
         }
 

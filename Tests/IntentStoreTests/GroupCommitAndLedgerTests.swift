@@ -216,10 +216,14 @@ import Testing
         #expect(first == [kept("a", at: 100)], "as it was kept, owner and body; no earlier start on a first take")
         #expect(try await ledger.nextKeptDue() == 200, "the next one no worker has taken")
         #expect(try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10).isEmpty, "held by its taker")
+        try await ledger.letGoKept("a", turn: 0)  // taken, and let go before its run began
+        #expect(try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10) == first, "no run began")
+        try await ledger.noteKeptStart("a", turn: 0, at: 120)
+        try await ledger.noteKeptStart("a", turn: 0, at: 130)  // a later run's start changes nothing
         try await ledger.letGoKept("a", turn: 0)  // what its run published was lost with the connection
         let retaken = try await ledger.takeDueKept(by: 150, taker: "one", isHeld: holds, limit: 10)
-        let start = try #require(retaken.first?.startedAt, "taken up again: when it was first taken")
-        #expect(retaken == [kept("a", at: 100, startedAt: start)])
+        let start = 120.0
+        #expect(retaken == [kept("a", at: 100, startedAt: start)], "taken up again: when its first run began")
         #expect(try await other.takeDueKept(by: 150, taker: "two", isHeld: holds, limit: 10).isEmpty, "held by a worker that holds it")
         // Its taker ended before it ran: another worker takes it, and is told of the first start.
         let again = try await other.takeDueKept(by: 150, taker: "two", isHeld: { _, _ in false }, limit: 10)
@@ -236,6 +240,19 @@ import Testing
         try await ledger.forgetKept("a", turn: 0)
         try await ledger.forgetKept("b", turn: 1)
         #expect(try await ledger.nextKeptDue() == nil, "what ran is forgotten")
+    }
+
+    @Test func keptIntentsHeldByARunningWorkerNeverHideOneAWorkerThatEndedHeld() async throws {
+        let ledger = try DatabaseOutcomeLedger(queue: queue())
+        for index in 0..<300 {
+            #expect(try await ledger.keep(KeptIntent(id: "busy-\(index)", turn: 0, dueAt: Double(index), body: Array("{}".utf8), owner: nil)))
+        }
+        #expect(try await ledger.takeDueKept(by: 1_000, taker: "running", isHeld: { _, _ in true }, limit: 300).count == 300)
+        #expect(try await ledger.keep(KeptIntent(id: "orphan", turn: 0, dueAt: 500, body: Array("{}".utf8), owner: nil)))
+        #expect(try await ledger.takeDueKept(by: 1_000, taker: "ended", isHeld: { _, _ in true }, limit: 1).map(\.id) == ["orphan"])
+        // Three hundred rows of a worker that still runs come first by due time; the ended one's row is found past them.
+        let found = try await ledger.takeDueKept(by: 1_000, taker: "other", isHeld: { taker, _ in taker == "running" }, limit: 1)
+        #expect(found.map(\.id) == ["orphan"])
     }
 
     @Test func aDenialOrExpiryOfAnOlderQuestionIsMoot() async throws {

@@ -158,6 +158,12 @@ import Testing
         #expect(try store.dueIntents(at: 2_001 + lease - 1).isEmpty)
         #expect(try store.dueIntents(at: 2_001 + lease).map(\.id) == ["kept"])
         #expect(try store.reader.status(id: "ran")?.state == .success)
+        // A cancel of the begun one is moot (its worker says nothing of it): released only after the lease too.
+        try store.record([.cancelRequested(id: "kept", by: nil)], now: 2_003)
+        #expect(try store.reader.status(id: "kept")?.state == .cancelRequested)
+        #expect(try store.dueIntents(at: 2_003 + lease - 1).isEmpty)
+        #expect(try store.nextDue() == 2_003 + lease)
+        #expect(try store.dueIntents(at: 2_003 + lease).map(\.id) == ["kept"])
     }
 
     @Test func aKeptTurnThatRanIsNotReleasedAfterItsAnswer() throws {
