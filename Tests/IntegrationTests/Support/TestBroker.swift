@@ -52,13 +52,20 @@ actor TestBroker {
     /// of its own, and thirty starting at once on two cores time out, or pick the
     /// same CLI node name and fail with `nodistribution` (which is retried).
     func control(_ arguments: [String]) async throws {
-        while running >= 3 {
+        // First come, first served: a slot given up goes straight to the longest waiter. (Given back to the
+        // count instead, a caller arriving meanwhile took it first, and a test waiting behind a busy suite's
+        // hundreds of calls could wait past its time limit.)
+        if running >= 3 {
             await withCheckedContinuation { waiting.append($0) }
+        } else {
+            running += 1
         }
-        running += 1
         defer {
-            running -= 1
-            if !waiting.isEmpty { waiting.removeFirst().resume() }
+            if waiting.isEmpty {
+                running -= 1
+            } else {
+                waiting.removeFirst().resume()
+            }
         }
         var attempt = 0
         while true {
