@@ -100,10 +100,6 @@ public enum OnceOnly {
             try db.execute(ownerSchema)
             try db.execute(slotSchema)
             try db.execute(keptSchema)
-            let kept = try db.query("PRAGMA table_info(intent_kept)") { $0.string(1) }
-            if !kept.contains("started_at") {
-                try db.execute("ALTER TABLE intent_kept ADD COLUMN started_at REAL")
-            }
         }
     }
 
