@@ -118,8 +118,9 @@ public enum IntentPipeline {
 
         // What the user said, each parameter as its type declares it.
         let said: H.IntentType
+        let parameters: [any ResolvableParameter]
         do {
-            said = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters)
+            (said, parameters) = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters)
         } catch {
             return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
         }
@@ -127,7 +128,7 @@ public enum IntentPipeline {
         // Each parameter resolved by its type and rules, its value written into the intent.
         var resolutions: [ParameterResolution] = []
         do {
-            for parameter in ParameterReading.parameters(of: said) {
+            for parameter in parameters {
                 resolutions += try await parameter.resolveParameter(context: context)
                 guard resolutions.count <= maximumResolutions else {
                     // A list of half a million names (a 1 MiB body can hold that) would make a question
@@ -280,9 +281,15 @@ extension Result where Failure == any Error {
 protocol ResolvableParameter: Sendable {
     /// Resolves the parameter and keeps its value, for the intent it was decoded in.
     func resolveParameter(context: IntentContext) async throws -> [ParameterResolution]
+    /// Its name on the wire.
+    var parameterName: String { get }
+    /// The box its value goes in, shared by the copies of one decoded intent.
+    var box: ObjectIdentifier { get }
 }
 
 extension Parameter: ResolvableParameter {
+    var parameterName: String { name }
+
     func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
         let (resolutions, value) = try await resolve(context: context)
         if let value { resolveInPlace(value) }
@@ -294,27 +301,61 @@ extension Parameter: ResolvableParameter {
 /// (found through `Mirror`, as swift-argument-parser finds its options), and
 /// the one decode of what was said, whose parameters then receive their values.
 enum ParameterReading {
-    private static let declared = Mutex<[ObjectIdentifier: [String: any Sendable]]>([:])
+    /// What a type declares: each parameter's template by name, and their names in declaration order.
+    private struct Declared: Sendable {
+        var templates: [String: any Sendable]
+        var order: [String]
+        /// Whether the type's decode makes exactly the parameters the intent then holds (its boxes, in
+        /// order), as a synthesized `init(from:)` does: found on its first decode; nil before.
+        var decodeMakesThem: Bool?
+    }
 
-    /// Each parameter of the type as declared (prompt and rules), by name; looked up once per type.
-    static func templates<I: Intent>(of type: I.Type) -> [String: any Sendable] {
+    private static let declared = Mutex<[ObjectIdentifier: Declared]>([:])
+
+    /// Each parameter of the type as declared (prompt and rules), by name, and their order; looked up once per type.
+    private static func declaration<I: Intent>(of type: I.Type) -> Declared {
         if let known = declared.withLock({ $0[ObjectIdentifier(type)] }) { return known }
-        var parameters: [String: any Sendable] = [:]
+        var found = Declared(templates: [:], order: [])
         for child in Mirror(reflecting: I()).children {
             guard let label = child.label, label.hasPrefix("_"), let parameter = child.value as? any ResolvableParameter else { continue }
-            parameters[String(label.dropFirst())] = parameter
+            let name = String(label.dropFirst())
+            found.templates[name] = parameter
+            found.order.append(name)
         }
-        declared.withLock { $0[ObjectIdentifier(type)] = parameters }
-        return parameters
+        declared.withLock { $0[ObjectIdentifier(type)] = found }
+        return found
     }
 
-    static func decode<I: Intent>(_ type: I.Type, from parameters: [String: JSONValue], lenient: Bool) throws -> I {
-        try ParameterDecoding.$current.withValue(templates(of: type)) {
+    /// Each parameter of the type as declared (prompt and rules), by name.
+    static func templates<I: Intent>(of type: I.Type) -> [String: any Sendable] {
+        declaration(of: type).templates
+    }
+
+    /// The intent what was said decodes to, and its parameters in declaration order (the boxes its
+    /// resolution fills). Those the decode made are the intent's own when they are the declared ones
+    /// in the declared order (a synthesized `init(from:)`); otherwise the decoded intent is reflected.
+    static func decode<I: Intent>(_ type: I.Type, from parameters: [String: JSONValue], lenient: Bool) throws -> (I, [any ResolvableParameter]) {
+        let declared = declaration(of: type)
+        let decoding = ParameterDecoding.Decoding(templates: declared.templates)
+        let intent = try ParameterDecoding.$current.withValue(decoding) {
             try JSONValueDecoder(lenient: lenient).decode(I.self, from: .object(parameters))
         }
+        let made = decoding.decoded
+        let inOrder = made.count == declared.order.count && zip(made, declared.order).allSatisfy { $0.parameterName == $1 }
+        switch declared.decodeMakesThem {
+        case true? where inOrder:
+            return (intent, made)
+        case nil:
+            let held = Self.parameters(of: intent)
+            let same = inOrder && held.count == made.count && zip(held, made).allSatisfy { $0.box == $1.box }
+            Self.declared.withLock { $0[ObjectIdentifier(type)]?.decodeMakesThem = same }
+            return (intent, held)
+        default:
+            return (intent, Self.parameters(of: intent))
+        }
     }
 
-    /// The parameters of a decoded intent, in declaration order.
+    /// The parameters of a decoded intent, in declaration order, found by reflection.
     static func parameters<I: Intent>(of intent: I) -> [any ResolvableParameter] {
         Mirror(reflecting: intent).children.compactMap { $0.value as? any ResolvableParameter }
     }

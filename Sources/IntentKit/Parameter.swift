@@ -221,6 +221,9 @@ public struct Parameter<Value: ParameterValue>: Sendable {
         set { storage = ResolvedValue(newValue) }
     }
 
+    /// The identity of the box its resolved value goes in.
+    var box: ObjectIdentifier { ObjectIdentifier(storage) }
+
     /// Fills the box this parameter shares with the intent it was decoded in.
     func resolveInPlace(_ value: Value) {
         storage.value = value
@@ -352,7 +355,8 @@ extension Parameter: Codable {
     /// parameter keeps the prompt and rules its type declares.
     public init(from decoder: any Decoder) throws {
         let key = decoder.codingPath.last?.stringValue ?? ""
-        if let template = ParameterDecoding.current?[key] as? Parameter<Value> {
+        let decoding = ParameterDecoding.current
+        if let template = decoding?.templates[key] as? Parameter<Value> {
             self = template
             storage = ResolvedValue()
         } else {
@@ -361,6 +365,7 @@ extension Parameter: Codable {
         name = key
         let container = try decoder.singleValueContainer()
         spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
+        decoding?.decoded.append(self)
     }
 
     /// Writes what a submission carries: the resolved value's `spoken` form, else what was said, else `null`.
@@ -395,7 +400,18 @@ extension KeyedEncodingContainer {
 /// intent: each parameter as its type declares it (prompt and rules), by name.
 /// A task-local rather than `userInfo`, which every read would copy.
 enum ParameterDecoding {
-    @TaskLocal static var current: [String: any Sendable]?
+    @TaskLocal static var current: Decoding?
+
+    /// One decode of an intent: the templates it reads from, and the parameters it made, in the order it made them.
+    final class Decoding: @unchecked Sendable {
+        // @unchecked: made, filled and read by one decode, on one thread, before anything else sees it.
+        let templates: [String: any Sendable]
+        var decoded: [any ResolvableParameter] = []
+
+        init(templates: [String: any Sendable]) {
+            self.templates = templates
+        }
+    }
 }
 
 /// A parameter's resolved value, shared by the copies of one decoded intent.

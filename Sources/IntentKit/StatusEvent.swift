@@ -146,7 +146,45 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// Reads an event from a message body: a `JSONValueError` when it is not JSON, a `DecodingError` when it is not an event.
     public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
         let value = try JSONValue.parse(Data(body))
+        // Read straight from the tree (the recorder reads every event); anything unexpected is read
+        // again through `Decodable`, whose error says what is wrong.
+        if let event = read(value) { return event }
         return try JSONValueDecoder().decode(StatusEvent.self, from: value)
+    }
+
+    /// The event `value` holds, the fields as `Decodable` would read them; nil when a field is missing or not of its type.
+    private static func read(_ value: JSONValue) -> StatusEvent? {
+        guard case .object(let fields) = value,
+            case .number(let version)? = fields["version"], let version = Int(exactly: version),
+            case .string(let id)? = fields["id"], case .string(let type)? = fields["type"],
+            case .string(let stateName)? = fields["state"], let state = IntentState(rawValue: stateName),
+            case .number(let at)? = fields["at"], case .number(let attempt)? = fields["attempt"], let attempt = Int(exactly: attempt)
+        else { return nil }
+        var event = StatusEvent(id: id, type: type, state: state, at: at, attempt: attempt)
+        event.version = version
+        // Each optional field: nil when absent or null; the whole read fails when one is of another type.
+        var mismatched = false
+        func optional<T>(_ key: String, _ take: (JSONValue) -> T?) -> T? {
+            guard let field = fields[key], field != .null else { return nil }
+            guard let taken = take(field) else {
+                mismatched = true
+                return nil
+            }
+            return taken
+        }
+        func decoded<T: Decodable>(_ field: JSONValue) -> T? { try? JSONValueDecoder().decode(T.self, from: field) }
+        event.turn = optional("turn") { $0.numberValue.flatMap { Int(exactly: $0) } }
+        event.response = optional("response", decoded)
+        event.resolutions = optional("resolutions", decoded)
+        event.progress = optional("progress", decoded)
+        event.worker = optional("worker") { $0.stringValue }
+        event.owner = optional("owner") { $0.stringValue }
+        event.view = optional("view") { $0.stringValue }
+        event.refused = optional("refused") { $0.boolValue }
+        event.startedAt = optional("startedAt") { $0.numberValue }
+        event.dueAt = optional("dueAt") { $0.numberValue }
+        event.kept = optional("kept") { $0.boolValue }
+        return mismatched ? nil : event
     }
 
 }

@@ -84,6 +84,18 @@ public final class Database {
         }
     }
 
+    /// Whether commits sync the log (`synchronous=FULL`, the default) or only write it
+    /// (`NORMAL`: in WAL mode atomic and safe when the process dies, but not when the machine
+    /// loses power, until a later FULL commit syncs the log with everything before it). Set
+    /// between transactions; a no-op when it already is.
+    public func setDurable(_ durable: Bool) throws(DatabaseError) {
+        guard durable != synchronousFull else { return }
+        try execute(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        synchronousFull = durable
+    }
+
+    private var synchronousFull = true
+
     /// Runs one or more statements that take no parameters.
     public func execute(_ sql: String) throws(DatabaseError) {
         let db = try rawHandle

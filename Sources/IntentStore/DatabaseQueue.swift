@@ -17,12 +17,10 @@ import Synchronization
 /// mode is atomic and survives the process dying but not the machine losing
 /// power, until the next durable commit syncs the log with everything before it.
 public final class DatabaseQueue: @unchecked Sendable {
-    // @unchecked: `database` and `synchronousFull` are only touched inside
-    // blocks running on `queue`, one at a time.
+    // @unchecked: `database` is only touched inside blocks running on `queue`, one at a time.
     private let database: Database
     private let queue: DispatchQueue
     private let pending = Mutex<[PendingWrite]>([])
-    private var synchronousFull = true
 
     private struct PendingWrite: @unchecked Sendable {
         // @unchecked: both closures run on `queue` only.
@@ -91,17 +89,14 @@ public final class DatabaseQueue: @unchecked Sendable {
         }
         guard !batch.isEmpty else { return }
         let durable = batch.contains { $0.durable }
-        if durable != synchronousFull {
-            // Set between transactions. Failing to weaken it only costs an fsync;
-            // failing to restore it fails the batch rather than commit it unsynced.
-            do {
-                try database.execute(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-                synchronousFull = durable
-            } catch {
-                if durable {
-                    for write in batch { write.finish(error) }
-                    return
-                }
+        // Set between transactions. Failing to weaken it only costs an fsync;
+        // failing to restore it fails the batch rather than commit it unsynced.
+        do {
+            try database.setDurable(durable)
+        } catch {
+            if durable {
+                for write in batch { write.finish(error) }
+                return
             }
         }
         var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)

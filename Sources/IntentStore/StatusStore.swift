@@ -132,6 +132,11 @@ public final class StatusStore {
         DROP INDEX intent_status_by_due;
         CREATE INDEX intent_status_by_release ON intent_status(release_at) WHERE release_body IS NOT NULL AND released_at IS NULL;
         """,
+        // One row the recorder rewrites to make the log durable when no batch is coming to do it (`syncLog`).
+        """
+        CREATE TABLE store_sync (id INTEGER PRIMARY KEY CHECK (id = 1), synced_at REAL NOT NULL);
+        INSERT INTO store_sync VALUES (1, 0);
+        """,
     ]
 
     /// How long after its due time the recorder releases a scheduled intent a
@@ -153,6 +158,15 @@ public final class StatusStore {
         database = try Database(path: path)
         try database.migrate(Self.migrations)
         reader = StatusReader(database: database)
+    }
+
+    /// Makes every commit so far durable (one synced commit of the store's sync row), for the
+    /// records committed with `durable: false` when no durable batch follows them.
+    public func syncLog(now: Double = Date().timeIntervalSince1970) throws {
+        try database.setDurable(true)
+        try database.transaction { db in
+            try db.run("UPDATE store_sync SET synced_at = ? WHERE id = 1", [.real(now)])
+        }
     }
 
     static func createParentDirectory(of path: String) throws {
@@ -225,12 +239,19 @@ public final class StatusStore {
     /// moves an intent out of `cancelRequested`, and a worker's outcome replaces
     /// a `deadLettered` failure (the broker's verdict on the delivery, not on
     /// the effects).
+    ///
+    /// With `durable: false` the commit is visible at once and survives the
+    /// process dying, but not the machine losing power until a later durable
+    /// commit (or `syncLog()`): the recorder acks what it recorded only then.
     @discardableResult
     public func record(
         _ updates: [Update], now: Double = Date().timeIntervalSince1970,
-        reportingTransitions: Bool = true
+        reportingTransitions: Bool = true, durable: Bool = true
     ) throws -> [Transition] {
         guard !updates.isEmpty else { return [] }
+        try database.setDurable(durable)
+        // Every other write of the store syncs as before (should this fail, the next one sets it again).
+        defer { try? database.setDurable(true) }
         return try database.transaction { db in
             var transitions: [Transition] = []
             for (position, update) in updates.enumerated() {

@@ -6,7 +6,8 @@ import IntentStore
 /// The status store's only writer. It consumes the ledger queue on its own
 /// thread, which owns both the AMQP connection and the SQLite connection, and
 /// writes what it reads in batches: one `BEGIN IMMEDIATE` transaction per batch,
-/// then one `multiple` ack for the whole batch once the commit is durable.
+/// visible at once, and one `multiple` ack for everything written once a commit
+/// has synced it to disk (at most `syncInterval` later).
 ///
 /// The same thread answers remote status queries (`intent-status --remote`)
 /// from a non-durable request queue, removes finished intents past their
@@ -31,6 +32,11 @@ public final class StatusRecorder: Service {
         public var retention: Double? = 7 * 86_400
         /// Intents removed per retention transaction.
         public var retentionBatch = 500
+        /// Seconds a recorded batch may wait for a commit that syncs it (and the batches before it) to
+        /// disk. A batch is visible in the store as soon as it is written; it is acked, and so could not
+        /// be lost with the machine's power, only once synced. One fsync per this interval at a moderate
+        /// load instead of one per batch.
+        public var syncInterval = 0.02
         /// Where applied state changes are counted, when metrics are on.
         public var metrics: Metrics?
         /// The broker users whose status events count: the workers' (and the
@@ -110,7 +116,11 @@ public final class StatusRecorder: Service {
     private func record(from connection: AMQPConnection, into store: StatusStore, requestConsumer: String) throws {
         var batch: [StatusStore.Update] = []
         var lastTag: UInt64 = 0
+        // Deliveries up to `recordedTag` are written to the store, those up to `ackedTag` durably so and acked.
+        var recordedTag: UInt64 = 0
         var ackedTag: UInt64 = 0
+        // When what is written but not yet durable must be synced (nil: nothing waits).
+        var syncDue: Date?
         let intentsExchange = configuration.topology.intentsExchange
 
         // The updates of this batch whose outcome the recorder decides itself (a dead letter).
@@ -182,12 +192,35 @@ public final class StatusRecorder: Service {
             }
         }
 
-        func flush() throws {
+        /// Writes the open batch, visible at once; acks what was written once a commit has made it durable:
+        /// the first commit after `syncInterval` (or after half the prefetch), a sync of its own when no
+        /// batch comes by then, or at once with `sync`.
+        func flush(sync: Bool = false) throws {
             guard lastTag > ackedTag else { return }
             if let retryAt = storeRetryAt, Date() < retryAt { return }
+            let durable = sync || syncDue.map { Date() >= $0 } ?? false || lastTag &- ackedTag >= UInt64(configuration.batchSize)
+            // Deliveries that change nothing (skipped events) have nothing to write.
+            if batch.isEmpty { recordedTag = lastTag }
+            guard lastTag > recordedTag else {
+                guard durable else { return }
+                do {
+                    try store.syncLog()
+                } catch let error as DatabaseError {
+                    storeRetryAt = Date().addingTimeInterval(storeBackoff.next())
+                    logger.warning("status store: cannot sync what was recorded (acked once it is): \(error)")
+                    return
+                }
+                storeRetryAt = nil
+                storeBackoff.reset()
+                try connection.ack(recordedTag, multiple: true)
+                ackedTag = recordedTag
+                syncDue = nil
+                return
+            }
             let transitions: [StatusStore.Transition]
             do {
-                transitions = try store.record(batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty)
+                transitions = try store.record(
+                    batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty, durable: durable)
             } catch let error as DatabaseError {
                 let wait = storeBackoff.next()
                 storeRetryAt = Date().addingTimeInterval(wait)
@@ -209,8 +242,14 @@ public final class StatusRecorder: Service {
             storeRetryAt = nil
             storeBackoff.reset()
             count(transitions)
-            try connection.ack(lastTag, multiple: true)
-            ackedTag = lastTag
+            recordedTag = lastTag
+            if durable {
+                try connection.ack(lastTag, multiple: true)
+                ackedTag = lastTag
+                syncDue = nil
+            } else if syncDue == nil {
+                syncDue = Date().addingTimeInterval(configuration.syncInterval)
+            }
             batch.removeAll(keepingCapacity: true)
             if let due = batchDue {
                 nextRelease = min(nextRelease ?? due, due)
@@ -254,8 +293,8 @@ public final class StatusRecorder: Service {
             var waiting: Double
             if let retryAt = storeRetryAt {
                 waiting = max(0.001, min(0.25, retryAt.timeIntervalSinceNow))
-            } else if batch.isEmpty && lastTag == ackedTag {
-                waiting = 0.25
+            } else if lastTag == recordedTag {
+                waiting = syncDue.map { max(0, min(0.25, $0.timeIntervalSinceNow)) } ?? 0.25
             } else {
                 waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
             }
@@ -273,7 +312,7 @@ public final class StatusRecorder: Service {
                     try answer(delivery, from: store, on: connection)
                     continue
                 }
-                if lastTag == ackedTag { batchStarted = Date() }
+                if lastTag == recordedTag { batchStarted = Date() }
                 lastTag = delivery.tag.value
                 if let update = update(from: delivery, intentsExchange: intentsExchange) {
                     if case .queued(let envelope, _) = update, let due = envelope.dueAt {
@@ -304,7 +343,7 @@ public final class StatusRecorder: Service {
                 settleReleases(through: sequence, multiple: multiple, refused: true)
             }
         }
-        try flush()
+        try flush(sync: true)
     }
 
     /// Asks the workers to expire the questions unanswered past their time to

@@ -34,6 +34,23 @@ struct ReliabilityTests {
         #expect(try await settledDepth("intents.work", expected: 0, sandbox: sandbox) == 0)
     }
 
+    @Test func theRecorderShowsWhatItRecordsAtOnceAndAcksItAllOnceSynced() async throws {
+        let sandbox = try await Sandbox("recorder-sync")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+
+        for index in 0..<5 {
+            let sent = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=synced \(index)", "--id", "synced-\(index)", "--wait"])
+            #expect(sent.exitCode == 0, "\(sent)")
+        }
+        // Every submission and event the recorder wrote is acked (its sync follows within its interval):
+        // none stays in the ledger queue to be recorded again.
+        #expect(try await settledDepth("intents.ledger", expected: 0, sandbox: sandbox) == 0)
+        for index in 0..<5 {
+            #expect(try sandbox.statusStore().status(id: "synced-\(index)")?.state == .success)
+        }
+    }
+
     @Test func aMessageThatKillsTheWorkerEveryTimeIsDeadLetteredOnceWhileOthersFlow() async throws {
         let sandbox = try await Sandbox("poison")
         defer { Task { await sandbox.tearDown() } }

@@ -137,7 +137,47 @@ import Testing
 
     var handler: ScriptedHandler { ScriptedHandler(journal: journal) }
 
-    // MARK: Success path
+    /// An errand whose own `init(from:)` reads its parameters in another order than it declares them.
+    struct BackwardsErrand: Intent {
+        static let typeName = "BackwardsErrand"
+        @Parameter("What should I fetch?") var item: Item
+        @Parameter("How many?", in: 1...10) var quantity: Int?
+
+        enum CodingKeys: String, CodingKey { case item, quantity }
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            _quantity = try container.decode(Parameter<Int?>.self, forKey: .quantity)
+            _item = try container.decode(Parameter<Item>.self, forKey: .item)
+        }
+    }
+
+    struct BackwardsHandler: IntentHandler {
+        var catalog = Catalog()
+        var dependencies: [any Sendable] { [catalog] }
+
+        func handle(_ intent: BackwardsErrand, context: IntentContext) async throws -> IntentResponse {
+            .success("fetched \(intent.quantity ?? 0) \(intent.item.name)")
+        }
+    }
+
+    @Test func anIntentThatDecodesItsParametersItsOwnWayIsResolvedInDeclarationOrderEveryTime() async throws {
+        var registry = IntentRegistry()
+        try registry.register(BackwardsHandler())
+        for run in 1...2 {
+            let envelope = IntentEnvelope(
+                id: "backwards-\(run)", type: BackwardsErrand.typeName, parameters: Self.parameters, submittedAt: 1_700_000_000)
+            let context = IntentContext(intentID: envelope.id, intentType: envelope.type, attempt: 1, submittedAt: 1_700_000_000)
+            let outcome = await IntentPipeline.run(envelope, registry: registry, context: context)
+            #expect(outcome.state == .success, "run \(run)")
+            #expect(outcome.response?.message == "fetched 2 Deluxe Widget", "run \(run): the handler sees the resolved values")
+            #expect(outcome.resolutions.map(\.parameter) == ["item", "quantity"], "run \(run)")
+        }
+    }
+
+    // MARK: Success path    // MARK: Success path
 
     @Test func allParametersResolvedRunsResolveConfirmThenHandleAndSucceedsWithTheHandlersResponse() async throws {
         var handler = handler

@@ -272,6 +272,32 @@ import Testing
         #expect(event.resolutions == [ParameterResolution("recipients", index: 0, .unsupported(reason: "nobody"))])
     }
 
+    @Test(arguments: [
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1.5,"attempt":1}"#,
+        #"{"version":1,"id":"a","type":"T","state":"scheduled","at":1,"attempt":2,"turn":0,"kept":false,"refused":false,"dueAt":9.25}"#,
+        #"{"version":1,"id":"a","type":"T","state":"failure","at":1,"attempt":1,"turn":null,"worker":null,"owner":"o","extra":[1,2]}"#,
+        #"{"version":2,"id":"a","type":"T","state":"inProgress","at":1,"attempt":1,"progress":{"fraction":0.5},"view":"v","startedAt":0.5}"#,
+        #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"turn":3,"resolutions":[{"parameter":"p","outcome":"needsValue"}]}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"code":"success","payload":{"n":1}}}"#,
+    ])
+    func aStatusEventReadsTheSameStraightFromTheTreeAsThroughDecodable(_ body: String) throws {
+        let value = try JSONValue.parse(Array(body.utf8))
+        #expect(try StatusEvent.decode(Array(body.utf8)) == (try JSONValueDecoder().decode(StatusEvent.self, from: value)))
+    }
+
+    @Test(arguments: [
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1.5}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":"1","attempt":1}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"turn":"2"}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"worker":7}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"kept":"yes"}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"message":"no code"}}"#,
+        #"{"id":"a","type":"T","state":"success","at":1,"attempt":1}"#,
+    ])
+    func aStatusEventWithAFieldOfTheWrongTypeIsRefusedAsDecodableRefusesIt(_ body: String) {
+        #expect(throws: DecodingError.self) { try StatusEvent.decode(Array(body.utf8)) }
+    }
+
     @Test func aStatusEventWithAnUnknownStateIsRefused() {
         let body = #"{"version":1,"id":"h","type":"T","state":"exploded","at":1,"attempt":1}"#
         #expect(throws: (any Error).self) { try StatusEvent.decode(Array(body.utf8)) }

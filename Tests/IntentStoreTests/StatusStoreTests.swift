@@ -469,6 +469,21 @@ import Testing
         #expect(try reader.counts() == [.success: 1])
     }
 
+    @Test func aBatchWrittenWithoutASyncIsSeenAtOnceAndEveryOtherWriteStillSyncs() throws {
+        let writer = try StatusStore(path: path)
+        let reader = try StatusReader(path: path)
+
+        try writer.record([.queued(Self.envelope("n"))], now: 1, durable: false)
+        #expect(try reader.status(id: "n")?.state == .queued)
+        #expect(try writer.database.queryFirst("PRAGMA synchronous") { $0.int(0) } == 2, "FULL again after the batch")
+
+        try writer.syncLog(now: 5)
+        #expect(try writer.database.queryFirst("SELECT synced_at FROM store_sync") { $0.double(0) } == 5)
+        writer.database.close()
+        // Written, if not yet synced, is written: a store opened again (a recorder started again) has it.
+        #expect(try StatusStore(path: path).reader.status(id: "n")?.state == .queued)
+    }
+
     @Test func aReaderOpensTheFileReadOnly() throws {
         _ = try StatusStore(path: path)
         let reader = try StatusReader(path: path)
