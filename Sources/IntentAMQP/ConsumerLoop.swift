@@ -69,13 +69,6 @@ public final class ConsumerLoop: Sendable {
         case ack(DeliveryTag)
         /// Reject a delivery: back to its queue with `requeue`, else dropped or dead-lettered as the queue says.
         case reject(DeliveryTag, requeue: Bool)
-        /// Publish (with confirms, acking nothing) `delay` seconds from now,
-        /// unless a `publish` with `thenAck` carrying a message of the same
-        /// `messageID` comes first: that one supersedes it, and it is dropped.
-        /// A `publish` without `thenAck` for the same id sends it first, so
-        /// the order of an intent's events holds. A worker's `inProgress`
-        /// event goes this way, so a run that ends at once costs one event.
-        case publishDeferred(OutgoingMessage, delay: Double)
     }
 
     private struct Shared {
@@ -210,10 +203,6 @@ public final class ConsumerLoop: Sendable {
         var acksDue = UInt64.max
         let ackDelay = UInt64(max(0, min(configuration.ackDelay, 1)) * 1e9)
         let ackBatch = max(1, Int(configuration.prefetch) / 2)
-        // Deferred publishes by message id, with the uptime (ns) they are due at, and
-        // the earliest due time among them (earlier than it, when that one was superseded).
-        var deferred: [String: (message: OutgoingMessage, due: UInt64)] = [:]
-        var earliestDue = UInt64.max
         let idleWait = Int32(min(1_000, max(100, configuration.heartbeat * 250)))
         // Whether the socket may have something to read: false only after a wait
         // that a task's command ended with nothing on the socket. Read anyway
@@ -260,24 +249,7 @@ public final class ConsumerLoop: Sendable {
             confirms.published(try connection.publish(signed), group: group)
         }
 
-        /// Publishes the deferred messages that are due at `now` (looking only once the
-        /// earliest may be); returns the milliseconds until the next one is.
-        func publishDue(now: UInt64) throws -> Int32? {
-            if now >= earliestDue {
-                earliestDue = .max
-                for (id, entry) in deferred {
-                    if entry.due <= now {
-                        deferred[id] = nil
-                        try send(entry.message, group: nil)
-                    } else {
-                        earliestDue = min(earliestDue, entry.due)
-                    }
-                }
-            }
-            return earliestDue == .max ? nil : Int32(clamping: (earliestDue - now + 999_999) / 1_000_000)
-        }
-
-        /// Sends the waiting acks once they are due (or at once with `now`); returns the milliseconds until they are.
+        /// Sends the waiting acks once they are due (or at once with `force`); returns the milliseconds until they are.
         func flushAcks(now: UInt64, force: Bool) throws -> Int32? {
             guard !acks.isEmpty else { return nil }
             if acksDue == .max { acksDue = now &+ ackDelay }
@@ -325,11 +297,6 @@ public final class ConsumerLoop: Sendable {
                             if let local { configuration.onLocalSettled(local, true) }
                             continue
                         }
-                        for message in messages {
-                            guard let id = message.messageID, let pending = deferred.removeValue(forKey: id) else { continue }
-                            // An outcome supersedes a deferred event of its intent; anything else follows it.
-                            if tag == nil { try send(pending.message, group: nil) }
-                        }
                         var group: Int?
                         if tag != nil || local != nil {
                             group = nextGroup
@@ -371,15 +338,6 @@ public final class ConsumerLoop: Sendable {
                         guard tag.generation == generation else { continue }
                         outstanding.remove(tag.value)
                         try connection.reject(tag.value, requeue: requeue)
-                    case .publishDeferred(let message, let delay):
-                        guard message.problem == nil else { continue }
-                        if delay > 0, let id = message.messageID {
-                            let due = now + UInt64(min(delay, 1e6) * 1e9)  // bounded, so no delay can overflow
-                            if let earlier = deferred.updateValue((message, due), forKey: id) { try send(earlier.message, group: nil) }
-                            earliestDue = min(earliestDue, due)
-                        } else {
-                            try send(message, group: nil)
-                        }
                     }
                 }
             } catch {
@@ -392,7 +350,6 @@ public final class ConsumerLoop: Sendable {
                 }
                 throw error
             }
-            let nextDue = try publishDue(now: now)
 
             if stopConsuming, consuming {
                 consuming = false
@@ -457,7 +414,7 @@ public final class ConsumerLoop: Sendable {
             } else {
                 mayRead = signal.wait(
                     socket: connection.hasBufferedData ? -1 : connection.socketDescriptor,
-                    timeoutMilliseconds: connection.hasBufferedData ? 0 : min(idleWait, nextDue ?? idleWait, acksWait ?? idleWait))
+                    timeoutMilliseconds: connection.hasBufferedData ? 0 : min(idleWait, acksWait ?? idleWait))
             }
         }
     }

@@ -62,14 +62,13 @@ public final class InMemoryTransport: DeliveryTransport {
     /// True once `start()` was called, as a connected loop would say.
     public var isConnected: Bool { state.withLock { $0.started } }
 
-    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed, or settling a local one;
-    /// a deferred one at once), an ack or a reject (of a local tag: settled).
+    /// Records the command: a publish (acking its `thenAck` at once, as if confirmed, or settling a local one),
+    /// an ack or a reject (of a local tag: settled).
     /// A publish to a `loopback` exchange also comes back as an extra delivery.
     public func send(_ command: ConsumerLoop.Command) {
         let outgoing: [OutgoingMessage]
         switch command {
         case .publish(let messages, _): outgoing = messages
-        case .publishDeferred(let message, _): outgoing = [message]
         case .ack, .reject: outgoing = []
         }
         for message in outgoing where loopback.contains(message.exchange) {
@@ -84,9 +83,6 @@ public final class InMemoryTransport: DeliveryTransport {
                 if !tag.isLocal { state.acked.append(tag.value) }
             case .reject(let tag, let requeue):
                 if !tag.isLocal { state.rejected.append((tag.value, requeue)) }
-            case .publishDeferred(let message, _):
-                // No clock here: published at once, as if the run had outlasted the delay.
-                state.published.append(message)
             }
         }
         switch command {

@@ -116,6 +116,46 @@ extension JSONValue {
     }
 }
 
+/// Writes one JSON object member by member, straight into bytes, with no tree or dictionary
+/// in between: the same bytes `serialized()` writes for that object when the members come in
+/// sorted key order, as the caller gives them. For the bodies written on every intent's path.
+struct JSONObjectWriter {
+    private(set) var output: [UInt8] = [UInt8(ascii: "{")]
+    private var empty = true
+
+    init(capacity: Int = 256) {
+        output.reserveCapacity(capacity)
+    }
+
+    private mutating func key(_ key: String) {
+        if !empty { output.append(UInt8(ascii: ",")) }
+        empty = false
+        JSONValue.writeString(key, to: &output)
+        output.append(UInt8(ascii: ":"))
+    }
+
+    mutating func string(_ name: String, _ value: String) {
+        key(name)
+        JSONValue.writeString(value, to: &output)
+    }
+
+    mutating func number(_ name: String, _ value: Double) {
+        key(name)
+        JSONValue.write(.number(value), to: &output)
+    }
+
+    mutating func value(_ name: String, _ value: JSONValue) {
+        key(name)
+        JSONValue.write(value, to: &output)
+    }
+
+    /// The object's bytes, closed.
+    mutating func finish() -> [UInt8] {
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+}
+
 // MARK: - Literals
 
 extension JSONValue: ExpressibleByStringLiteral {
@@ -239,7 +279,7 @@ extension JSONValue {
         String(decoding: serialized(), as: UTF8.self)
     }
 
-    private static func write(_ value: JSONValue, to output: inout [UInt8]) {
+    static func write(_ value: JSONValue, to output: inout [UInt8]) {
         switch value {
         case .null:
             output.append(contentsOf: "null".utf8)
@@ -278,7 +318,7 @@ extension JSONValue {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private static func writeString(_ string: String, to output: inout [UInt8]) {
+    static func writeString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
             switch byte {

@@ -117,10 +117,29 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         return word
     }
 
-    /// The UTF-8 JSON body, written by hand (this is on every intent's path);
-    /// the shape `Decodable` reads back.
+    /// The UTF-8 JSON body, written by hand (this is on every intent's path):
+    /// the bytes `jsonValue.serialized()` gives, the shape `Decodable` reads back.
     public func encoded() -> [UInt8] {
-        jsonValue.serialized()
+        // The members of `jsonValue` in its sorted key order, written straight out.
+        var json = JSONObjectWriter()
+        json.number("at", at)
+        json.number("attempt", Double(attempt))
+        if let dueAt { json.number("dueAt", dueAt) }
+        json.string("id", id)
+        if kept == true { json.value("kept", .bool(true)) }
+        if let owner { json.string("owner", owner) }
+        if let progress { json.value("progress", progress.jsonValue) }
+        if refused == true { json.value("refused", .bool(true)) }
+        if let resolutions { json.value("resolutions", .array(resolutions.map(\.jsonValue))) }
+        if let response { json.value("response", response.jsonValue) }
+        if let startedAt { json.number("startedAt", startedAt) }
+        json.string("state", state.rawValue)
+        if let turn { json.number("turn", Double(turn)) }
+        json.string("type", type)
+        json.number("version", Double(version))
+        if let view { json.string("view", view) }
+        if let worker { json.string("worker", worker) }
+        return json.finish()
     }
 
     /// The event as JSON, each optional field only when set: what `encoded()` writes.

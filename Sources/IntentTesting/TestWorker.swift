@@ -29,7 +29,8 @@ public final class TestWorker: Sendable {
 
     /// A worker for these handlers. Types whose handler keeps no ledger of its
     /// own decide their outcomes in memory; `configure` adjusts the rest
-    /// (`allowedUsers` for restricted types, `timeLimits`, `concurrency`).
+    /// (`allowedUsers` for restricted types, `timeLimits`, `concurrency`;
+    /// `startedEventDelay` is 0, so every run's `inProgress` is published).
     public init<each H: IntentHandler>(
         _ handler: repeat each H, user: String = "tester", configure: (inout WorkerConfiguration) -> Void = { _ in }
     ) throws {
@@ -40,6 +41,8 @@ public final class TestWorker: Sendable {
         var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://worker:worker@127.0.0.1:1/%2f"), concurrency: 4)
         configuration.workerName = "test-worker"
         configuration.ledger = InMemoryOutcomeLedger()
+        // Every event a run has, as a run that outlasts the delay publishes them: `inProgress` too.
+        configuration.startedEventDelay = 0
         configure(&configuration)
         let loopback = configuration.topology.cancelExchange
         let made = Mutex<InMemoryTransport?>(nil)

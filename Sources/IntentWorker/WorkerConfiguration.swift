@@ -23,7 +23,8 @@ public struct WorkerConfiguration: Sendable {
     /// Seconds a run's `inProgress` event waits before it is published: a run
     /// that reaches its outcome sooner publishes the outcome alone (with the
     /// run's `startedAt`), which halves the status events of quick intents.
-    /// 0 publishes it at once.
+    /// 0 publishes it at once. The deadline thread looks every 20 ms, so it goes
+    /// out up to 20 ms after the delay.
     public var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     /// 20 ms: longer than most quick runs take, short enough that `watch` sees a slow one start at once.
     public static let defaultStartedEventDelay = 0.02

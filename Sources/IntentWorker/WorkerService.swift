@@ -494,13 +494,16 @@ public final class WorkerService: Service {
                     job.logger.warning("the start of a kept intent's run could not be noted: \(error)")
                 }
             }
-            loop.send(.publishDeferred(message(for: started), delay: configuration.startedEventDelay))
         }
+        // Published only if the run is still going after the delay (or says how far it has come first).
+        let startedEvent =
+            resolvesAhead ? nil : StartedEvent(message: message(for: started), on: loop, after: configuration.startedEventDelay)
 
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: job.logger,
             progress: { [configuration] progress in
+                startedEvent?.publish()
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
                     worker: configuration.workerName, turn: turn, owner: owner)
@@ -520,6 +523,8 @@ public final class WorkerService: Service {
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type],
             deadlines: Deadlines.shared
         ) { [job, committed = context.committed] outcome in
+            // Whatever the outcome, what goes next for this delivery is not that it started.
+            startedEvent?.supersede()
             if outcome.response?.code == FailureCode.timedOut { timedOut.store(true, ordering: .relaxed) }
             await self.conclude(job, outcome: outcome, received: received, committed: committed)
         }
@@ -910,5 +915,47 @@ struct KeptTaker: Sendable {
         guard parts[0] == me.host else { return Date().timeIntervalSince1970 - takenAt < otherHostLease }
         if pid == me.pid { return parts[2] == me.token }
         return kill(pid, 0) == 0 || errno == EPERM
+    }
+}
+
+/// A run's `inProgress` event, held back for `startedEventDelay`: the deadline thread publishes it if
+/// the run is still going then, a progress event publishes it first, and once the run's outcome (or its
+/// retry) is on its way it is never published. Held here rather than on the I/O thread, so that a quick
+/// run costs that thread no wake-up for it at all.
+final class StartedEvent: Sendable {
+    private enum Phase { case waiting, published, superseded }
+
+    private let phase = Mutex(Phase.waiting)
+    private let message: OutgoingMessage
+    private let transport: any DeliveryTransport
+    private let token = Atomic<Int>(-1)
+
+    /// Published at once when `delay` is 0, else by the deadline thread (which looks every 20 ms) once it has passed.
+    init(message: OutgoingMessage, on transport: any DeliveryTransport, after delay: Double) {
+        self.message = message
+        self.transport = transport
+        if delay <= 0 {
+            publish()
+        } else {
+            token.store(Deadlines.shared.schedule(after: delay) { [self] in publish() }, ordering: .releasing)
+        }
+    }
+
+    /// Publishes it, unless it was already or the outcome came first. Sent under the lock, so that
+    /// whatever is sent after `supersede()` returns follows it.
+    func publish() {
+        phase.withLock { phase in
+            guard phase == .waiting else { return }
+            phase = .published
+            transport.send(.publish([message], thenAck: nil))
+        }
+    }
+
+    /// The run's outcome goes next: from now on the event is not published.
+    func supersede() {
+        phase.withLock { phase in
+            if phase == .waiting { phase = .superseded }
+        }
+        Deadlines.shared.clear(token.load(ordering: .acquiring))
     }
 }

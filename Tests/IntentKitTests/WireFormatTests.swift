@@ -214,6 +214,28 @@ import Testing
         #expect(decoded.progress == StatusEvent.Progress(fraction: 0.5, message: "halfway"))
     }
 
+    @Test func aStatusEventIsWrittenAsItsJSONTreeSerializes() {
+        var events = [
+            StatusEvent(id: "m", type: "T", state: .success, at: 1, attempt: 1),
+            StatusEvent(
+                id: "e\"1\n", type: "SendMessage", state: .needsInput, at: 1_700_000_001.25, attempt: 3,
+                response: IntentResponse(code: "success", message: "Sent ✓", payload: ["recipients": ["Alice"], "count": 1]),
+                resolutions: Self.everyOutcome, progress: StatusEvent.Progress(fraction: 0.5, message: "halfway"),
+                worker: "host-1:4242", turn: 2, owner: "alice.smith", view: "To: Alice", startedAt: 1_700_000_000.5),
+            StatusEvent(id: "s", type: "T", state: .scheduled, at: 2, attempt: 1, dueAt: 99.5, kept: true),
+            StatusEvent(id: "r", type: "T", state: .failure, at: 3, attempt: 2, owner: "mallory", refused: true),
+        ]
+        var odd = StatusEvent(id: "v", type: "T", state: .inProgress, at: -0.5, attempt: 1)
+        odd.version = 7
+        odd.turn = 0
+        odd.kept = false
+        odd.refused = false
+        events.append(odd)
+        for event in events {
+            #expect(event.encoded() == event.jsonValue.serialized(), "\(event.id)")
+        }
+    }
+
     @Test(arguments: IntentState.allCases)
     func aMinimalStatusEventRoundTripsInEveryState(_ state: IntentState) throws {
         let event = StatusEvent(id: "e-\(state.rawValue)", type: "OrderSoup", state: state, at: 10, attempt: 1)

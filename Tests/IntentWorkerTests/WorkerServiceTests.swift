@@ -138,7 +138,7 @@ struct WorkerServiceTests {
 
         /// With `losingFirstKeptPublish`, what the first kept intent's run publishes is reported lost, as when the
         /// broker connection ends before its confirm.
-        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false) throws {
+        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false, startedEventDelay: Double = 0) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
@@ -154,6 +154,7 @@ struct WorkerServiceTests {
             try registry.register(PingHandler(database: database, ledger: ledger))
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
             configuration.workerName = "test-worker"
+            configuration.startedEventDelay = startedEventDelay
             let topology = configuration.topology
             var made: InMemoryTransport?
             worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
@@ -221,6 +222,29 @@ struct WorkerServiceTests {
         if let storage { parameters["storage"] = .string(storage) }
         return IntentEnvelope(
             id: id, type: Note.typeName, parameters: parameters, submittedAt: 0, turn: turn, expiresAt: expiresAt, dueAt: dueAt)
+    }
+
+    @Test func aRunThatEndsWithinTheDelayPublishesItsOutcomeAloneAndALongerOneItsStartFirst() async throws {
+        // A delay no run here outlasts, however busy the machine: the outcome always comes first.
+        let patient = try Harness(startedEventDelay: 3_600)
+        let quick = patient.deliver(Self.note("quick"))
+        #expect(await patient.acked(quick))
+        let alone = try patient.events("quick")
+        #expect(alone.map(\.state) == [.success], "superseded by its outcome")
+        #expect(alone.first?.startedAt != nil, "the outcome says when the run started")
+        await patient.stop()
+
+        let harness = try Harness(startedEventDelay: 0.02)
+        let slow = harness.deliver(IntentEnvelope(id: "slow", type: LateNote.typeName, parameters: ["text": "milk"], submittedAt: 0))
+        // Still running past the delay: its start is published while it runs.
+        #expect(
+            await harness.transport.wait { published in
+                published.published.contains { $0.messageID == "slow" && (try? StatusEvent.decode($0.body))?.state == .inProgress }
+            })
+        harness.late.open()
+        #expect(await harness.acked(slow))
+        #expect(try harness.events("slow").map(\.state) == [.inProgress, .success])
+        await harness.stop()
     }
 
     @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
