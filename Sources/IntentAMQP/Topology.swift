@@ -125,10 +125,10 @@ public struct Topology: Sendable {
     /// `message_id` the intent id): what workers, producers (a denial) and the
     /// recorder (its announcements, not persistent) publish.
     /// Published `mandatory`: an event nothing is bound for comes back, and its
-    /// intent is not acked.
-    public func statusMessage(for event: StatusEvent, persistent: Bool = true) -> OutgoingMessage {
+    /// intent is not acked. `body`, when given, is `event.encoded()` already written.
+    public func statusMessage(for event: StatusEvent, persistent: Bool = true, encoded body: [UInt8]? = nil) -> OutgoingMessage {
         OutgoingMessage(
-            exchange: statusExchange, routingKey: event.routingKey, body: event.encoded(),
+            exchange: statusExchange, routingKey: event.routingKey, body: body ?? event.encoded(),
             messageID: event.id, type: event.type, persistent: persistent, mandatory: true)
     }
 

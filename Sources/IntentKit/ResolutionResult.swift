@@ -81,6 +81,55 @@ extension ParameterResolution {
     }
 }
 
+extension ParameterResolution {
+    /// The resolution `value` holds, read straight from the tree as `init(from:)` reads it (the recorder
+    /// reads those of every event); nil when anything is missing, null or of another type, for `init(from:)`
+    /// to say what.
+    static func read(_ value: JSONValue) -> ParameterResolution? {
+        guard case .object(let fields) = value, case .string(let parameter)? = fields["parameter"],
+            case .string(let outcome)? = fields["outcome"]
+        else { return nil }
+        var resolution = ParameterResolution(parameter, .needsValue)
+        if let index = fields["index"], index != .null {
+            guard case .number(let number) = index, let index = Int(exactly: number) else { return nil }
+            resolution.index = index
+        }
+        if let prompt = fields["prompt"], prompt != .null {
+            guard case .object(let dialog) = prompt, case .string(let full)? = dialog["full"] else { return nil }
+            var read = IntentDialog(full: full)
+            if let supporting = dialog["supporting"], supporting != .null {
+                guard case .string(let supporting) = supporting else { return nil }
+                read.supporting = supporting
+            }
+            resolution.prompt = read
+        }
+        if let titles = fields["optionTitles"], titles != .null {
+            guard case .array(let elements) = titles else { return nil }
+            var read: [String] = []
+            for element in elements {
+                guard case .string(let title) = element else { return nil }
+                read.append(title)
+            }
+            resolution.optionTitles = read
+        }
+        switch outcome {
+        case "success", "confirmationRequired":
+            guard let found = fields["value"], found != .null else { return nil }
+            resolution.result = outcome == "success" ? .success(found) : .confirmationRequired(found)
+        case "needsValue": resolution.result = .needsValue
+        case "disambiguation":
+            guard case .array(let options)? = fields["options"], !options.contains(.null) else { return nil }
+            resolution.result = .disambiguation(options)
+        case "notRequired": resolution.result = .notRequired
+        case "unsupported":
+            guard case .string(let reason)? = fields["reason"] else { return nil }
+            resolution.result = .unsupported(reason: reason)
+        default: return nil
+        }
+        return resolution
+    }
+}
+
 extension ParameterResolution: Decodable {
     private enum CodingKeys: String, CodingKey {
         case parameter, index, outcome, value, options, reason, prompt, optionTitles

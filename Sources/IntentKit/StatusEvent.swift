@@ -194,7 +194,15 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         func decoded<T: Decodable>(_ field: JSONValue) -> T? { try? JSONValueDecoder().decode(T.self, from: field) }
         event.turn = optional("turn") { $0.numberValue.flatMap { Int(exactly: $0) } }
         event.response = optional("response", decoded)
-        event.resolutions = optional("resolutions", decoded)
+        event.resolutions = optional("resolutions") { field in
+            guard case .array(let elements) = field else { return nil }
+            var read: [ParameterResolution] = []
+            for element in elements {
+                guard let resolution = ParameterResolution.read(element) else { return decoded(field) }
+                read.append(resolution)
+            }
+            return read
+        }
         event.progress = optional("progress", decoded)
         event.worker = optional("worker") { $0.stringValue }
         event.owner = optional("owner") { $0.stringValue }

@@ -717,7 +717,7 @@ public final class WorkerService: Service {
                 "an outcome of \(size) bytes was cut down to \(body.count) to be published",
                 metadata: ["intent.id": envelope.id, "intent.type": envelope.type])
         }
-        loop.send(.publish([message(for: event)], thenAck: delivery.tag))
+        loop.send(.publish([configuration.topology.statusMessage(for: event, encoded: body)], thenAck: delivery.tag))
     }
 
     /// The size of the event an outcome would make, when it is over `maxEventBytes`.

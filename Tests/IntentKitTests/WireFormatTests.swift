@@ -301,6 +301,14 @@ import Testing
         #"{"version":2,"id":"a","type":"T","state":"inProgress","at":1,"attempt":1,"progress":{"fraction":0.5},"view":"v","startedAt":0.5}"#,
         #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"turn":3,"resolutions":[{"parameter":"p","outcome":"needsValue"}]}"#,
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"code":"success","payload":{"n":1}}}"#,
+        #"""
+        {"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[
+         {"parameter":"p","index":2,"outcome":"disambiguation","options":["x",{"k":1}],"optionTitles":["X","K"],"prompt":{"full":"Which?","supporting":"W?"}},
+         {"parameter":"q","outcome":"success","value":{"name":"Alice"},"prompt":{"full":"Who?"}},
+         {"parameter":"r","outcome":"confirmationRequired","value":3,"index":null,"prompt":null},
+         {"parameter":"s","outcome":"unsupported","reason":"no"},{"parameter":"t","outcome":"notRequired"},
+         {"parameter":"u","outcome":"success","value":null}]}
+        """#,
     ])
     func aStatusEventReadsTheSameStraightFromTheTreeAsThroughDecodable(_ body: String) throws {
         let value = try JSONValue.parse(Array(body.utf8))
@@ -315,6 +323,10 @@ import Testing
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"kept":"yes"}"#,
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"message":"no code"}}"#,
         #"{"id":"a","type":"T","state":"success","at":1,"attempt":1}"#,
+        #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"parameter":"p","outcome":"maybe"}]}"#,
+        #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"parameter":"p","outcome":"unsupported"}]}"#,
+        #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"outcome":"needsValue"}]}"#,
+        #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"parameter":"p","outcome":"success"}]}"#,
     ])
     func aStatusEventWithAFieldOfTheWrongTypeIsRefusedAsDecodableRefusesIt(_ body: String) {
         #expect(throws: DecodingError.self) { try StatusEvent.decode(Array(body.utf8)) }
