@@ -192,6 +192,31 @@ public final class StatusRecorder: Service {
             }
         }
 
+        /// The store refused a write: it is tried again after a growing pause. Said at once, then every
+        /// tenth attempt: a disk full for an hour is one line a minute or so.
+        func storeFailed(_ error: DatabaseError, holding what: String) {
+            let wait = storeBackoff.next()
+            storeRetryAt = Date().addingTimeInterval(wait)
+            storeFailures += 1
+            if storeFailures == 1 || storeFailures % 10 == 0 {
+                logger.warning(
+                    "status store unavailable\(error.isDiskFull ? " (disk full)" : ""): holding \(what) them again in \(String(format: "%.1f", wait)) s: \(error)",
+                    metadata: ["store.path": configuration.storePath, "store.attempts": "\(storeFailures)"])
+            }
+        }
+
+        /// A write went through: recording resumes at full pace.
+        func storeWorks() {
+            if storeFailures > 0 {
+                logger.notice(
+                    "status store writable again after \(storeFailures) failed attempts; recording resumes",
+                    metadata: ["store.path": configuration.storePath])
+            }
+            storeFailures = 0
+            storeRetryAt = nil
+            storeBackoff.reset()
+        }
+
         /// Writes the open batch, visible at once; acks what was written once a commit has made it durable:
         /// the first commit after `syncInterval` (or after half the prefetch), a sync of its own when no
         /// batch comes by then, or at once with `sync`.
@@ -206,12 +231,10 @@ public final class StatusRecorder: Service {
                 do {
                     try store.syncLog()
                 } catch let error as DatabaseError {
-                    storeRetryAt = Date().addingTimeInterval(storeBackoff.next())
-                    logger.warning("status store: cannot sync what was recorded (acked once it is): \(error)")
+                    storeFailed(error, holding: "\(lastTag &- ackedTag) recorded events unacked until they are synced, syncing")
                     return
                 }
-                storeRetryAt = nil
-                storeBackoff.reset()
+                storeWorks()
                 try connection.ack(recordedTag, multiple: true)
                 ackedTag = recordedTag
                 syncDue = nil
@@ -222,25 +245,10 @@ public final class StatusRecorder: Service {
                 transitions = try store.record(
                     batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty, durable: durable)
             } catch let error as DatabaseError {
-                let wait = storeBackoff.next()
-                storeRetryAt = Date().addingTimeInterval(wait)
-                storeFailures += 1
-                // Said at once, then every tenth attempt: a disk full for an hour is one line a minute or so.
-                if storeFailures == 1 || storeFailures % 10 == 0 {
-                    logger.warning(
-                        "status store unavailable\(error.isDiskFull ? " (disk full)" : ""): holding \(batch.count) events unacked and writing them again in \(String(format: "%.1f", wait)) s: \(error)",
-                        metadata: ["store.path": configuration.storePath, "store.attempts": "\(storeFailures)"])
-                }
+                storeFailed(error, holding: "\(batch.count) events unacked and writing")
                 return
             }
-            if storeFailures > 0 {
-                logger.notice(
-                    "status store writable again after \(storeFailures) failed attempts; recording resumes",
-                    metadata: ["store.path": configuration.storePath])
-            }
-            storeFailures = 0
-            storeRetryAt = nil
-            storeBackoff.reset()
+            storeWorks()
             count(transitions)
             recordedTag = lastTag
             if durable {
