@@ -120,7 +120,7 @@ extension JSONValue {
 /// in between: the same bytes `serialized()` writes for that object when the members come in
 /// sorted key order, as the caller gives them. For the bodies written on every intent's path.
 struct JSONObjectWriter {
-    private(set) var output: [UInt8] = [UInt8(ascii: "{")]
+    private var output: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
     init(capacity: Int = 256) {

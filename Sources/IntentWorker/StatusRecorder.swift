@@ -224,9 +224,9 @@ public final class StatusRecorder: Service {
             guard lastTag > ackedTag else { return }
             if let retryAt = storeRetryAt, Date() < retryAt { return }
             let durable = sync || syncDue.map { Date() >= $0 } ?? false || lastTag &- ackedTag >= UInt64(configuration.batchSize)
-            // Deliveries that change nothing (skipped events) have nothing to write.
-            if batch.isEmpty { recordedTag = lastTag }
-            guard lastTag > recordedTag else {
+            if batch.isEmpty {
+                // Deliveries that change nothing (skipped events) have nothing to write; what was written may need its sync.
+                recordedTag = lastTag
                 guard durable else { return }
                 do {
                     try store.syncLog()

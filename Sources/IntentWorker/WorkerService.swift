@@ -923,9 +923,8 @@ struct KeptTaker: Sendable {
 /// retry) is on its way it is never published. Held here rather than on the I/O thread, so that a quick
 /// run costs that thread no wake-up for it at all.
 final class StartedEvent: Sendable {
-    private enum Phase { case waiting, published, superseded }
-
-    private let phase = Mutex(Phase.waiting)
+    /// Until it is published or superseded.
+    private let waiting = Mutex(true)
     private let message: OutgoingMessage
     private let transport: any DeliveryTransport
     private let token = Atomic<Int>(-1)
@@ -944,18 +943,16 @@ final class StartedEvent: Sendable {
     /// Publishes it, unless it was already or the outcome came first. Sent under the lock, so that
     /// whatever is sent after `supersede()` returns follows it.
     func publish() {
-        phase.withLock { phase in
-            guard phase == .waiting else { return }
-            phase = .published
+        waiting.withLock { waiting in
+            guard waiting else { return }
+            waiting = false
             transport.send(.publish([message], thenAck: nil))
         }
     }
 
     /// The run's outcome goes next: from now on the event is not published.
     func supersede() {
-        phase.withLock { phase in
-            if phase == .waiting { phase = .superseded }
-        }
+        waiting.withLock { $0 = false }
         Deadlines.shared.clear(token.load(ordering: .acquiring))
     }
 }
