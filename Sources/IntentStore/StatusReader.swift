@@ -90,13 +90,28 @@ public final class StatusReader {
     /// and (for a reader who may see only their own) of one owner.
     public func list(state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
-        // Each filter is NULL when not given.
-        return try database.query(
-            """
-            SELECT \(Column.selected) FROM intent_status
-            WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR type = ?3)
-            ORDER BY updated_at DESC LIMIT ?4
-            """, [.optional(owner), .optional(state?.rawValue), .optional(type), .int(limit)], Self.status(from:))
+        let list = Self.listQuery(state: state, type: type, owner: owner, limit: limit)
+        return try database.query(list.sql, list.bindings, Self.status(from:))
+    }
+
+    /// The SQL `list` runs, with its bindings.
+    static func listQuery(state: IntentState?, type: String?, owner: String?, limit: Int) -> (sql: String, bindings: [SQLValue]) {
+        let chosen = filter(["owner": owner, "state": state?.rawValue, "type": type])
+        return ("SELECT \(Column.selected) FROM intent_status \(chosen.sql) ORDER BY updated_at DESC LIMIT ?", chosen.bindings + [.int(limit)])
+    }
+
+    /// A `WHERE` clause with `column = ?` for each filter given (and `also`, bound after them): a filter
+    /// not given is left out of the SQL, so SQLite can use an index for the others (`?1 IS NULL OR
+    /// column = ?1` would scan every row). Empty when nothing is chosen.
+    static func filter(_ filters: KeyValuePairs<String, String?>, and also: String? = nil) -> (sql: String, bindings: [SQLValue]) {
+        var terms: [String] = []
+        var bindings: [SQLValue] = []
+        for case (let column, let value?) in filters {
+            terms.append("\(column) = ?")
+            bindings.append(.text(value))
+        }
+        if let also { terms.append(also) }
+        return (terms.isEmpty ? "" : "WHERE " + terms.joined(separator: " AND "), bindings)
     }
 
     /// A worker's refusal of `owner`'s message about the intent `id` (see
@@ -137,12 +152,16 @@ public final class StatusReader {
     /// only, when `owner` is given), by type and then state.
     public func tally(owner: String? = nil) throws -> [StatusQuery.Tally] {
         guard try hasSchema() else { return [] }
-        return try database.query(
-            "SELECT type, state, count(*) FROM intent_status WHERE (?1 IS NULL OR owner = ?1) GROUP BY type, state ORDER BY type, state",
-            [.optional(owner)]
-        ) { row in
+        let tally = Self.tallyQuery(owner: owner)
+        return try database.query(tally.sql, tally.bindings) { row in
             StatusQuery.Tally(type: row.string(0), state: IntentState(rawValue: row.string(1)) ?? .queued, count: row.int(2))
         }
+    }
+
+    /// The SQL `tally` runs, with its bindings.
+    static func tallyQuery(owner: String?) -> (sql: String, bindings: [SQLValue]) {
+        let chosen = filter(["owner": owner])
+        return ("SELECT type, state, count(*) FROM intent_status \(chosen.sql) GROUP BY type, state ORDER BY type, state", chosen.bindings)
     }
 
     /// Terminal events that disagreed with the stored outcome (see `status_conflict`).

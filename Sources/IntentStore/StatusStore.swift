@@ -137,6 +137,18 @@ public final class StatusStore {
         CREATE TABLE store_sync (id INTEGER PRIMARY KEY CHECK (id = 1), synced_at REAL NOT NULL);
         INSERT INTO store_sync VALUES (1, 0);
         """,
+        // Indexes the lists and tallies use (their filters are written out, never `?1 IS NULL OR …`, which scans):
+        // the newest first, each entry with its state and type so a filter on them reads no row; an owner's
+        // newest first; a group's intents only (most have none, and had an entry each). By state stays, for
+        // the few in one state (questions to expire, dead letters); by type went, since nothing looked it up.
+        """
+        DROP INDEX intent_status_by_type;
+        DROP INDEX intent_status_by_owner;
+        DROP INDEX intent_status_by_group;
+        CREATE INDEX intent_status_by_time ON intent_status(updated_at, state, type);
+        CREATE INDEX intent_status_by_owner ON intent_status(owner, updated_at, state, type);
+        CREATE INDEX intent_status_by_group ON intent_status(group_id) WHERE group_id IS NOT NULL;
+        """,
     ]
 
     /// How long after its due time the recorder releases a scheduled intent a
@@ -675,24 +687,20 @@ public final class StatusStore {
     /// group's, or (both nil) all; with `owner`, only that owner's. Returns
     /// how many intents went.
     public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil) throws -> Int {
-        // ?2 is the owner, or NULL for anyone's.
-        let owned = "(?2 IS NULL OR owner = ?2)"
-        return try database.transaction { db in
+        try database.transaction { db in
             var removed = 0
             if let ids {
+                let chosen = StatusReader.filter(["owner": owner], and: "id = ?")
                 for id in ids {
                     try db.run(
-                        "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE id = ?1 AND \(owned))",
-                        [.text(id), .optional(owner)])
-                    try db.run("DELETE FROM intent_status WHERE id = ?1 AND \(owned)", [.text(id), .optional(owner)])
+                        "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings + [.text(id)])
+                    try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings + [.text(id)])
                     removed += db.changes
                 }
             } else {
-                // ?1 is the group, or NULL for every intent.
-                let chosen = "(?1 IS NULL OR group_id = ?1) AND \(owned)"
-                try db.run(
-                    "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status WHERE \(chosen))", [.optional(group), .optional(owner)])
-                try db.run("DELETE FROM intent_status WHERE \(chosen)", [.optional(group), .optional(owner)])
+                let chosen = StatusReader.filter(["group_id": group, "owner": owner])
+                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings)
+                try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings)
                 removed = db.changes
             }
             return removed

@@ -430,6 +430,44 @@ import Testing
         #expect(try store.reader.list(type: "Unknown").isEmpty)
     }
 
+    @Test func listsAndTalliesSearchAnIndexWhateverTheFilters() throws {
+        let store = try StatusStore(path: path)
+        try seedList(store)
+        func plan(_ query: (sql: String, bindings: [SQLValue])) throws -> [String] {
+            try store.reader.database.query("EXPLAIN QUERY PLAN " + query.sql, query.bindings) { $0.string(3) }
+        }
+        for owner in [nil, "alice"] {
+            for state in [nil, IntentState.failure] {
+                for type in [nil, "OrderSoup"] {
+                    let steps = try plan(StatusReader.listQuery(state: state, type: type, owner: owner, limit: 50))
+                    // Newest first straight from an index: no pass over the table, no sort of every row.
+                    #expect(steps.allSatisfy { $0.contains("USING INDEX") || $0.contains("USING COVERING INDEX") }, "\(steps)")
+                    #expect(!steps.contains { $0.contains("TEMP B-TREE") }, "\(steps)")
+                }
+            }
+        }
+        #expect(try plan(StatusReader.tallyQuery(owner: "alice")).contains { $0.contains("COVERING INDEX intent_status_by_owner (owner=?)") })
+        #expect(try plan(StatusReader.tallyQuery(owner: nil)).contains { $0.contains("COVERING INDEX") })
+    }
+
+    @Test func removingAGroupOrAnOwnersIntentsLeavesTheOthers() throws {
+        let store = try StatusStore(path: path)
+        for (id, group, owner) in [("g1", "team", "alice"), ("g2", "team", "bob"), ("n1", nil, "alice"), ("n2", nil, "bob")] {
+            var envelope = Self.envelope(id, type: "SendMessage")
+            envelope.group = group
+            try store.record([.queued(envelope, by: StatusStore.Submitter(user: owner))], now: 1)
+        }
+        #expect(try store.delete(group: "team", owner: "alice") == 1)
+        #expect(Set(try store.reader.list().map(\.id)) == ["g2", "n1", "n2"])
+        #expect(try store.delete(ids: ["g2", "n1"], owner: "bob") == 1)
+        #expect(Set(try store.reader.list().map(\.id)) == ["n1", "n2"])
+        #expect(try store.delete(group: "team") == 0)
+        #expect(try store.delete(owner: "alice") == 1)
+        #expect(try store.reader.list().map(\.id) == ["n2"])
+        #expect(try store.delete() == 1)
+        #expect(try store.reader.list().isEmpty)
+    }
+
     @Test func listReflectsTheLatestUpdate() throws {
         let store = try StatusStore(path: path)
         try seedList(store)
