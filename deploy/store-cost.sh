@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Instructions per intent for what the status recorder writes, counted by valgrind's callgrind (repeatable,
+# unlike timings on this VM), SQLite's included: each batch records the submissions of B new intents and the
+# outcomes of the B before them into a real SQLite file (deploy/store-cost/main.swift). The harness is compiled
+# with IntentKit's and IntentStore's sources (-O) into one module; it runs 2 and 4 rounds of 1,000 intents, and
+# the difference over 2,000 intents leaves out start-up and set-up. Also prints the file writes per intent
+# (strace -c, the same difference).
+#   deploy/store-cost.sh [B ...]   (default: 1 5 25); STORE_COST_SOURCES=DIR counts another checkout's Sources
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind >/dev/null || { echo "store-cost.sh: needs valgrind (apt-get install valgrind)" >&2; exit 69; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# One module: IntentStore's `import IntentKit` only draws a warning, left out with the rest of the warnings.
+sources=${STORE_COST_SOURCES:-Sources}
+swiftc -O -module-name IntentKit -I Sources/CSQLite "$sources"/IntentKit/*.swift "$sources"/IntentStore/*.swift \
+    deploy/store-cost/main.swift -o "$work/store-cost" 2>"$work/warnings" || { grep -A4 "error:" "$work/warnings" >&2; exit 1; }
+count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/store-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
+writes() {
+    if command -v strace >/dev/null; then
+        strace -f -c -e trace=pwrite64,fdatasync -o "$work/strace" "$work/store-cost" "$1" "$2" >/dev/null
+        awk '$NF == "pwrite64" {print $4}' "$work/strace"
+    else
+        echo 0
+    fi
+}
+sizes=("$@")
+[[ ${#sizes[@]} -gt 0 ]] || sizes=(1 5 25)
+for b in "${sizes[@]}"; do
+    two=$(count 2 "$b")
+    four=$(count 4 "$b")
+    w2=$(writes 2 "$b")
+    w4=$(writes 4 "$b")
+    printf 'batch %3d: %8d instructions, %5.1f pwrites per intent\n' "$b" $(((four - two) / 2000)) "$(awk "BEGIN {print ($w4 - $w2) / 2000}")"
+done

@@ -1,0 +1,44 @@
+import Foundation
+
+// The harness of deploy/store-cost.sh: what the recorder writes for each intent, in its batches (without metrics,
+// so without the transitions they count). Each batch records the submissions of `batch` new intents and the
+// outcomes of the previous `batch` (as the recorder's batches mix them at a steady load), into a real SQLite
+// file, committed as the recorder commits them.
+let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 2
+let batch = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2])! : 5
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-cost-\(getpid())")
+try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: directory) }
+let store = try! StatusStore(path: directory.appendingPathComponent("status.sqlite").path)
+let owner = StatusStore.Submitter(user: "guest")
+let resolutions = [
+    ParameterResolution("recipients", index: 0, .success(.string("Alice Smith"))),
+    ParameterResolution("content", .success(.string("Running late"))),
+    ParameterResolution("groupName", .notRequired),
+]
+let response = IntentResponse(
+    code: "success", message: "Message sent to Alice Smith",
+    payload: ["recipients": ["Alice Smith"], "content": "Running late"])
+func id(_ index: Int) -> String { "\(UUID().uuidString.lowercased().prefix(24))\(index)" }
+var previous: [String] = []
+var now = 1_796_000_000.0
+for _ in 0..<(rounds * 1000 / batch) {
+    let fresh = (0..<batch).map { id($0) }
+    var updates: [StatusStore.Update] = fresh.map { id in
+        .queued(
+            IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "Running late"], submittedAt: now),
+            by: owner)
+    }
+    updates += previous.map { id in
+        .event(
+            StatusEvent(
+                id: id, type: "SendMessage", state: .success, at: now, attempt: 1, response: response, resolutions: resolutions,
+                worker: "worker-1", owner: "guest", startedAt: now - 0.002))
+    }
+    _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
+    previous = fresh
+    now += 0.005
+}
+_ = try! store.record(
+    previous.map { .event(StatusEvent(id: $0, type: "SendMessage", state: .success, at: now, attempt: 1, response: response)) }, now: now)
+print(try! store.reader.counts()[.success] ?? 0)
