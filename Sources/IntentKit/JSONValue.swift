@@ -149,6 +149,12 @@ struct JSONObjectWriter {
         JSONValue.write(value, to: &output)
     }
 
+    /// A member whose value is already JSON.
+    mutating func raw(_ name: String, _ bytes: [UInt8]) {
+        key(name)
+        output.append(contentsOf: bytes)
+    }
+
     /// The object's bytes, closed.
     mutating func finish() -> [UInt8] {
         output.append(UInt8(ascii: "}"))
@@ -319,34 +325,43 @@ extension JSONValue {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""):
-                output.append(UInt8(ascii: "\\"))
+        var string = string
+        string.withUTF8 { bytes in
+            output.append(UInt8(ascii: "\""))
+            // Most strings need no escape: copied in one go.
+            if bytes.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                output.append(contentsOf: bytes)
                 output.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"):
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "\\"))
-            case 0x0A:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "n"))
-            case 0x0D:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "r"))
-            case 0x09:
-                output.append(UInt8(ascii: "\\"))
-                output.append(UInt8(ascii: "t"))
-            case 0x00..<0x20:
-                output.append(contentsOf: [
-                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                    hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)],
-                ])
-            default:
-                output.append(byte)
+                return
             }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""):
+                    output.append(UInt8(ascii: "\\"))
+                    output.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"):
+                    output.append(UInt8(ascii: "\\"))
+                    output.append(UInt8(ascii: "\\"))
+                case 0x0A:
+                    output.append(UInt8(ascii: "\\"))
+                    output.append(UInt8(ascii: "n"))
+                case 0x0D:
+                    output.append(UInt8(ascii: "\\"))
+                    output.append(UInt8(ascii: "r"))
+                case 0x09:
+                    output.append(UInt8(ascii: "\\"))
+                    output.append(UInt8(ascii: "t"))
+                case 0x00..<0x20:
+                    output.append(contentsOf: [
+                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)],
+                    ])
+                default:
+                    output.append(byte)
+                }
+            }
+            output.append(UInt8(ascii: "\""))
         }
-        output.append(UInt8(ascii: "\""))
     }
 }
 

@@ -130,7 +130,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if let owner { json.string("owner", owner) }
         if let progress { json.value("progress", progress.jsonValue) }
         if refused == true { json.value("refused", .bool(true)) }
-        if let resolutions { json.value("resolutions", .array(resolutions.map(\.jsonValue))) }
+        if let resolutions { json.raw("resolutions", ParameterResolution.serialized(resolutions)) }
         if let response { json.value("response", response.jsonValue) }
         if let startedAt { json.number("startedAt", startedAt) }
         json.string("state", state.rawValue)

@@ -13,7 +13,7 @@ public final class Database {
     }
 
     private var handle: OpaquePointer?
-    private var statements: [String: Statement] = [:]
+    private var statements: [StatementKey: Statement] = [:]
     /// The database file.
     public let path: String
 
@@ -90,7 +90,7 @@ public final class Database {
     /// between transactions; a no-op when it already is.
     public func setDurable(_ durable: Bool) throws(DatabaseError) {
         guard durable != synchronousFull else { return }
-        try execute(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        try run(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
         synchronousFull = durable
     }
 
@@ -110,13 +110,31 @@ public final class Database {
 
     /// A prepared statement, cached per SQL text for the life of the connection.
     public func statement(_ sql: String) throws(DatabaseError) -> Statement {
-        if let cached = statements[sql] {
+        let key = StatementKey(sql: sql)
+        if let cached = statements[key] {
             cached.reset()
             return cached
         }
         let statement = try Statement(database: self, sql: sql)
-        statements[sql] = statement
+        statements[key] = statement
         return statement
+    }
+
+    /// A statement cache key: the SQL text, hashed by its length and its first and last bytes only. The
+    /// recorder's statements run to kilobytes, and hashing all of one on every run cost more than running a
+    /// small one; texts that hash alike are still told apart by comparing them whole.
+    struct StatementKey: Hashable {
+        let sql: String
+
+        func hash(into hasher: inout Hasher) {
+            var sql = sql
+            sql.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                let raw = UnsafeRawBufferPointer(bytes)
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(32)))
+                hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw.suffix(32)))
+            }
+        }
     }
 
     /// Runs a statement with bound parameters and no result rows.
@@ -158,13 +176,14 @@ public final class Database {
         var attempt = 1
         while true {
             do {
-                try execute("BEGIN IMMEDIATE")
+                // Prepared once and kept, like every statement run through `run`: no parse per transaction.
+                try run("BEGIN IMMEDIATE")
                 do {
                     let value = try body(self)
-                    try execute("COMMIT")
+                    try run("COMMIT")
                     return value
                 } catch {
-                    try? execute("ROLLBACK")
+                    try? run("ROLLBACK")
                     throw error
                 }
             } catch let error as DatabaseError where error.isBusy && attempt < attempts {

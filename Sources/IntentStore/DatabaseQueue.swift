@@ -104,14 +104,14 @@ public final class DatabaseQueue: @unchecked Sendable {
             try database.transaction { db in
                 errors = Array(repeating: nil, count: batch.count)
                 for (index, write) in batch.enumerated() {
-                    try db.execute("SAVEPOINT intentqueue_write")
+                    try db.run("SAVEPOINT intentqueue_write")
                     do {
                         try write.run(db)
-                        try db.execute("RELEASE intentqueue_write")
+                        try db.run("RELEASE intentqueue_write")
                     } catch {
                         errors[index] = error
-                        try db.execute("ROLLBACK TO intentqueue_write")
-                        try db.execute("RELEASE intentqueue_write")
+                        try db.run("ROLLBACK TO intentqueue_write")
+                        try db.run("RELEASE intentqueue_write")
                     }
                 }
             }

@@ -346,6 +346,23 @@ public final class StatusStore {
         return [.int(submitter.isOperator ? 1 : 0), .optional(submitter.user)]
     }
 
+    /// The upsert of a first submission (built once: the recorder runs it for every intent).
+    private static let queuedUpsert = """
+        INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
+            due_at, release_body, release_at)
+        VALUES (?1, ?2, ?9, \(StatusStore.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11, ?10)
+        ON CONFLICT(id) DO UPDATE SET
+            parameters = coalesce(intent_status.parameters, excluded.parameters),
+            submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
+            queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
+            group_id = coalesce(intent_status.group_id, excluded.group_id),
+            due_at = coalesce(intent_status.due_at, excluded.due_at),
+            release_body = coalesce(intent_status.release_body, excluded.release_body),
+            release_at = coalesce(intent_status.release_at, excluded.release_at)
+        WHERE intent_status.type = excluded.type
+          AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
+        """
+
     private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws {
         let owner = submitter?.user
         let confirmed = envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
@@ -386,21 +403,7 @@ public final class StatusStore {
         // recorded after that (the recorder lagged): the worker that saw it early acked it, so the release is its run.
         let scheduled = envelope.request == nil && envelope.dueAt != nil
         try db.run(
-            """
-            INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
-                due_at, release_body, release_at)
-            VALUES (?1, ?2, ?9, \(Self.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11, ?10)
-            ON CONFLICT(id) DO UPDATE SET
-                parameters = coalesce(intent_status.parameters, excluded.parameters),
-                submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
-                queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
-                group_id = coalesce(intent_status.group_id, excluded.group_id),
-                due_at = coalesce(intent_status.due_at, excluded.due_at),
-                release_body = coalesce(intent_status.release_body, excluded.release_body),
-                release_at = coalesce(intent_status.release_at, excluded.release_at)
-            WHERE intent_status.type = excluded.type
-              AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
-            """,
+            Self.queuedUpsert,
             [
                 .text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
                 .optional(envelope.group), .optional(confirmed), .optional(owner), .text(scheduled ? "scheduled" : "queued"),
@@ -544,44 +547,52 @@ public final class StatusStore {
         }
     }
 
+    /// The upsert of a status event (built once: the recorder runs it for most of its messages).
+    private static let eventUpsert = """
+        INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
+            resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner, view)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+        ON CONFLICT(id) DO UPDATE SET
+            view = coalesce(excluded.view, intent_status.view),
+            owner = coalesce(excluded.owner, intent_status.owner),
+            state = excluded.state,
+            turn = max(intent_status.turn, excluded.turn),
+            rank = excluded.rank,
+            response_code = excluded.response_code,
+            response_message = excluded.response_message,
+            response_payload = excluded.response_payload,
+            resolutions = coalesce(excluded.resolutions, intent_status.resolutions),
+            progress_fraction = excluded.progress_fraction,
+            progress_message = excluded.progress_message,
+            attempts = max(intent_status.attempts, excluded.attempts),
+            worker = excluded.worker,
+            started_at = coalesce(intent_status.started_at, excluded.started_at),
+            updated_at = excluded.updated_at,
+            finished_at = excluded.finished_at,
+            -- It ran: what was kept to release (a turn a worker ran from its ledger) has nothing left to run.
+            released_at = CASE
+                WHEN (excluded.rank = \(StatusStore.terminalRank) OR excluded.state = 'needsInput')
+                    AND intent_status.release_body IS NOT NULL AND intent_status.released_at IS NULL
+                THEN excluded.updated_at ELSE intent_status.released_at END
+        WHERE intent_status.type = excluded.type
+          AND (coalesce(excluded.response_code, '') != 'deadLettered'
+               OR intent_status.owner IS NULL OR intent_status.owner = excluded.owner)
+          AND ((intent_status.rank < \(StatusStore.terminalRank)
+               AND (excluded.rank = \(StatusStore.terminalRank)
+                    OR (intent_status.state != 'cancelRequested'
+                        AND (excluded.turn > intent_status.turn
+                             OR (excluded.turn = intent_status.turn
+                                 AND (excluded.rank > intent_status.rank
+                                      OR (excluded.rank = \(StatusStore.runningRank) AND intent_status.rank = \(StatusStore.runningRank))
+                                      OR (excluded.state = 'scheduled' AND intent_status.state = 'scheduled')))))))
+           OR (intent_status.response_code = 'deadLettered' AND excluded.rank = \(StatusStore.terminalRank)
+               AND coalesce(excluded.response_code, '') != 'deadLettered'))
+        """
+
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
-        let resolutions = event.resolutions.map { JSONValue.array($0.map(\.jsonValue)).jsonString }
+        let resolutions = event.resolutions.map { String(decoding: ParameterResolution.serialized($0), as: UTF8.self) }
         try db.run(
-            """
-            INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
-                resolutions, progress_fraction, progress_message, attempts, worker, started_at, updated_at, finished_at, turn, owner, view)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
-            ON CONFLICT(id) DO UPDATE SET
-                view = coalesce(excluded.view, intent_status.view),
-                owner = coalesce(excluded.owner, intent_status.owner),
-                state = excluded.state,
-                turn = max(intent_status.turn, excluded.turn),
-                rank = excluded.rank,
-                response_code = excluded.response_code,
-                response_message = excluded.response_message,
-                response_payload = excluded.response_payload,
-                resolutions = coalesce(excluded.resolutions, intent_status.resolutions),
-                progress_fraction = excluded.progress_fraction,
-                progress_message = excluded.progress_message,
-                attempts = max(intent_status.attempts, excluded.attempts),
-                worker = excluded.worker,
-                started_at = coalesce(intent_status.started_at, excluded.started_at),
-                updated_at = excluded.updated_at,
-                finished_at = excluded.finished_at
-            WHERE intent_status.type = excluded.type
-              AND (coalesce(excluded.response_code, '') != 'deadLettered'
-                   OR intent_status.owner IS NULL OR intent_status.owner = excluded.owner)
-              AND ((intent_status.rank < \(Self.terminalRank)
-                   AND (excluded.rank = \(Self.terminalRank)
-                        OR (intent_status.state != 'cancelRequested'
-                            AND (excluded.turn > intent_status.turn
-                                 OR (excluded.turn = intent_status.turn
-                                     AND (excluded.rank > intent_status.rank
-                                          OR (excluded.rank = \(Self.runningRank) AND intent_status.rank = \(Self.runningRank))
-                                          OR (excluded.state = 'scheduled' AND intent_status.state = 'scheduled')))))))
-               OR (intent_status.response_code = 'deadLettered' AND excluded.rank = \(Self.terminalRank)
-                   AND coalesce(excluded.response_code, '') != 'deadLettered'))
-            """,
+            Self.eventUpsert,
             [
                 .text(event.id), .text(event.type), .text(event.state.rawValue), .int(event.state.rank),
                 .optional(event.response?.code), .optional(event.response?.message),
@@ -595,12 +606,6 @@ public final class StatusStore {
         let applied = db.changes > 0
         if !applied, event.state.isTerminal {
             try recordConflictIfAny(event, now: now, in: db)
-        }
-        if applied, event.state == .needsInput || event.state.isTerminal {
-            // It ran: what was kept to release (a turn a worker ran from its ledger) has nothing left to run.
-            try db.run(
-                "UPDATE intent_status SET released_at = ?2 WHERE id = ?1 AND release_body IS NOT NULL AND released_at IS NULL",
-                [.text(event.id), .real(now)])
         }
         if applied, event.state == .scheduled, event.kept == true, let due = event.dueAt {
             // A worker keeps it and runs it when due: released only if it has not ended a grace after.

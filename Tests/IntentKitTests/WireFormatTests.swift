@@ -236,6 +236,17 @@ import Testing
         }
     }
 
+    @Test func resolutionsAreWrittenAsTheirJSONTreesSerialize() {
+        var asked = ParameterResolution("recipients", index: 3, .disambiguation(["Jeff \"B\"", "Jeff\tChen", "Zoë"]))
+        asked.prompt = IntentDialog(full: "Which Jeff?\n", supporting: "two work here")
+        asked.optionTitles = ["Jeff Baker", "Jeff Chen", "Zoë \\ Z"]
+        var bare = ParameterResolution("when", .confirmationRequired(["hour": 9]))
+        bare.prompt = IntentDialog(full: "At nine?")
+        for resolutions in [Self.everyOutcome, [asked, bare], [], [ParameterResolution("x\u{1}", .unsupported(reason: "\u{7f}\\"))]] {
+            #expect(ParameterResolution.serialized(resolutions) == JSONValue.array(resolutions.map(\.jsonValue)).serialized())
+        }
+    }
+
     @Test(arguments: IntentState.allCases)
     func aMinimalStatusEventRoundTripsInEveryState(_ state: IntentState) throws {
         let event = StatusEvent(id: "e-\(state.rawValue)", type: "OrderSoup", state: state, at: 10, attempt: 1)

@@ -158,6 +158,11 @@ import Testing
         #expect(try store.dueIntents(at: 2_001 + lease - 1).isEmpty)
         #expect(try store.dueIntents(at: 2_001 + lease).map(\.id) == ["kept"])
         #expect(try store.reader.status(id: "ran")?.state == .success)
+        func releasedAt(_ id: String) throws -> Double? {
+            try store.database.queryFirst("SELECT released_at FROM intent_status WHERE id = ?", [.text(id)]) { $0.optionalDouble(0) } ?? nil
+        }
+        #expect(try releasedAt("ran") == 2_002, "it ran: nothing of it is left to release, and it leaves the release index")
+        #expect(try releasedAt("kept") == nil)
         // A cancel of the begun one is moot (its worker says nothing of it): released only after the lease too.
         try store.record([.cancelRequested(id: "kept", by: nil)], now: 2_003)
         #expect(try store.reader.status(id: "kept")?.state == .cancelRequested)
