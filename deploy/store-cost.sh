@@ -8,7 +8,9 @@
 #   deploy/store-cost.sh [B ...]   (default: 1 5 25); STORE_COST_SOURCES=DIR counts another checkout's Sources
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null || { echo "store-cost.sh: needs valgrind (apt-get install valgrind)" >&2; exit 69; }
+for tool in valgrind strace; do
+    command -v "$tool" >/dev/null || { echo "store-cost.sh: needs $tool (apt-get install $tool)" >&2; exit 69; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # One module: IntentStore's `import IntentKit` only draws a warning, left out with the rest of the warnings.
@@ -17,12 +19,8 @@ swiftc -O -module-name IntentKit -I Sources/CSQLite "$sources"/IntentKit/*.swift
     deploy/store-cost/main.swift -o "$work/store-cost" 2>"$work/warnings" || { grep -A4 "error:" "$work/warnings" >&2; exit 1; }
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/store-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
 writes() {
-    if command -v strace >/dev/null; then
-        strace -f -c -e trace=pwrite64,fdatasync -o "$work/strace" "$work/store-cost" "$1" "$2" >/dev/null
-        awk '$NF == "pwrite64" {print $4}' "$work/strace"
-    else
-        echo 0
-    fi
+    strace -f -c -e trace=pwrite64,fdatasync -o "$work/strace" "$work/store-cost" "$1" "$2" >/dev/null
+    awk '$NF == "pwrite64" {print $4}' "$work/strace"
 }
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(1 5 25)

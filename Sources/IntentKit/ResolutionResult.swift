@@ -83,60 +83,31 @@ extension ParameterResolution {
     /// The bytes of `jsonValue` for each resolution, as a JSON array, written member by member in sorted key
     /// order with no dictionary in between (every status event with resolutions, and the recorder's copy of them).
     public static func serialized(_ resolutions: [ParameterResolution]) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(64 * resolutions.count + 2)
-        write(resolutions, to: &output)
+        var output: [UInt8] = [UInt8(ascii: "[")]
+        output.reserveCapacity(96 * resolutions.count + 2)
+        for (position, resolution) in resolutions.enumerated() {
+            if position > 0 { output.append(UInt8(ascii: ",")) }
+            output.append(contentsOf: resolution.encoded())
+        }
+        output.append(UInt8(ascii: "]"))
         return output
     }
 
-    static func write(_ resolutions: [ParameterResolution], to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "["))
-        for (position, resolution) in resolutions.enumerated() {
-            if position > 0 { output.append(UInt8(ascii: ",")) }
-            resolution.write(to: &output)
-        }
-        output.append(UInt8(ascii: "]"))
-    }
-
-    private func write(to output: inout [UInt8]) {
-        var first = true
-        func key(_ name: String) {
-            output.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            first = false
-            JSONValue.writeString(name, to: &output)
-            output.append(UInt8(ascii: ":"))
-        }
-        if let index {
-            key("index")
-            JSONValue.write(.number(Double(index)), to: &output)
-        }
-        if let optionTitles {
-            key("optionTitles")
-            JSONValue.write(.array(optionTitles.map(JSONValue.string)), to: &output)
-        }
-        if case .disambiguation(let options) = result {
-            key("options")
-            JSONValue.write(.array(options), to: &output)
-        }
-        key("outcome")
-        JSONValue.writeString(result.outcome, to: &output)
-        key("parameter")
-        JSONValue.writeString(parameter, to: &output)
-        if let prompt {
-            key("prompt")
-            JSONValue.write(prompt.jsonValue, to: &output)
-        }
+    /// The bytes of `jsonValue`, its members in sorted key order.
+    private func encoded() -> [UInt8] {
+        var json = JSONObjectWriter(capacity: 96)
+        if let index { json.number("index", Double(index)) }
+        if let optionTitles { json.value("optionTitles", .array(optionTitles.map(JSONValue.string))) }
+        if case .disambiguation(let options) = result { json.value("options", .array(options)) }
+        json.string("outcome", result.outcome)
+        json.string("parameter", parameter)
+        if let prompt { json.value("prompt", prompt.jsonValue) }
         switch result {
-        case .unsupported(let reason):
-            key("reason")
-            JSONValue.writeString(reason, to: &output)
-        case .success(let value), .confirmationRequired(let value):
-            key("value")
-            JSONValue.write(value, to: &output)
-        case .needsValue, .notRequired, .disambiguation:
-            break
+        case .unsupported(let reason): json.string("reason", reason)
+        case .success(let value), .confirmationRequired(let value): json.value("value", value)
+        case .needsValue, .notRequired, .disambiguation: break
         }
-        output.append(UInt8(ascii: "}"))
+        return json.finish()
     }
 }
 

@@ -100,17 +100,16 @@ public final class StatusReader {
         return ("SELECT \(Column.selected) FROM intent_status \(chosen.sql) ORDER BY updated_at DESC LIMIT ?", chosen.bindings + [.int(limit)])
     }
 
-    /// A `WHERE` clause with `column = ?` for each filter given (and `also`, bound after them): a filter
-    /// not given is left out of the SQL, so SQLite can use an index for the others (`?1 IS NULL OR
-    /// column = ?1` would scan every row). Empty when nothing is chosen.
-    static func filter(_ filters: KeyValuePairs<String, String?>, and also: String? = nil) -> (sql: String, bindings: [SQLValue]) {
+    /// A `WHERE` clause with `column = ?` for each filter given: a filter not given is left out of the
+    /// SQL, so SQLite can use an index for the others (`?1 IS NULL OR column = ?1` would scan every
+    /// row). Empty when nothing is chosen.
+    static func filter(_ filters: KeyValuePairs<String, String?>) -> (sql: String, bindings: [SQLValue]) {
         var terms: [String] = []
         var bindings: [SQLValue] = []
         for case (let column, let value?) in filters {
             terms.append("\(column) = ?")
             bindings.append(.text(value))
         }
-        if let also { terms.append(also) }
         return (terms.isEmpty ? "" : "WHERE " + terms.joined(separator: " AND "), bindings)
     }
 

@@ -695,11 +695,10 @@ public final class StatusStore {
         try database.transaction { db in
             var removed = 0
             if let ids {
-                let chosen = StatusReader.filter(["owner": owner], and: "id = ?")
                 for id in ids {
-                    try db.run(
-                        "DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings + [.text(id)])
-                    try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings + [.text(id)])
+                    let chosen = StatusReader.filter(["id": id, "owner": owner])
+                    try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings)
+                    try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings)
                     removed += db.changes
                 }
             } else {
