@@ -151,6 +151,7 @@ struct BenchCommand: Command {
         var ceiling: PhaseResult?
         var afterCeiling: Int?
         var cCeilingResult: PhaseResult?
+        var cCeilingPaced: PhaseResult?
         if !skipCeiling {
             progress("ceiling: \(intents) messages in IntentQueue's pattern…")
             var pattern = CeilingPhase(
@@ -163,6 +164,14 @@ struct BenchCommand: Command {
                 progress("ceiling (C): the same \(intents) messages by \(cCeiling)…")
                 pattern.topology = try run.topology("cceiling")
                 cCeilingResult = try CCeilingPhase(executable: cCeiling, pattern: pattern, run: run).measure()
+                if latencyIntents > 0 {
+                    // The pattern's own cost and latency at the latency phase's load: the floor under IntentQueue's.
+                    progress("ceiling (C): \(latencyIntents) messages at \(rate)/s…")
+                    pattern.topology = try run.topology("cceilingpaced")
+                    pattern.intents = latencyIntents
+                    pattern.timeout = timeout ?? 60 + Double(latencyIntents) / Double(rate)
+                    cCeilingPaced = try CCeilingPhase(executable: cCeiling, pattern: pattern, run: run, rate: Double(rate)).measure()
+                }
             }
         }
         progress("end to end: \(intents) intents at full speed, then \(latencyIntents) at \(rate)/s…")
@@ -178,7 +187,7 @@ struct BenchCommand: Command {
                 broker: url.description, brokerPID: broker?.pid, run: run.name, intents: intents, producers: producers,
                 workers: workers, concurrency: concurrency, prefetch: prefetch, window: window, rate: Double(rate),
                 latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch, ceilingEvents: ceilingEvents),
-            ceiling: ceiling, cCeiling: cCeilingResult, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
+            ceiling: ceiling, cCeiling: cCeilingResult, cCeilingPaced: cCeilingPaced, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
             memory: BenchReport.Memory(
                 start: start.residentBytes, afterCeiling: afterCeiling, servicesReady: outcome.residentReady,
                 afterEndToEnd: outcome.residentAfterFullSpeed, afterLatency: outcome.residentAfterFixedLoad,

@@ -35,6 +35,8 @@ struct BenchReport {
     var ceiling: PhaseResult?
     /// The same pattern by the independent C program, when it ran.
     var cCeiling: PhaseResult?
+    /// The C program again at the latency phase's offered rate.
+    var cCeilingPaced: PhaseResult?
     var endToEnd: PhaseResult
     var latency: PhaseResult?
     var memory: Memory
@@ -63,8 +65,9 @@ struct BenchReport {
             "",
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
-        for phase in [ceiling, cCeiling, endToEnd, latency].compactMap({ $0 }) {
-            let title = phase.offeredRate.map { "latency @ \(Self.number($0, 0))/s" } ?? phase.name
+        for phase in [ceiling, cCeiling, cCeilingPaced, endToEnd, latency].compactMap({ $0 }) {
+            let paced = phase.name == "ceiling (C) paced" ? "C ceiling" : "latency"
+            let title = phase.offeredRate.map { "\(paced) @ \(Self.number($0, 0))/s" } ?? phase.name
             let latency = phase.latency.map { [$0.p50, $0.p95, $0.p99, $0.max].map { Self.number($0, 1) } } ?? Array(repeating: "-", count: 4)
             lines.append(row([title, "\(phase.intents)", Self.number(phase.seconds, 3), Self.number(phase.perSecond, 1)] + latency))
         }
@@ -93,7 +96,7 @@ struct BenchReport {
         lines.append(
             "cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:"
         )
-        for phase in [ceiling, cCeiling, endToEnd, latency].compactMap({ $0 }) {
+        for phase in [ceiling, cCeiling, cCeilingPaced, endToEnd, latency].compactMap({ $0 }) {
             let broker = phase.brokerCPUSeconds.map { Self.number(phase.perThousand($0), 3) } ?? "?"
             let services = phase.servicesCPUSeconds.map { " [\(Self.number(phase.perThousand($0), 3))]" } ?? ""
             lines.append(
@@ -156,6 +159,7 @@ struct BenchReport {
             object["cCeiling"] = Self.json(cCeiling)
             object["ceilingMatch"] = ceilingMatch.map { Self.rounded($0) } ?? .null
         }
+        if let cCeilingPaced { object["cCeilingPaced"] = Self.json(cCeilingPaced) }
         if let latency {
             object["latency"] = Self.json(latency)
             object["latencyMode"] = .string(Self.latencyMode)

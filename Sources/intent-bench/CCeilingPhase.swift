@@ -11,6 +11,9 @@ struct CCeilingPhase {
     /// The Swift ceiling's settings, on a topology of this phase's own; its store path is not used.
     var pattern: CeilingPhase
     var run: BenchRun
+    /// Offered intents/s (open loop), with latency from each publish to the commit of its last status event;
+    /// nil: full speed.
+    var rate: Double?
 
     func measure() throws -> PhaseResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
@@ -25,8 +28,14 @@ struct CCeilingPhase {
             "--exchange", topology.intentsExchange, "--key", Workload.type, "--work-queue", topology.workQueue,
             "--status-exchange", topology.statusExchange, "--ledger-queue", topology.ledgerQueue,
             "--intent-body", intentBody, "--intents", "\(intents)", "--producers", "\(pattern.producers)", "--window", "\(pattern.window)",
-            "--prefetch", "\(pattern.prefetch)", "--batch", "\(pattern.batchSize)", "--db", run.path("c-ceiling.sqlite"),
+            "--prefetch", "\(pattern.prefetch)", "--batch", "\(pattern.batchSize)",
+            "--db", run.path(rate == nil ? "c-ceiling.sqlite" : "c-ceiling-paced.sqlite"),
         ]
+        if let rate {
+            // Paced, the recorder writes as IntentQueue's does at a moderate load: an open batch waits 1 ms for more
+            // (5 ms at most), is visible at once, and is synced (then acked) at most 20 ms later.
+            arguments += ["--rate", "\(Int(rate))", "--linger-us", "1000", "--sync-ms", "20"]
+        }
         for (index, event) in Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(pattern.statusEvents).enumerated() {
             let path = run.path("c-ceiling-status-\(index).json")
             FileManager.default.createFile(atPath: path, contents: Data(event.encoded()))
@@ -57,8 +66,20 @@ struct CCeilingPhase {
             let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             throw BenchError.failed("C ceiling: exit \(process.terminationStatus): \(problem.isEmpty ? text : problem)")
         }
+        let latency = result["latencyMs"].flatMap { object -> LatencySummary? in
+            guard let p50 = object["p50"]?.numberValue, let p95 = object["p95"]?.numberValue, let p99 = object["p99"]?.numberValue,
+                let max = object["max"]?.numberValue
+            else { return nil }
+            return LatencySummary(count: intents, p50: p50, p95: p95, p99: p99, max: max)
+        }
         return PhaseResult(
-            name: "ceiling (C)", intents: intents, seconds: seconds, submitSeconds: result["submitSeconds"]?.numberValue ?? 0,
-            latency: nil, processCPUSeconds: cpu, machineCPUSeconds: used.machineBusySeconds, brokerCPUSeconds: used.brokerCPUSeconds)
+            name: rate == nil ? "ceiling (C)" : "ceiling (C) paced", intents: intents, seconds: seconds,
+            submitSeconds: result["submitSeconds"]?.numberValue ?? 0, latency: latency, processCPUSeconds: cpu,
+            machineCPUSeconds: used.machineBusySeconds,
+            // Its worker and recorder threads: what compares with IntentQueue's workers and recorder.
+            servicesCPUSeconds: result["workerCpuSeconds"]?.numberValue.flatMap { worker in
+                result["recorderCpuSeconds"]?.numberValue.map { worker + $0 }
+            },
+            brokerCPUSeconds: used.brokerCPUSeconds, offeredRate: rate)
     }
 }

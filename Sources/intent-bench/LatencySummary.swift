@@ -6,6 +6,11 @@ struct LatencySummary: Sendable {
     var p99: Double
     var max: Double
 
+    /// Percentiles worked out elsewhere (the C ceiling prints its own).
+    init(count: Int, p50: Double, p95: Double, p99: Double, max: Double) {
+        (self.count, self.p50, self.p95, self.p99, self.max) = (count, p50, p95, p99, max)
+    }
+
     /// Nearest-rank percentiles of `seconds`; nil when there is no sample.
     init?(seconds: [Double]) {
         guard !seconds.isEmpty else { return nil }

@@ -6,6 +6,7 @@
  *           --exchange intents --key SendMessage --work-queue Q --status-exchange X --ledger-queue L
  *           --intent-body FILE --status-body FILE[=routing.key] [--status-body …]
  *           --intents N --producers P --window W --prefetch F --batch B --db PATH
+ *           [--rate R [--linger-us U] [--sync-ms S]]
  *
  * The topology must exist (intent-bench declares it). P producer threads
  * publish N intents (persistent, mandatory, message id, type, timestamp) with
@@ -16,7 +17,16 @@
  * (every intent and every status event) and writes each message as a row in
  * SQLite (WAL, synchronous=FULL), in transactions of at most B, acking each
  * batch after its commit. Prints one JSON object: seconds from the start to
- * the last commit, intents per second, and this process's CPU seconds.
+ * the last commit, intents per second, this process's CPU seconds and each
+ * kind of thread's (producers, worker, recorder).
+ *
+ * With --rate the producers offer R intents/s in all (open loop: each intent
+ * at its own time), and the JSON adds latency percentiles from each publish
+ * to the commit of the intent's status event. --linger-us and --sync-ms make
+ * the recorder write as IntentQueue's does at a moderate load: an open batch
+ * waits U µs of quiet for more (5 U at most), commits with synchronous=NORMAL
+ * (visible at once), and the first commit S ms after the last sync is a FULL
+ * one, after which everything before it is acked.
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -43,11 +53,33 @@ static struct {
     int events;
     long intents;
     int producers, window, prefetch, batch;
+    double rate;
+    int sync_ms, linger_us;
 } config = {.host = "127.0.0.1", .user = "guest", .password = "guest", .vhost = "/", .port = 5672,
             .producers = 2, .window = 128, .prefetch = 64, .batch = 500};
 
 static pthread_barrier_t start_gate;
 static double started_at;
+/* With --rate: when each intent was published (index = sequence × producers + producer), and when its last
+ * status event was committed by the recorder. */
+static double *published_at, *finished_at;
+
+/* CPU seconds of the calling thread so far. */
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Each thread's CPU, from the start gate to its end: the producers', the worker's and the recorder's. */
+static double producers_cpu, worker_cpu, recorder_cpu;
+static pthread_mutex_t cpu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_cpu(double *total, double since) {
+    pthread_mutex_lock(&cpu_lock);
+    *total += thread_cpu() - since;
+    pthread_mutex_unlock(&cpu_lock);
+}
 
 static double now(void) {
     struct timespec ts;
@@ -143,9 +175,18 @@ static void *produce(void *argument) {
     properties.content_type = amqp_cstring_bytes("application/json");
     properties.type = amqp_cstring_bytes(config.key);
     pthread_barrier_wait(&start_gate);
+    double start = now(), cpu_start = thread_cpu();
     uint64_t published = 0, confirmed = 0;
     while (confirmed < (uint64_t)self->count) {
+        double due = 0;
         while (published < (uint64_t)self->count && published - confirmed < (uint64_t)config.window) {
+            long index = (long)published * config.producers + self->index;
+            if (config.rate > 0) {
+                /* Open loop: each intent at its own time, whatever the earlier ones' confirms. */
+                due = start + index / config.rate;
+                if (now() < due) break;
+                published_at[index] = now();
+            }
             snprintf(id, sizeof id, "ceiling-%d-%llu", self->index, (unsigned long long)published);
             properties.message_id = amqp_cstring_bytes(id);
             properties.timestamp = (uint64_t)time(NULL);
@@ -155,6 +196,18 @@ static void *produce(void *argument) {
             published++;
         }
         struct timeval timeout = {10, 0};
+        if (config.rate > 0 && published < (uint64_t)self->count && due > 0) {
+            double wait = due - now();
+            if (wait < 0) wait = 0;
+            if (wait < 0.001) {
+                /* rabbitmq-c waits in whole milliseconds: a shorter wait would spin. */
+                struct timespec pause = {0, (long)(wait * 1e9)};
+                nanosleep(&pause, NULL);
+                continue;
+            }
+            timeout.tv_sec = (long)wait;
+            timeout.tv_usec = (long)((wait - (long)wait) * 1e6);
+        }
         int multiple, got;
         uint64_t tag = read_confirm(connection, &timeout, &multiple, &got);
         if (!got) continue;
@@ -163,6 +216,7 @@ static void *produce(void *argument) {
         if (tag > confirmed) confirmed = tag;
     }
     self->finished = now();
+    add_cpu(&producers_cpu, cpu_start);
     close_connection(connection);
     return NULL;
 }
@@ -190,6 +244,7 @@ static void *work(void *argument) {
     properties.content_type = amqp_cstring_bytes("application/json");
     properties.type = amqp_cstring_bytes(config.key);
     pthread_barrier_wait(&start_gate);
+    double cpu_start = thread_cpu();
     while (settled < config.intents) {
         amqp_envelope_t envelope;
         struct timeval timeout = {10, 0};
@@ -232,6 +287,7 @@ static void *work(void *argument) {
             ack_up_to = 0;
         }
     }
+    add_cpu(&worker_cpu, cpu_start);
     free(last_sequence);
     free(delivery_tag);
     close_connection(connection);
@@ -264,12 +320,24 @@ static void *record(void *argument) {
     amqp_basic_consume(connection, 1, amqp_cstring_bytes(config.ledger_queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
     check_reply(amqp_get_rpc_reply(connection), "basic.consume");
     long expected = config.intents * (1 + config.events), written = 0;
-    int in_batch = 0;
+    int in_batch = 0, synced_commit = 1;
+    double batch_started = 0, last_sync = 0;
+    /* With --rate: the intents whose status events this batch holds, to note when it commits. */
+    long *batch_intents = calloc((size_t)config.batch, sizeof *batch_intents);
+    int batch_finished = 0;
+    if (!batch_intents) die("out of memory");
     uint64_t last_tag = 0;
     pthread_barrier_wait(&start_gate);
+    double cpu_start = thread_cpu();
     while (written < expected) {
         amqp_envelope_t envelope;
         struct timeval poll_only = {0, 0}, wait = {10, 0};
+        if (in_batch && config.linger_us > 0) {
+            /* As IntentQueue's recorder: an open batch waits for more, up to linger of quiet and 5 × linger in all. */
+            double left = batch_started + 5 * config.linger_us / 1e6 - now();
+            if (left > config.linger_us / 1e6) left = config.linger_us / 1e6;
+            if (left > 0) poll_only.tv_usec = (long)(left * 1e6);
+        }
         amqp_maybe_release_buffers(connection);
         amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, in_batch ? &poll_only : &wait, 0);
         int have = reply.reply_type == AMQP_RESPONSE_NORMAL;
@@ -277,27 +345,60 @@ static void *record(void *argument) {
             check_reply(reply, "consuming the ledger");
         if (!have && !in_batch) die("the recorder waited 10 s for a message");
         if (have) {
-            if (!in_batch) sql(db, "BEGIN IMMEDIATE");
+            if (!in_batch) {
+                batch_started = now();
+                if (config.sync_ms > 0) {
+                    /* As IntentQueue's recorder: a batch is written at once and synced (then acked) at most sync_ms later. */
+                    int durable = batch_started - last_sync >= config.sync_ms / 1000.0;
+                    if (durable != synced_commit) sql(db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+                    synced_commit = durable;
+                }
+                sql(db, "BEGIN IMMEDIATE");
+            }
             sqlite3_bind_text(insert, 1, envelope.routing_key.bytes, (int)envelope.routing_key.len, SQLITE_TRANSIENT);
             sqlite3_bind_text(insert, 2, envelope.message.body.bytes, (int)envelope.message.body.len, SQLITE_TRANSIENT);
             if (sqlite3_step(insert) != SQLITE_DONE) die("inserting: %s", sqlite3_errmsg(db));
             sqlite3_reset(insert);
             last_tag = envelope.delivery_tag;
             in_batch++;
+            int producer;
+            unsigned long long sequence;
+            amqp_bytes_t key = envelope.routing_key, mid = envelope.message.properties.message_id;
+            char text[64];
+            int is_status = !(key.len == strlen(config.key) && !memcmp(key.bytes, config.key, key.len));
+            if (config.rate > 0 && is_status && mid.len < sizeof text) {
+                memcpy(text, mid.bytes, mid.len);
+                text[mid.len] = '\0';
+                if (sscanf(text, "ceiling-%d-%llu", &producer, &sequence) == 2)
+                    batch_intents[batch_finished++] = (long)sequence * config.producers + producer;
+            }
             amqp_destroy_envelope(&envelope);
         }
         if (in_batch && (!have || in_batch >= config.batch || written + in_batch >= expected)) {
             sql(db, "COMMIT");
-            check_status(amqp_basic_ack(connection, 1, last_tag, 1), "acking the ledger");
+            if (synced_commit || written + in_batch >= expected) {
+                if (!synced_commit) sql(db, "PRAGMA wal_checkpoint(PASSIVE)");
+                check_status(amqp_basic_ack(connection, 1, last_tag, 1), "acking the ledger");
+                last_sync = now();
+            }
             written += in_batch;
             in_batch = 0;
             last_commit = now();
+            for (int i = 0; i < batch_finished; i++)
+                if (batch_intents[i] >= 0 && batch_intents[i] < config.intents) finished_at[batch_intents[i]] = last_commit;
+            batch_finished = 0;
         }
     }
+    add_cpu(&recorder_cpu, cpu_start);
     sqlite3_finalize(insert);
     sqlite3_close(db);
     close_connection(connection);
     return NULL;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 /* ── main ──────────────────────────────────────────────────────────────── */
@@ -350,12 +451,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(option, "--window")) config.window = (int)number(value, option, 1, 100000);
         else if (!strcmp(option, "--prefetch")) config.prefetch = (int)number(value, option, 1, 65535);
         else if (!strcmp(option, "--batch")) config.batch = (int)number(value, option, 1, 100000);
+        else if (!strcmp(option, "--rate")) config.rate = (double)number(value, option, 1, 1000000);
+        else if (!strcmp(option, "--sync-ms")) config.sync_ms = (int)number(value, option, 0, 10000);
+        else if (!strcmp(option, "--linger-us")) config.linger_us = (int)number(value, option, 0, 1000000);
         else die("unknown option %s", option);
     }
     if (!config.exchange || !config.key || !config.work_queue || !config.status_exchange || !config.ledger_queue || !config.db ||
         !config.intent_body.bytes || config.intents == 0)
         die("needs --exchange, --key, --work-queue, --status-exchange, --ledger-queue, --db, --intent-body and --intents");
     if (config.producers > config.intents) config.producers = (int)config.intents;
+    published_at = calloc((size_t)config.intents, sizeof *published_at);
+    finished_at = calloc((size_t)config.intents, sizeof *finished_at);
+    if (!published_at || !finished_at) die("out of memory");
 
     pthread_barrier_init(&start_gate, NULL, (unsigned)(config.producers + 3));
     struct producer *producers = calloc((size_t)config.producers, sizeof *producers);
@@ -381,7 +488,22 @@ int main(int argc, char **argv) {
     double submitted = 0;
     for (int i = 0; i < config.producers; i++)
         if (producers[i].finished > submitted) submitted = producers[i].finished;
-    printf("{\"intents\":%ld,\"seconds\":%.3f,\"perSecond\":%.1f,\"cpuSeconds\":%.3f,\"submitSeconds\":%.3f,\"statusEvents\":%d}\n",
-           config.intents, seconds, config.intents / seconds, cpu, submitted - started_at, config.events);
+    printf("{\"intents\":%ld,\"seconds\":%.3f,\"perSecond\":%.1f,\"cpuSeconds\":%.3f,\"submitSeconds\":%.3f,\"statusEvents\":%d,"
+           "\"producersCpuSeconds\":%.3f,\"workerCpuSeconds\":%.3f,\"recorderCpuSeconds\":%.3f",
+           config.intents, seconds, config.intents / seconds, cpu, submitted - started_at, config.events, producers_cpu, worker_cpu,
+           recorder_cpu);
+    if (config.rate > 0) {
+        /* Submit (just before the publish) to the commit of the intent's last status event, in ms. */
+        double *latency = malloc((size_t)config.intents * sizeof *latency);
+        long measured = 0;
+        for (long i = 0; i < config.intents; i++)
+            if (finished_at[i] > 0 && published_at[i] > 0) latency[measured++] = (finished_at[i] - published_at[i]) * 1000;
+        qsort(latency, (size_t)measured, sizeof *latency, compare_doubles);
+        if (measured > 0)
+            printf(",\"rate\":%.0f,\"latencyMs\":{\"p50\":%.2f,\"p95\":%.2f,\"p99\":%.2f,\"max\":%.2f}", config.rate,
+                   latency[measured / 2], latency[measured * 95 / 100], latency[measured * 99 / 100], latency[measured - 1]);
+        free(latency);
+    }
+    printf("}\n");
     return 0;
 }
