@@ -169,8 +169,8 @@ public final class StatusReader {
         return try database.queryFirst("SELECT count(*) FROM status_conflict") { $0.int(0) } ?? 0
     }
 
-    /// Whether the recorder has made the schema yet; throws when it is older than this build reads.
-    func hasSchema() throws -> Bool {
+    /// Whether the recorder has made the store's tables yet; throws when their schema is older than this build reads.
+    public func hasSchema() throws -> Bool {
         if schemaChecked { return true }
         let found =
             try database.queryFirst(

@@ -66,7 +66,7 @@ struct BenchReport {
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
         for phase in [ceiling, cCeiling, cCeilingPaced, endToEnd, latency].compactMap({ $0 }) {
-            let paced = phase.name == "ceiling (C) paced" ? "C ceiling" : "latency"
+            let paced = phase.name == CCeilingPhase.pacedName ? "C ceiling" : "latency"
             let title = phase.offeredRate.map { "\(paced) @ \(Self.number($0, 0))/s" } ?? phase.name
             let latency = phase.latency.map { [$0.p50, $0.p95, $0.p99, $0.max].map { Self.number($0, 1) } } ?? Array(repeating: "-", count: 4)
             lines.append(row([title, "\(phase.intents)", Self.number(phase.seconds, 3), Self.number(phase.perSecond, 1)] + latency))

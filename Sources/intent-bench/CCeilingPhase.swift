@@ -15,6 +15,9 @@ struct CCeilingPhase {
     /// nil: full speed.
     var rate: Double?
 
+    /// The name of the paced phase's result.
+    static let pacedName = "ceiling (C) paced"
+
     func measure() throws -> PhaseResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw BenchError.failed("--c-ceiling: '\(executable)' is not an executable (deploy/ceiling.sh builds it)")
@@ -73,7 +76,7 @@ struct CCeilingPhase {
             return LatencySummary(count: intents, p50: p50, p95: p95, p99: p99, max: max)
         }
         return PhaseResult(
-            name: rate == nil ? "ceiling (C)" : "ceiling (C) paced", intents: intents, seconds: seconds,
+            name: rate == nil ? "ceiling (C)" : Self.pacedName, intents: intents, seconds: seconds,
             submitSeconds: result["submitSeconds"]?.numberValue ?? 0, latency: latency, processCPUSeconds: cpu,
             machineCPUSeconds: used.machineBusySeconds,
             // Its worker and recorder threads: what compares with IntentQueue's workers and recorder.

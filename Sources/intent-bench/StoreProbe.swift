@@ -58,17 +58,13 @@ final class StoreProbe {
     /// How many intents the store holds, and how many of them are in each state but `success`; nil until the
     /// recorder has made its tables.
     private static func progress(of store: StatusReader) throws -> (rows: Int, unfinished: [IntentState: Int])? {
-        let rows: Int
-        let unfinished: [(String, Int)]
-        do {
-            rows = try store.database.queryFirst("SELECT max(rowid) FROM intent_status") { $0.optionalInt(0) ?? 0 } ?? 0
-            unfinished = try store.database.query(unfinishedSQL) { ($0.string(0), $0.int(1)) }
-        } catch let error as DatabaseError where error.message.contains("no such table") {
-            return nil
+        guard try store.hasSchema() else { return nil }
+        let rows = try store.database.queryFirst("SELECT max(rowid) FROM intent_status") { $0.optionalInt(0) ?? 0 } ?? 0
+        var unfinished: [IntentState: Int] = [:]
+        for (state, count) in try store.database.query(unfinishedSQL, [], { ($0.string(0), $0.int(1)) }) {
+            unfinished[IntentState(rawValue: state) ?? .queued, default: 0] += count
         }
-        var counts: [IntentState: Int] = [:]
-        for (state, count) in unfinished { counts[IntentState(rawValue: state) ?? .queued, default: 0] += count }
-        return (rows, counts)
+        return (rows, unfinished)
     }
 
     /// submitted_at and finished_at of every intent in the store, by id.

@@ -377,6 +377,7 @@ static void *record(void *argument) {
         if (in_batch && (!have || in_batch >= config.batch || written + in_batch >= expected)) {
             sql(db, "COMMIT");
             if (synced_commit || written + in_batch >= expected) {
+                /* The last batch, committed unsynced: a checkpoint syncs the log before it copies it back. */
                 if (!synced_commit) sql(db, "PRAGMA wal_checkpoint(PASSIVE)");
                 check_status(amqp_basic_ack(connection, 1, last_tag, 1), "acking the ledger");
                 last_sync = now();
