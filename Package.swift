@@ -19,7 +19,10 @@ let package = Package(
         .executable(name: "intent-gateway", targets: ["intent-gateway"]),
     ],
     targets: [
-        .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
+        // rabbitmq-c's headers and the functions IntentQueue calls, loaded by the first connection (dlopen) rather
+        // than linked: a tool that never connects (a lookup in the store) does not load it, nor OpenSSL under it.
+        // Its headers come from librabbitmq-dev; the library, at run time, from librabbitmq4.
+        .target(name: "CRabbitMQ"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 

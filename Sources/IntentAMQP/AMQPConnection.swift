@@ -54,8 +54,10 @@ public final class AMQPConnection {
         for offset in 0..<endpoints.count {
             let index = (first + offset) % endpoints.count
             self.url = endpoints[index]
-            guard let state = amqp_new_connection() else {
-                throw AMQPError(.library, context: "connecting to \(self.url)", detail: "out of memory")
+            // rabbitmq-c is loaded here, by the first connection (CRabbitMQ.h says why).
+            guard let state = iq_amqp_new_connection() else {
+                let reason = iq_rabbitmq_error().map { String(cString: $0) } ?? "out of memory"
+                throw AMQPError(.library, context: "connecting to \(self.url)", detail: reason)
             }
             self.state = state
             do {
@@ -82,37 +84,37 @@ public final class AMQPConnection {
         let context = "connecting to \(url)"
         let socket: OpaquePointer?
         if url.tls {
-            socket = amqp_ssl_socket_new(state)
+            socket = iq_amqp_ssl_socket_new(state)
             guard let socket else { throw AMQPError(.library, context: context, detail: "could not create a TLS socket") }
-            amqp_ssl_socket_set_verify_peer(socket, 1)
-            amqp_ssl_socket_set_verify_hostname(socket, 1)
+            iq_amqp_ssl_socket_set_verify_peer(socket, 1)
+            iq_amqp_ssl_socket_set_verify_hostname(socket, 1)
             if let authority = url.certificateAuthority {
-                let status = amqp_ssl_socket_set_cacert(socket, authority)
+                let status = iq_amqp_ssl_socket_set_cacert(socket, authority)
                 guard status == AMQP_STATUS_OK.rawValue else {
                     throw AMQPError(
                         .configuration, context: context, detail: "cannot load the CA certificate \(authority): \(Self.statusString(status))")
                 }
             }
         } else {
-            socket = amqp_tcp_socket_new(state)
+            socket = iq_amqp_tcp_socket_new(state)
         }
         guard let socket else {
             throw AMQPError(.library, context: context, detail: "could not create a socket")
         }
         var handshake = timeval(seconds: connectTimeout)
-        amqp_set_handshake_timeout(state, &handshake)
+        iq_amqp_set_handshake_timeout(state, &handshake)
         var rpc = timeval(seconds: rpcTimeout)
-        amqp_set_rpc_timeout(state, &rpc)
+        iq_amqp_set_rpc_timeout(state, &rpc)
         var timeout = timeval(seconds: connectTimeout)
-        let status = amqp_socket_open_noblock(socket, url.host, Int32(url.port), &timeout)
+        let status = iq_amqp_socket_open_noblock(socket, url.host, Int32(url.port), &timeout)
         guard status == AMQP_STATUS_OK.rawValue else {
             throw AMQPError(.connection, context: context, detail: Self.statusString(status))
         }
         try check(
             iq_amqp_login_plain(state, url.virtualHost, 0, 131_072, Int32(heartbeat), url.user, url.password),
             context: "logging in to \(url)")
-        amqp_channel_open(state, channel)
-        try check(amqp_get_rpc_reply(state), context: "opening a channel on \(url)")
+        iq_amqp_channel_open(state, channel)
+        try check(iq_amqp_get_rpc_reply(state), context: "opening a channel on \(url)")
     }
 
     deinit { close() }
@@ -122,18 +124,18 @@ public final class AMQPConnection {
     public func close() {
         guard let state else { return }
         self.state = nil
-        if amqp_get_socket(state) != nil, amqp_get_sockfd(state) >= 0 {
-            _ = amqp_channel_close(state, channel, Int32(AMQP_REPLY_SUCCESS))
-            _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
+        if iq_amqp_get_socket(state) != nil, iq_amqp_get_sockfd(state) >= 0 {
+            _ = iq_amqp_channel_close(state, channel, Int32(AMQP_REPLY_SUCCESS))
+            _ = iq_amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
         }
-        amqp_destroy_connection(state)
+        iq_amqp_destroy_connection(state)
     }
 
     /// Drops the connection without the closing handshake (after a failure).
     public func abandon() {
         guard let state else { return }
         self.state = nil
-        amqp_destroy_connection(state)
+        iq_amqp_destroy_connection(state)
     }
 
     /// False once `close()` or `abandon()` has run.
@@ -174,12 +176,12 @@ public final class AMQPConnection {
         switch method {
         case AMQP_CONNECTION_CLOSE_METHOD:
             let close = decoded!.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
-            if let state { _ = amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, nil) }
+            if let state { _ = iq_amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, nil) }
             return AMQPError(
                 .server, context: context, detail: "the broker closed the connection: \(close.reply_text.string)", replyCode: close.reply_code)
         case AMQP_CHANNEL_CLOSE_METHOD:
             let close = decoded!.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
-            if let state { _ = amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, nil) }
+            if let state { _ = iq_amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, nil) }
             return AMQPError(
                 .server, context: context, detail: "the broker closed the channel: \(close.reply_text.string)", replyCode: close.reply_code)
         default:
@@ -188,7 +190,7 @@ public final class AMQPConnection {
     }
 
     static func statusString(_ status: Int32) -> String {
-        String(cString: amqp_error_string2(status))
+        String(cString: iq_amqp_error_string2(status))
     }
 
     // MARK: - Topology
@@ -207,10 +209,10 @@ public final class AMQPConnection {
         let state = try live("declaring exchange \(name)")
         withBytes(name) { exchange in
             withBytes(type) { kind in
-                _ = amqp_exchange_declare(state, channel, exchange, kind, passive ? 1 : 0, durable ? 1 : 0, 0, 0, amqp_empty_table)
+                _ = iq_amqp_exchange_declare(state, channel, exchange, kind, passive ? 1 : 0, durable ? 1 : 0, 0, 0, iq_amqp_empty_table())
             }
         }
-        try check(amqp_get_rpc_reply(state), context: passive ? "looking for exchange '\(name)'" : "declaring exchange '\(name)'")
+        try check(iq_amqp_get_rpc_reply(state), context: passive ? "looking for exchange '\(name)'" : "declaring exchange '\(name)'")
     }
 
     /// What `queue.declare` answered: the queue's name (the broker's choice
@@ -253,17 +255,17 @@ public final class AMQPConnection {
         }
         let ok = withTable(entries) { table in
             withBytes(name) { queue in
-                amqp_queue_declare(state, channel, queue, passive ? 1 : 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
+                iq_amqp_queue_declare(state, channel, queue, passive ? 1 : 0, durable ? 1 : 0, exclusive ? 1 : 0, autoDelete ? 1 : 0, table)
             }
         }
-        try check(amqp_get_rpc_reply(state), context: passive ? "looking up queue '\(name)'" : "declaring queue '\(name)'")
+        try check(iq_amqp_get_rpc_reply(state), context: passive ? "looking up queue '\(name)'" : "declaring queue '\(name)'")
         guard let ok else { return QueueInfo(name: name, messages: 0, consumers: 0) }
         return QueueInfo(name: ok.pointee.queue.string, messages: Int(ok.pointee.message_count), consumers: Int(ok.pointee.consumer_count))
     }
 
     /// A headers table for rabbitmq-c, valid only inside `body`.
     private func withTable<R>(_ entries: [(String, HeaderValue)], _ body: (amqp_table_t) -> R) -> R {
-        guard !entries.isEmpty else { return body(amqp_empty_table) }
+        guard !entries.isEmpty else { return body(iq_amqp_empty_table()) }
         var allocations: [UnsafeMutableRawPointer] = []
         defer { for allocation in allocations { free(allocation) } }
         func copy(_ text: String) -> UnsafeMutablePointer<CChar> {
@@ -277,11 +279,11 @@ public final class AMQPConnection {
             let buffer = raw.bindMemory(to: amqp_table_entry_t.self, capacity: entries.count)
             for (index, (key, value)) in entries.enumerated() {
                 var entry = amqp_table_entry_t()
-                entry.key = amqp_cstring_bytes(copy(key))
+                entry.key = iq_amqp_cstring_bytes(copy(key))
                 switch value {
                 case .string(let text):
                     entry.value.kind = UInt8(AMQP_FIELD_KIND_UTF8.rawValue)
-                    entry.value.value.bytes = amqp_cstring_bytes(copy(text))
+                    entry.value.value.bytes = iq_amqp_cstring_bytes(copy(text))
                 case .integer(let number):
                     entry.value.kind = UInt8(AMQP_FIELD_KIND_I64.rawValue)
                     entry.value.value.i64 = number
@@ -303,20 +305,20 @@ public final class AMQPConnection {
             withBytes(queue) { queueBytes in
                 withBytes(exchange) { exchangeBytes in
                     withBytes(routingKey) { keyBytes in
-                        _ = amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
+                        _ = iq_amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
                     }
                 }
             }
         }
-        try check(amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
+        try check(iq_amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
     }
 
     /// Deletes a queue and its messages; with `ifEmpty`, the broker refuses
     /// (406, closing the channel) when the queue holds any.
     public func deleteQueue(_ name: String, ifEmpty: Bool = false) throws(AMQPError) {
         let state = try live("deleting queue \(name)")
-        withBytes(name) { queue in _ = amqp_queue_delete(state, channel, queue, 0, ifEmpty ? 1 : 0) }
-        try check(amqp_get_rpc_reply(state), context: "deleting queue '\(name)'")
+        withBytes(name) { queue in _ = iq_amqp_queue_delete(state, channel, queue, 0, ifEmpty ? 1 : 0) }
+        try check(iq_amqp_get_rpc_reply(state), context: "deleting queue '\(name)'")
     }
 
     /// Opens the channel again after the broker closed it for an error (a
@@ -324,8 +326,8 @@ public final class AMQPConnection {
     /// are off on the new channel.
     public func reopenChannel() throws(AMQPError) {
         let state = try live("reopening the channel")
-        amqp_channel_open(state, channel)
-        try check(amqp_get_rpc_reply(state), context: "reopening a channel on \(url)")
+        iq_amqp_channel_open(state, channel)
+        try check(iq_amqp_get_rpc_reply(state), context: "reopening a channel on \(url)")
         confirmsEnabled = false
         nextPublishSequence = 1
     }
@@ -333,15 +335,15 @@ public final class AMQPConnection {
     /// Deletes an exchange and its bindings.
     public func deleteExchange(_ name: String) throws(AMQPError) {
         let state = try live("deleting exchange \(name)")
-        withBytes(name) { exchange in _ = amqp_exchange_delete(state, channel, exchange, 0) }
-        try check(amqp_get_rpc_reply(state), context: "deleting exchange '\(name)'")
+        withBytes(name) { exchange in _ = iq_amqp_exchange_delete(state, channel, exchange, 0) }
+        try check(iq_amqp_get_rpc_reply(state), context: "deleting exchange '\(name)'")
     }
 
     /// Puts the channel in confirm mode: every publish is then acked or nacked by the broker.
     public func enableConfirms() throws(AMQPError) {
         let state = try live("enabling publisher confirms")
-        _ = amqp_confirm_select(state, channel)
-        try check(amqp_get_rpc_reply(state), context: "enabling publisher confirms")
+        _ = iq_amqp_confirm_select(state, channel)
+        try check(iq_amqp_get_rpc_reply(state), context: "enabling publisher confirms")
         confirmsEnabled = true
         nextPublishSequence = 1
     }
@@ -349,8 +351,8 @@ public final class AMQPConnection {
     /// How many unacked deliveries the broker may send this channel.
     public func setPrefetch(_ count: UInt16) throws(AMQPError) {
         let state = try live("setting prefetch")
-        _ = amqp_basic_qos(state, channel, 0, count, 0)
-        try check(amqp_get_rpc_reply(state), context: "setting prefetch to \(count)")
+        _ = iq_amqp_basic_qos(state, channel, 0, count, 0)
+        try check(iq_amqp_get_rpc_reply(state), context: "setting prefetch to \(count)")
     }
 
     /// Starts consuming `queue`, with manual acks unless `noAck` (the broker then
@@ -363,10 +365,10 @@ public final class AMQPConnection {
         let state = try live("consuming \(queue)")
         let ok = withTable(arguments.sorted { $0.key < $1.key }) { table in
             withBytes(queue) { queueBytes in
-                amqp_basic_consume(state, channel, queueBytes, amqp_empty_bytes, 0, noAck ? 1 : 0, exclusive ? 1 : 0, table)
+                iq_amqp_basic_consume(state, channel, queueBytes, iq_amqp_empty_bytes(), 0, noAck ? 1 : 0, exclusive ? 1 : 0, table)
             }
         }
-        try check(amqp_get_rpc_reply(state), context: "consuming queue '\(queue)'")
+        try check(iq_amqp_get_rpc_reply(state), context: "consuming queue '\(queue)'")
         return ok?.pointee.consumer_tag.string ?? ""
     }
 
@@ -374,9 +376,9 @@ public final class AMQPConnection {
     public func cancel(consumerTag: String) throws(AMQPError) {
         let state = try live("canceling consumer")
         withBytes(consumerTag) { tag in
-            _ = amqp_basic_cancel(state, channel, tag)
+            _ = iq_amqp_basic_cancel(state, channel, tag)
         }
-        try check(amqp_get_rpc_reply(state), context: "canceling consumer \(consumerTag)")
+        try check(iq_amqp_get_rpc_reply(state), context: "canceling consumer \(consumerTag)")
     }
 
     // MARK: - Publish, ack
@@ -424,10 +426,10 @@ public final class AMQPConnection {
                     properties._flags |= amqp_flags_t(AMQP_BASIC_HEADERS_FLAG)
                     properties.headers = table
                 }
-                let watch = SendWatchdog.arm(socket: amqp_get_sockfd(state), seconds: sendTimeout)
+                let watch = SendWatchdog.arm(socket: iq_amqp_get_sockfd(state), seconds: sendTimeout)
                 defer { SendWatchdog.disarm(watch) }
                 return message.body.withUnsafeBytes { body in
-                    amqp_basic_publish(
+                    iq_amqp_basic_publish(
                         state, channel, bytes(exchange), bytes(routingKey), message.mandatory ? 1 : 0, 0, &properties,
                         amqp_bytes_t(len: body.count, bytes: UnsafeMutableRawPointer(mutating: body.baseAddress)))
                 }
@@ -458,27 +460,27 @@ public final class AMQPConnection {
     /// Acks a delivery of this connection by its tag; with `multiple`, every unacked delivery up to it as well.
     public func ack(_ tag: UInt64, multiple: Bool = false) throws(AMQPError) {
         let state = try live("acking")
-        try checkStatus(amqp_basic_ack(state, channel, tag, multiple ? 1 : 0), context: "acking delivery \(tag)")
+        try checkStatus(iq_amqp_basic_ack(state, channel, tag, multiple ? 1 : 0), context: "acking delivery \(tag)")
     }
 
     /// Rejects a delivery: back to its queue with `requeue`, else dropped or dead-lettered as the queue says.
     public func reject(_ tag: UInt64, requeue: Bool) throws(AMQPError) {
         let state = try live("rejecting")
-        try checkStatus(amqp_basic_reject(state, channel, tag, requeue ? 1 : 0), context: "rejecting delivery \(tag)")
+        try checkStatus(iq_amqp_basic_reject(state, channel, tag, requeue ? 1 : 0), context: "rejecting delivery \(tag)")
     }
 
     // MARK: - Reading
 
     /// The socket, for `poll(2)` beside a wake-up pipe.
     public var socketDescriptor: Int32 {
-        state.map { amqp_get_sockfd($0) } ?? -1
+        state.map { iq_amqp_get_sockfd($0) } ?? -1
     }
 
     /// Whether rabbitmq-c already holds unread data, so `poll` on the socket
     /// would wrongly report nothing to read.
     public var hasBufferedData: Bool {
         guard let state else { return false }
-        return amqp_data_in_buffer(state) != 0 || amqp_frames_enqueued(state) != 0
+        return iq_amqp_data_in_buffer(state) != 0 || iq_amqp_frames_enqueued(state) != 0
     }
 
     /// Waits up to `timeout` seconds (nil: forever) for the next delivery,
@@ -486,18 +488,18 @@ public final class AMQPConnection {
     /// sent and checked inside this call.
     public func nextEvent(timeout: Double?) throws(AMQPError) -> Event? {
         let state = try live("reading from the broker")
-        amqp_maybe_release_buffers(state)
+        iq_amqp_maybe_release_buffers(state)
         var envelope = amqp_envelope_t()
         var reply: amqp_rpc_reply_t
         if let timeout {
             var tv = timeval(seconds: timeout)
-            reply = amqp_consume_message(state, &envelope, &tv, 0)
+            reply = iq_amqp_consume_message(state, &envelope, &tv, 0)
         } else {
-            reply = amqp_consume_message(state, &envelope, nil, 0)
+            reply = iq_amqp_consume_message(state, &envelope, nil, 0)
         }
         switch reply.reply_type {
         case AMQP_RESPONSE_NORMAL:
-            defer { amqp_destroy_envelope(&envelope) }
+            defer { iq_amqp_destroy_envelope(&envelope) }
             return .delivery(delivery(from: envelope))
         case AMQP_RESPONSE_LIBRARY_EXCEPTION where reply.library_error == AMQP_STATUS_TIMEOUT.rawValue:
             return nil
@@ -513,7 +515,7 @@ public final class AMQPConnection {
     /// or the broker closing something.
     private func readMethodFrame(_ state: amqp_connection_state_t) throws(AMQPError) -> Event? {
         var frame = amqp_frame_t()
-        try checkStatus(amqp_simple_wait_frame(state, &frame), context: "reading a frame from \(url)")
+        try checkStatus(iq_amqp_simple_wait_frame(state, &frame), context: "reading a frame from \(url)")
         guard frame.frame_type == AMQP_FRAME_METHOD else { return nil }
         let method = frame.payload.method
         switch method.id {
@@ -529,9 +531,9 @@ public final class AMQPConnection {
                 replyCode: basicReturn.reply_code, replyText: basicReturn.reply_text.string,
                 exchange: basicReturn.exchange.string, routingKey: basicReturn.routing_key.string, messageID: nil)
             var message = amqp_message_t()
-            let reply = amqp_read_message(state, frame.channel, &message, 0)
+            let reply = iq_amqp_read_message(state, frame.channel, &message, 0)
             try check(reply, context: "reading a returned message")
-            defer { amqp_destroy_message(&message) }
+            defer { iq_amqp_destroy_message(&message) }
             if message.properties._flags & amqp_flags_t(AMQP_BASIC_MESSAGE_ID_FLAG) != 0 {
                 returned.messageID = message.properties.message_id.string
             }
@@ -557,13 +559,13 @@ public final class AMQPConnection {
     /// nil when the queue is empty.
     public func get(_ queue: String) throws(AMQPError) -> Delivery? {
         let state = try live("getting from \(queue)")
-        let reply = withBytes(queue) { queueBytes in amqp_basic_get(state, channel, queueBytes, 0) }
+        let reply = withBytes(queue) { queueBytes in iq_amqp_basic_get(state, channel, queueBytes, 0) }
         try check(reply, context: "getting a message from '\(queue)'")
         guard reply.reply.id == AMQP_BASIC_GET_OK_METHOD else { return nil }
         let ok = reply.reply.decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
         var message = amqp_message_t()
-        try check(amqp_read_message(state, channel, &message, 0), context: "reading a message from '\(queue)'")
-        defer { amqp_destroy_message(&message) }
+        try check(iq_amqp_read_message(state, channel, &message, 0), context: "reading a message from '\(queue)'")
+        defer { iq_amqp_destroy_message(&message) }
         return delivery(tag: ok.delivery_tag, exchange: ok.exchange, routingKey: ok.routing_key, redelivered: ok.redelivered != 0, message: message)
     }
 

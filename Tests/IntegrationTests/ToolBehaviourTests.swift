@@ -59,6 +59,29 @@ struct ToolBehaviourTests {
         #expect(result.stdout.contains("Usage:"))
     }
 
+    @Test func onlyAToolThatConnectsLoadsTheBrokerLibrary() async throws {
+        // rabbitmq-c, and OpenSSL under it, is loaded by the first connection: a lookup in the store file never
+        // pays for it. The dynamic loader lists what it loads on stderr with LD_DEBUG=files.
+        let sandbox = try await Sandbox("lazy-library")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        let traced = sandbox.environment.merging(["LD_DEBUG": "files"]) { _, new in new }
+        let id = "lazy-\(UUID().uuidString.prefix(8))"
+        let submit = try await run(
+            Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=lazy", "--id", id], environment: traced)
+        #expect(submit.exitCode == 0, "\(submit)")
+        #expect(submit.stderr.contains("file=librabbitmq.so.4"), "intent-submit connects, so it loads the library")
+        try await eventually(timeout: 60, "the store records \(id)'s success") {
+            try sandbox.statusStore().status(id: id)?.state == .success
+        }
+        let lookup = try await run(Paths.tool("intent-status"), [id], environment: traced)
+        #expect(lookup.exitCode == 0, "\(lookup)")
+        #expect(lookup.stdout.contains("success"), "\(lookup)")
+        #expect(lookup.stderr.contains("file=libsqlite3.so.0"), "the loader's trace is on: \(lookup.stderr.prefix(300))")
+        #expect(!lookup.stderr.contains("librabbitmq"), "a lookup in the store loaded the broker library")
+        #expect(!lookup.stderr.contains("libssl"), "a lookup in the store loaded OpenSSL")
+    }
+
     @Test func toolsExit69WhenTheBrokerIsUnreachable() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-down-\(UUID().uuidString)")
         let environment = [

@@ -60,9 +60,13 @@ enum Deploy {
 
     // MARK: Package.swift and the sources
 
+    /// The -dev packages of C targets that include the headers themselves, with no provider in Package.swift:
+    /// rabbitmq-c's, whose library CRabbitMQ loads when the first connection opens.
+    static let headersIncluded = ["librabbitmq-dev"]
+
     static func aptProviders() throws -> Set<String> {
         let manifest = try read("Package.swift")
-        var providers: Set<String> = []
+        var providers = Set(headersIncluded)
         for list in manifest.matches(of: try Regex(#"\.apt\(\[([^\]]*)\]\)"#)) {
             let inner = String(list.output[1].substring ?? "")
             providers.formUnion(inner.matches(of: try Regex(#""([^"]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
