@@ -16,6 +16,18 @@ import Testing
         #expect(IntentEnvelope.problem(withID: String(repeating: "é", count: 128)) != nil, "bytes are counted, not characters")
         #expect(IntentEnvelope.problem(withID: "a\nb") != nil && IntentEnvelope.problem(withID: "a\u{1B}[2J") != nil)
         #expect(IntentEnvelope.problem(withID: "order-17 🙂") == nil)
+        #expect(IntentEnvelope.problem(withID: "a\u{85}b") != nil, "a C1 control (NEL) is a control character too")
+        #expect(IntentEnvelope.problem(withID: "a\u{A0}b") == nil, "a no-break space is not")
+    }
+
+    @Test func controlCharactersAreToldByValueAsUnicodeTellsThem() {
+        // Every scalar: the value test agrees with Unicode's general category.
+        var differing: [UInt32] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if IntentEnvelope.isControl(scalar) != (scalar.properties.generalCategory == .control) { differing.append(value) }
+        }
+        #expect(differing.isEmpty, "differ at \(differing.prefix(10).map { String($0, radix: 16) })")
         #expect(IntentEnvelope.problem(withType: "SendMessage_2-b") == nil)
         for bad in ["Send.Message", "Send*", "#", "Send\r\nMessage", "Sénd", "", String(repeating: "T", count: 101)] {
             #expect(IntentEnvelope.problem(withType: bad) != nil, "\(bad.escapingControlCharacters)")

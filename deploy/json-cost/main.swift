@@ -35,7 +35,7 @@ for _ in 0..<rounds {
             checksum &+= intent.content!.utf8.count + envelope.id.utf8.count
         case "typed":
             let envelope = try! IntentEnvelope.decode(body)
-            let said = try! ParameterReading.decode(TypedSendMessage.self, from: envelope.parameters, lenient: false)
+            let (said, _) = try! ParameterReading.decode(TypedSendMessage.self, from: envelope.parameters, lenient: false)
             checksum &+= said.$content.spokenValue!.utf8.count + envelope.id.utf8.count
         case "foundation":
             let envelope = try! JSONDecoder().decode(WireEnvelope.self, from: Data(body))
