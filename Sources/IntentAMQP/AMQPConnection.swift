@@ -31,6 +31,14 @@ public final class AMQPConnection {
         case returned(ReturnedMessage)
     }
 
+    /// Loads rabbitmq-c, which the first connection otherwise does (once per process): for a long-running
+    /// service to stop at its start when the library is missing, which no reconnect would mend.
+    public static func loadLibrary() throws(AMQPError) {
+        guard iq_rabbitmq_load() == 0 else { return }
+        let reason = iq_rabbitmq_error().map { String(cString: $0) } ?? "could not load rabbitmq-c"
+        throw AMQPError(.library, context: "starting", detail: reason)
+    }
+
     /// Opens a TCP (or TLS) connection, logs in and opens channel 1.
     /// - Parameters:
     ///   - url: the broker, its user and virtual host; `amqps` for TLS.

@@ -257,6 +257,11 @@ struct WorkerCommand {
         } catch {
             return Terminal.fail(tool, error.description, code: ExitCode.usage)
         }
+        do {
+            try AMQPConnection.loadLibrary()
+        } catch {
+            return Terminal.fail(tool, "\(error)", code: ExitCode.unavailable)
+        }
         var services: [any Service] = []
         let metrics: Metrics? = metricsFile.map { _ in
             let metrics = Metrics()

@@ -91,6 +91,11 @@ struct GatewayCommand: Command {
         } catch {
             return Terminal.fail(Self.tool, "\(error)", code: ExitCode.usage)
         }
+        do {
+            try AMQPConnection.loadLibrary()
+        } catch {
+            return Terminal.fail(Self.tool, "\(error)", code: ExitCode.unavailable)
+        }
         Self.raiseOpenFileLimit(to: maximumConnections + 256)
         var configuration = Gateway.Configuration(brokerURL: url, tokens: tokens, logger: logger)
         configuration.host = host

@@ -82,6 +82,32 @@ struct ToolBehaviourTests {
         #expect(!lookup.stderr.contains("libssl"), "a lookup in the store loaded OpenSSL")
     }
 
+    /// The broker library as the dynamic loader finds it, when this machine can hide it from one command
+    /// (root, with `unshare` for a private mount namespace).
+    static let hideableLibrary: String? = {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { return nil }
+        return ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+            .map { $0 + "/librabbitmq.so.4" }.first { FileManager.default.fileExists(atPath: $0) }
+    }()
+
+    @Test(.enabled(if: hideableLibrary != nil, "needs root and unshare to hide librabbitmq from one command"))
+    func aMissingBrokerLibraryIsAClearErrorAndTheWorkerStopsAtOnce() async throws {
+        // The library replaced by an empty file, for these commands only (a private mount namespace).
+        let library = try #require(Self.hideableLibrary)
+        let environment = ["INTENT_BROKER_URL": "amqp://guest:guest@127.0.0.1:1/%2f"]
+        func hidden(_ tool: String, _ arguments: [String]) async throws -> ToolResult {
+            let command = "mount --bind /dev/null \(library) && exec \(Paths.tool(tool)) \(arguments.joined(separator: " "))"
+            return try await run("/usr/bin/unshare", ["-m", "sh", "-c", command], environment: environment, timeout: 30)
+        }
+        let submit = try await hidden("intent-submit", ["SendMessage", "recipients=Alice", "content=hi"])
+        #expect(submit.exitCode == 69, "\(submit)")
+        #expect(submit.stderr.contains("could not load rabbitmq-c (librabbitmq.so.4, Debian package librabbitmq4)"), "\(submit)")
+        // A worker does not retry what no reconnect mends: it says so and exits.
+        let worker = try await hidden("intent-worker", ["--with-recorder"])
+        #expect(worker.exitCode == 69, "\(worker)")
+        #expect(worker.stderr.contains("could not load rabbitmq-c"), "\(worker)")
+    }
+
     @Test func toolsExit69WhenTheBrokerIsUnreachable() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-down-\(UUID().uuidString)")
         let environment = [
