@@ -899,7 +899,9 @@ struct KeptTaker: Sendable {
 
     static let current: KeptTaker = {
         var buffer = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "unknown"
+        let host =
+            gethostname(&buffer, buffer.count) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
         return KeptTaker(host: host.isEmpty ? "unknown" : host, pid: getpid(), token: String(UInt64.random(in: 1...UInt64.max), radix: 36))
     }()
 
