@@ -25,7 +25,7 @@ struct CCeilingPhase {
         try pattern.declareTopology(phase: "C ceiling")
         let (url, topology, intents) = (pattern.url, pattern.topology, pattern.intents)
         let intentBody = run.path("c-ceiling-intent.json")
-        FileManager.default.createFile(atPath: intentBody, contents: Data(Workload.envelope(id: Workload.newID()).encoded()))
+        try Self.write(Workload.envelope(id: Workload.newID()).encoded(), to: intentBody)
         var arguments = [
             "--host", url.host, "--port", "\(url.port)", "--user", url.user, "--password", url.password, "--vhost", url.virtualHost,
             "--exchange", topology.intentsExchange, "--key", Workload.type, "--work-queue", topology.workQueue,
@@ -41,7 +41,7 @@ struct CCeilingPhase {
         }
         for (index, event) in Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(pattern.statusEvents).enumerated() {
             let path = run.path("c-ceiling-status-\(index).json")
-            FileManager.default.createFile(atPath: path, contents: Data(event.encoded()))
+            try Self.write(event.encoded(), to: path)
             arguments += ["--status-body", "\(path)=\(event.routingKey)"]
         }
         let process = Process()
@@ -84,5 +84,12 @@ struct CCeilingPhase {
                 result["recorderCpuSeconds"]?.numberValue.map { worker + $0 }
             },
             brokerCPUSeconds: used.brokerCPUSeconds, offeredRate: rate)
+    }
+
+    /// Writes a message body the C program reads, saying which file could not be written.
+    private static func write(_ bytes: [UInt8], to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            throw BenchError.failed("C ceiling: could not write \(path)")
+        }
     }
 }
