@@ -130,7 +130,10 @@ struct OperationsTests {
         #expect(seen.exitCode == 0, "\(seen)")
         try await eventually(timeout: 20, "the watcher to print quick-2's outcome") { events(of: "quick-2").contains { $0.state == .success } }
         #expect(events(of: "quick-2").map(\.state) == [.inProgress, .success])
-        #expect(try await sandbox.statusStore().status(id: "quick-2")?.startedAt != nil)
+        // The watcher follows the broker; the store has the start once the recorder has written it.
+        try await eventually(timeout: 20, "the store to record quick-2's start") {
+            try sandbox.statusStore().status(id: "quick-2")?.startedAt != nil
+        }
         watcher.process.interrupt()
         #expect(try await watcher.stop() == 0)
         #expect(try await worker.stop() == 0)
