@@ -512,6 +512,8 @@ public struct IntentClientError: Error, Sendable, CustomStringConvertible {
         case .unroutable: self.init(.noWorker, error.detail)
         case .configuration: self.init(.configuration, error.description)
         case .timeout: self.init(.timeout, "broker unreachable: \(error)")
+        // rabbitmq-c could not be loaded (or failed inside): the broker may be fine.
+        case .library: self.init(.unavailable, error.description)
         default: self.init(error.replyCode == 403 ? .forbidden : .unavailable, "broker unreachable: \(error)")
         }
     }

@@ -113,7 +113,8 @@ struct BenchCommand: Command {
             connection.close()
         } catch {
             return Terminal.fail(
-                Self.tool, "broker unreachable: \(error)", code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
+                Self.tool, error.kind == .library ? error.description : "broker unreachable: \(error)",
+                code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
         }
         let run: BenchRun
         do {

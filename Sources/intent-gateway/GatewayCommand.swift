@@ -36,7 +36,7 @@ struct GatewayCommand: Command {
           INTENT_GATEWAY_TOKENS   the token file, when --tokens is not given
 
         Exit codes: 0 stopped by SIGTERM or SIGINT, 64 usage error (a bad option, an unreadable token file),
-        69 cannot listen.
+        69 cannot listen, or rabbitmq-c cannot be loaded.
         """
 
     var host = "127.0.0.1"

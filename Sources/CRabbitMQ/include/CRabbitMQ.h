@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 /// The shared library loaded (its Debian package is librabbitmq4).
+#if defined(__APPLE__)
+#define IQ_RABBITMQ_LIBRARY "librabbitmq.4.dylib"
+#else
 #define IQ_RABBITMQ_LIBRARY "librabbitmq.so.4"
+#endif
 
 /// Loads rabbitmq-c once; returns 1 when it is loaded, or 0 with `iq_rabbitmq_error` saying why.
 int iq_rabbitmq_load(void);
