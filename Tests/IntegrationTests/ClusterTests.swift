@@ -73,6 +73,7 @@ struct ClusterTests {
         let count = 1_500
         let confirmed = Mutex<Set<String>>([])
         let resubmissions = Atomic<Int>(0)
+        let nodeStopped = Atomic<Bool>(false)
         let producer = try BrokerURL(urls(startingAt: 0))
         let producing = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -81,6 +82,12 @@ struct ClusterTests {
                         with: Result {
                             var publisher: IntentPublisher?
                             for index in 0..<count {
+                                if index == count / 2 {
+                                    // The second half waits for the node's stop to return: however long the stop
+                                    // takes on a busy machine, it falls mid-run.
+                                    let resumeBy = Date().addingTimeInterval(120)
+                                    while !nodeStopped.load(ordering: .acquiring), Date() < resumeBy { Thread.sleep(forTimeInterval: 0.01) }
+                                }
                                 let envelope = IntentEnvelope(
                                     id: String(format: "cluster-%05d", index), type: "SendMessage",
                                     parameters: ["recipients": ["Alice Smith"], "content": .string("n\(index)")],
@@ -114,9 +121,10 @@ struct ClusterTests {
         try await eventually(timeout: 60, "a fifth of the intents to be confirmed") { confirmed.withLock { $0.count } >= count / 5 }
         print("cluster (\(fault)): taking node 1 down at \(Date())")
         let stopped = try await Self.cluster([fault, "1"])
+        nodeStopped.store(true, ordering: .releasing)
         #expect(stopped.exitCode == 0, "\(stopped)")
         let confirmedAtStop = confirmed.withLock { $0.count }
-        #expect(confirmedAtStop < count * 4 / 5, "the node stopped too late to be mid-run: \(confirmedAtStop) of \(count)")
+        print("cluster (\(fault)): node 1 down with \(confirmedAtStop) of \(count) confirmed")
         var running = 3
         for _ in 0..<60 where running != 2 {
             running = try await Self.runningNodes(asking: 2)

@@ -69,11 +69,11 @@ struct ConversationTests {
     @Test func aSlowHandlerReportsProgressAndItsTimeLimitHolds() async throws {
         let sandbox = try await Sandbox("slow")
         defer { Task { await sandbox.tearDown() } }
-        // Heartbeat 1 s, below the 3 s call; limit 10 s above it, and 1 s for the second worker's type.
-        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "1", "--time-limit", "BookAppointment=10"])
-        let slow = try await sandbox.submit([
-            "BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=3", "--id", "slow-call", "--wait", "--timeout", "30",
-        ])
+        // Heartbeat 2 s, a 5 s call (longer than two missed heartbeats); limit 10 s above it, and 1 s for the second worker's type.
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "2", "--time-limit", "BookAppointment=10"])
+        let slow = try await sandbox.submit(
+            ["BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=5", "--id", "slow-call", "--wait", "--timeout", "60"],
+            timeout: 90)
         #expect(slow.exitCode == 0, "\(slow)")
         let status = try #require(try sandbox.statusStore().status(id: "slow-call"))
         #expect(status.attempts == 1, "no redelivery")
@@ -101,19 +101,26 @@ struct ConversationTests {
         let sandbox = try await Sandbox("progress")
         defer { Task { await sandbox.tearDown() } }
         try await sandbox.startWorker()
-        let submitted = try await sandbox.submit(["BookAppointment", "hairdresser=Carol", "time=11:00", "callSeconds=3", "--id", "progress"])
-        #expect(submitted.exitCode == 0)
-        var fractions = Set<Double>()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if FileManager.default.fileExists(atPath: sandbox.statusStorePath), let status = try sandbox.statusStore().status(id: "progress") {
-                if let fraction = status.progress?.fraction, status.state == .inProgress { fractions.insert(fraction) }
-                if status.state.isTerminal { break }
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        // Every event the broker carries, as it comes: the store keeps only the latest of a run's updates.
+        let watcher = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
+            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        let submitted = try await sandbox.submit(
+            ["BookAppointment", "hairdresser=Carol", "time=11:00", "callSeconds=3", "--id", "progress", "--wait", "--timeout", "60"],
+            timeout: 90)
+        #expect(submitted.exitCode == 0, "\(submitted)")
+        func events() -> [StatusEvent] {
+            watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }
+                .filter { $0.id == "progress" }
         }
-        #expect(fractions.count >= 3, "several inProgress updates were seen: \(fractions.sorted())")
+        try await eventually(timeout: 60, "the outcome on the stream") { events().contains { $0.state == .success } }
+        let fractions = events().filter { $0.state == .inProgress }.compactMap { $0.progress?.fraction }
+        #expect(Set(fractions).count >= 3, "several inProgress updates were published: \(fractions)")
+        #expect(fractions == fractions.sorted(), "in the order the handler reported them: \(fractions)")
         #expect(try sandbox.statusStore().status(id: "progress")?.state == .success)
+        watcher.process.interrupt()
+        #expect(try await watcher.stop() == 0)
     }
 
     @Test func aCancelSentWhileNoWorkerRunsHolds() async throws {
@@ -123,13 +130,13 @@ struct ConversationTests {
 
         let queued = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=never", "--id", "to-cancel"])
         #expect(queued.exitCode == 0)
-        try await eventually(timeout: 10, "the submission to be recorded") {
+        try await eventually(timeout: 60, "the submission to be recorded") {
             FileManager.default.fileExists(atPath: sandbox.statusStorePath) && (try? sandbox.statusStore().status(id: "to-cancel")) != nil
         }
         let requested = try await sandbox.status(["cancel", "to-cancel", "--timeout", "1"])
         #expect(requested.exitCode == 3, "no worker has decided it yet: \(requested)")
         #expect(requested.stdout.contains("cancel requested"), "\(requested)")
-        try await eventually(timeout: 10, "the store to show the request") {
+        try await eventually(timeout: 60, "the store to show the request") {
             try sandbox.statusStore().status(id: "to-cancel")?.state == .cancelRequested
         }
 

@@ -298,7 +298,7 @@ struct GatewayTests {
             json: #"{"id":"gw-s1","parameters":{"recipients":["Jeff"],"content":"?"}}"#)
         #expect(jeff.state == "needsInput", "\(jeff)")
         async let followed = world.stream("/v1/intents/gw-s1/events", token: world.aliceToken, timeout: 60)
-        async let live = world.stream("/v1/events?type=SendMessage", token: world.bobToken, timeout: 8)
+        async let live = world.stream("/v1/events?type=SendMessage", token: world.bobToken, timeout: 20)
         try await eventually(timeout: 30, "both streams to be open") {
             let metrics = try Data(contentsOf: URL(string: world.base + "/metrics")!)
             return String(decoding: metrics, as: UTF8.self).contains("intent_gateway_open_streams 2")
@@ -391,7 +391,13 @@ struct GatewayTests {
         // Down: a clear 503 with a reason, not a hang; the health check says which part is down.
         let refused = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r2","parameters":{"recipients":["Alice"],"content":"b"}}"#)
         #expect(refused.status == 503 && refused.code == "unavailable", "\(refused)")
-        let health = try await call("GET", "/healthz")
+        // The gateway learns of it from its own connections, a moment after the broker has gone.
+        var health = try await call("GET", "/healthz")
+        let noticed = Date().addingTimeInterval(60)
+        while !(health.status == 503 && health.json["broker"] as? String == "down"), Date() < noticed {
+            try await Task.sleep(for: .milliseconds(100))
+            health = try await call("GET", "/healthz")
+        }
         #expect(health.status == 503 && health.json["broker"] as? String == "down", "\(health)")
         #expect(gateway.isRunning)
 
@@ -406,7 +412,13 @@ struct GatewayTests {
         // A broker that blocks its publishers (a memory alarm) confirms nothing: the submission is answered 503
         // once the gateway stops waiting for its confirm, not held open; once the alarm clears, they go through.
         try await broker.control(["set_vm_memory_high_watermark", "0.000001"])
-        let blocked = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r4","parameters":{"recipients":["Alice"],"content":"d"}}"#)
+        // The broker raises the alarm a moment later: a submission just before it is still confirmed (202).
+        var blocked = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r4","parameters":{"recipients":["Alice"],"content":"d"}}"#)
+        for attempt in 0..<30 where blocked.status == 202 {
+            try await Task.sleep(for: .milliseconds(200))
+            blocked = try await call(
+                "POST", "/v1/intents/SendMessage", #"{"id":"gw-r4-\#(attempt)","parameters":{"recipients":["Alice"],"content":"d"}}"#)
+        }
         #expect(blocked.status == 503 && blocked.code == "unavailable", "\(blocked)")
         #expect(gateway.isRunning)
         try await broker.control(["set_vm_memory_high_watermark", "0.4"])

@@ -112,7 +112,7 @@ struct OperationsTests {
             watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }
                 .filter { $0.id == id }
         }
-        try await eventually(timeout: 10, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
         let quick = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=quick", "--id", "quick-1", "--wait"])
         #expect(quick.exitCode == 0, "\(quick)")
         try await eventually(timeout: 20, "the watcher to print quick-1's outcome") { events(of: "quick-1").contains { $0.state == .success } }
@@ -149,7 +149,7 @@ struct OperationsTests {
         let failures = try WorkerProcess(
             arguments: ["watch", "--type", "OrderSoup", "--state", "failure"], environment: sandbox.environment,
             executable: Paths.tool("intent-status"), logPath: sandbox.directory.appendingPathComponent("watch-failures.log").path)
-        try await eventually(timeout: 10, "the watchers to bind their queues") {
+        try await eventually(timeout: 60, "the watchers to bind their queues") {
             everything.log.contains("watching") && failures.log.contains("watching")
         }
 
@@ -225,7 +225,7 @@ struct OperationsTests {
             } catch {}
         }
         listener.start()
-        try await eventually(timeout: 5, "the test's own listener") { listening.load(ordering: .sequentiallyConsistent) }
+        try await eventually(timeout: 60, "the test's own listener") { listening.load(ordering: .sequentiallyConsistent) }
 
         // A 1.5 s call: the waiting tool is well into its wait when the event comes.
         let booked = try await sandbox.submit(["BookAppointment", "hairdresser=Alice", "time=3pm", "callSeconds=1.5", "--id", id])
@@ -293,7 +293,7 @@ struct OperationsTests {
         let watch = try WorkerProcess(
             arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await eventually(timeout: 10, "the watcher") { watch.log.contains("watching") }
+        try await eventually(timeout: 60, "the watcher") { watch.log.contains("watching") }
         func events() throws -> [StatusEvent] {
             try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
         }
@@ -302,7 +302,7 @@ struct OperationsTests {
         try await eventually(timeout: 30, "the question to expire") { try sandbox.statusStore().status(id: "ask")?.state == .failure }
         #expect(try sandbox.statusStore().status(id: "ask")?.response?.code == FailureCode.expired)
         #expect(try await sandbox.status(["ask"]).exitCode == 1)
-        try await eventually(timeout: 10, "the expiry on the stream") { try events().contains { $0.id == "ask" && $0.state == .failure } }
+        try await eventually(timeout: 60, "the expiry on the stream") { try events().contains { $0.id == "ask" && $0.state == .failure } }
         let expiry = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
         #expect(expiry.response?.code == FailureCode.expired)
         #expect(expiry.worker != "recorder", "a worker decided it: \(expiry.worker ?? "-")")
@@ -310,15 +310,15 @@ struct OperationsTests {
         #expect(try await worker.stop() == 0)
         try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
         #expect(try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", "drop"]).exitCode == 0)
-        try await eventually(timeout: 10, "the submission to be recorded") { try sandbox.statusStore().status(id: "drop")?.state == .queued }
+        try await eventually(timeout: 60, "the submission to be recorded") { try sandbox.statusStore().status(id: "drop")?.state == .queued }
         let requested = try await sandbox.status(["cancel", "drop", "--timeout", "1"])
         #expect(requested.exitCode == 3, "no worker runs: requested, not decided: \(requested)")
-        try await eventually(timeout: 10, "the request to be recorded") {
+        try await eventually(timeout: 60, "the request to be recorded") {
             try sandbox.statusStore().status(id: "drop")?.state == .cancelRequested
         }
         try await sandbox.startWorker([], expectedConnections: 1)
         try await eventually(timeout: 20, "the cancel on the stream") { try events().contains { $0.id == "drop" && $0.state == .canceled } }
-        try await eventually(timeout: 10, "the cancel in the store") { try sandbox.statusStore().status(id: "drop")?.state == .canceled }
+        try await eventually(timeout: 60, "the cancel in the store") { try sandbox.statusStore().status(id: "drop")?.state == .canceled }
         #expect(try sandbox.messageCount(intentID: "drop") == 0, "its handler never ran")
         #expect(try sandbox.statusStore().conflictCount() == 0)
         watch.process.interrupt()
@@ -340,7 +340,7 @@ struct OperationsTests {
         try old.enableConfirms()
         #expect(
             try old.publishConfirmed(
-                [OutgoingMessage(exchange: "", routingKey: "intents.retry.256s", body: Array("{}".utf8))], timeout: 5, context: "a retry") == 1)
+                [OutgoingMessage(exchange: "", routingKey: "intents.retry.256s", body: Array("{}".utf8))], timeout: 30, context: "a retry") == 1)
         #expect(try old.inspectQueue("intents.retry.256s").messages == 1)
         old.close()
 

@@ -69,7 +69,7 @@ struct StoryTests {
             arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
         defer { watch.process.interrupt() }
-        try await eventually(timeout: 10, "the watcher") { watch.log.contains("watching") }
+        try await eventually(timeout: 60, "the watcher") { watch.log.contains("watching") }
 
         let arguments = ["SendMessage", "recipients=Alice,Bob", "content=Once only", "--id", "twice", "--wait"]
         let first = try await sandbox.submit(arguments)
@@ -86,7 +86,7 @@ struct StoryTests {
             try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
                 .filter { $0.id == "twice" }
         }
-        try await eventually(timeout: 10, "the republished outcomes on the stream") { try events().count == 4 }
+        try await eventually(timeout: 60, "the republished outcomes on the stream") { try events().count == 4 }
         let states = try events().map(\.state)
         #expect(states == [.inProgress, .success, .success, .success], "\(states)")
         #expect(try sandbox.messageCount(intentID: "twice") == 2, "the effects happened once")

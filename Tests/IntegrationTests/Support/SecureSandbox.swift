@@ -94,14 +94,15 @@ final class SecureSandbox: @unchecked Sendable {
         }
     }
 
-    /// The recorder and a worker, each as its own user, trusting each other, with the operator named.
-    func startServices(workerArguments: [String] = []) async throws {
+    /// The recorder and a worker, each as its own user, trusting each other, with the operator named; the worker.
+    @discardableResult
+    func startServices(workerArguments: [String] = []) async throws -> WorkerProcess {
         let recorder = try WorkerProcess(
             arguments: ["--recorder-only", "--trust-user", workerUser, "--operator-user", operatorUser],
             environment: environment(as: recorderUser), logPath: sandbox.directory.appendingPathComponent("recorder.log").path)
         processes.append(recorder)
         try await recorder.waitForConnections(1)
-        try await startWorker(workerArguments)
+        return try await startWorker(workerArguments)
     }
 
     /// A worker as the worker user; it replaces the previous one as `worker`.
