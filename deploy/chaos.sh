@@ -251,8 +251,10 @@ while (($(terminal_count) < CONFIRMED && SECONDS < deadline)); do sleep 1; done
 # Then until the queues are empty: resubmitted duplicates and the last status
 # events still have to pass through the workers and the recorder.
 queues_left() {
-    deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null |
-        awk '$1 != "name" && $1 != "intents.dead" && $1 != "intents.cancellations" && $2 != 0 {print $1 "=" $2}' | paste -sd, -
+    local listed
+    # A broker too busy to answer has not been seen to be drained.
+    listed=$(deploy/broker.sh ctl "$NODE" list_queues -q name messages 2>/dev/null) || { echo "unknown"; return; }
+    awk '$1 != "name" && $1 != "intents.dead" && $1 != "intents.cancellations" && $2 != 0 {print $1 "=" $2}' <<<"$listed" | paste -sd, -
 }
 while [[ -n "$(queues_left)" && SECONDS -lt deadline ]]; do sleep 1; done
 sleep 1
@@ -284,6 +286,7 @@ FAILED=$(sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT r
 INTEGRITY_STATUS=$(sqlite3 -cmd ".timeout 5000" "$INTENT_STATUS_DB" "PRAGMA integrity_check")
 INTEGRITY_APP=$(sqlite3 -cmd ".timeout 5000" "$HAIRDRESSERS_DB" "PRAGMA integrity_check")
 QUEUES=$(queues_left)
+for _ in 1 2 3 4 5; do [[ "$QUEUES" == unknown ]] || break; sleep 2; QUEUES=$(queues_left); done
 KILLS=$(cat "$RUN/kills.log" 2>/dev/null | wc -l)
 RESTARTED=$(($(cat "$RUN"/worker-*.starts 2>/dev/null | wc -l) - WORKERS))
 
