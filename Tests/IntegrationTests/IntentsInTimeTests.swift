@@ -189,13 +189,13 @@ struct IntentsInTimeTests {
         let sandbox = try await Sandbox("schedule-late-recorder")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--log-level", "debug"], expectedConnections: 1)
-        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "20s"])
+        let submitted = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=while away", "--id", "away", "--in", "40s"])
         #expect(submitted.exitCode == 0, "\(submitted)")
-        let due = Date().addingTimeInterval(20)
+        let due = Date().addingTimeInterval(40)
         try await eventually(timeout: 60, "the worker to keep the early copy and ack it") { worker.log.contains("kept, and run then") }
         // The worker, and with it the only ledger that keeps the intent, is gone before it is due.
         #expect(try await worker.stop() == 0)
-        try #require(Date() < due, "the worker took longer to stop than the 20 s the intent waits: this test needs it gone first")
+        try #require(Date() < due, "the worker took longer to stop than the 40 s the intent waits: this test needs it gone first")
         try await eventually(timeout: 60, "its due time to pass") { Date() > due }
         // A worker elsewhere (a ledger of its own), with the recorder: released as a fallback, a grace after its time.
         var elsewhere = sandbox.environment
