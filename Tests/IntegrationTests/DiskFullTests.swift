@@ -2,6 +2,7 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
+import Synchronization
 import Testing
 
 /// The status store, the app's database and the worker's ledger on a small
@@ -43,6 +44,8 @@ struct DiskFullTests {
                 submittedAt: Date().timeIntervalSince1970)
         }
         let url = try BrokerURL(sandbox.brokerURL)
+        // The last 700 wait until the disk is full, so that some always arrive while it is, however slow the test runs.
+        let diskFull = Atomic<Bool>(false)
         let submitting = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
                 Thread {
@@ -51,7 +54,11 @@ struct DiskFullTests {
                             let publisher = try IntentPublisher(url: url)
                             defer { publisher.close() }
                             return try publisher.submit(
-                                envelopes.lazy.map { envelope in
+                                envelopes.enumerated().lazy.map { index, envelope in
+                                    if index == 300 {
+                                        let resumeBy = Date().addingTimeInterval(120)
+                                        while !diskFull.load(ordering: .acquiring), Date() < resumeBy { Thread.sleep(forTimeInterval: 0.01) }
+                                    }
                                     Thread.sleep(forTimeInterval: 0.004)
                                     return envelope
                                 }, window: 16)
@@ -70,6 +77,7 @@ struct DiskFullTests {
         let filler = small.appendingPathComponent("filler").path
         let filled = try await run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=64k"], timeout: 60)
         #expect(filled.stderr.contains("No space left"), "\(filled)")
+        diskFull.store(true, ordering: .releasing)
         try await eventually(timeout: 90, "the worker and the recorder to say they wait for storage (log: \(process.logPath))") {
             if !process.isRunning { throw BrokerFailure(message: "intent-worker exited on a full disk:\n\(process.log)") }
             return process.log.contains("waiting for storage") && process.log.contains("status store unavailable (disk full)")
