@@ -73,7 +73,7 @@ struct ClusterTests {
         let count = 1_500
         let confirmed = Mutex<Set<String>>([])
         let resubmissions = Atomic<Int>(0)
-        let nodeStopped = Atomic<Bool>(false)
+        let nodeStopped = Latch()
         let producer = try BrokerURL(urls(startingAt: 0))
         let producing = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -85,8 +85,7 @@ struct ClusterTests {
                                 if index == count / 2 {
                                     // The second half waits for the node's stop to return: however long the stop
                                     // takes on a busy machine, it falls mid-run.
-                                    let resumeBy = Date().addingTimeInterval(120)
-                                    while !nodeStopped.load(ordering: .acquiring), Date() < resumeBy { Thread.sleep(forTimeInterval: 0.01) }
+                                    nodeStopped.wait(timeout: 120)
                                 }
                                 let envelope = IntentEnvelope(
                                     id: String(format: "cluster-%05d", index), type: "SendMessage",
@@ -121,7 +120,7 @@ struct ClusterTests {
         try await eventually(timeout: 60, "a fifth of the intents to be confirmed") { confirmed.withLock { $0.count } >= count / 5 }
         print("cluster (\(fault)): taking node 1 down at \(Date())")
         let stopped = try await Self.cluster([fault, "1"])
-        nodeStopped.store(true, ordering: .releasing)
+        nodeStopped.open()
         #expect(stopped.exitCode == 0, "\(stopped)")
         let confirmedAtStop = confirmed.withLock { $0.count }
         print("cluster (\(fault)): node 1 down with \(confirmedAtStop) of \(count) confirmed")

@@ -2,7 +2,6 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
-import Synchronization
 import Testing
 
 /// The status store, the app's database and the worker's ledger on a small
@@ -45,7 +44,7 @@ struct DiskFullTests {
         }
         let url = try BrokerURL(sandbox.brokerURL)
         // The last 700 wait until the disk is full, so that some always arrive while it is, however slow the test runs.
-        let diskFull = Atomic<Bool>(false)
+        let diskFull = Latch()
         let submitting = Task.detached {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
                 Thread {
@@ -55,10 +54,7 @@ struct DiskFullTests {
                             defer { publisher.close() }
                             return try publisher.submit(
                                 envelopes.enumerated().lazy.map { index, envelope in
-                                    if index == 300 {
-                                        let resumeBy = Date().addingTimeInterval(120)
-                                        while !diskFull.load(ordering: .acquiring), Date() < resumeBy { Thread.sleep(forTimeInterval: 0.01) }
-                                    }
+                                    if index == 300 { diskFull.wait(timeout: 120) }
                                     Thread.sleep(forTimeInterval: 0.004)
                                     return envelope
                                 }, window: 16)
@@ -77,7 +73,7 @@ struct DiskFullTests {
         let filler = small.appendingPathComponent("filler").path
         let filled = try await run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=64k"], timeout: 60)
         #expect(filled.stderr.contains("No space left"), "\(filled)")
-        diskFull.store(true, ordering: .releasing)
+        diskFull.open()
         try await eventually(timeout: 90, "the worker and the recorder to say they wait for storage (log: \(process.logPath))") {
             if !process.isRunning { throw BrokerFailure(message: "intent-worker exited on a full disk:\n\(process.log)") }
             return process.log.contains("waiting for storage") && process.log.contains("status store unavailable (disk full)")

@@ -392,13 +392,10 @@ struct GatewayTests {
         let refused = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r2","parameters":{"recipients":["Alice"],"content":"b"}}"#)
         #expect(refused.status == 503 && refused.code == "unavailable", "\(refused)")
         // The gateway learns of it from its own connections, a moment after the broker has gone.
-        var health = try await call("GET", "/healthz")
-        let noticed = Date().addingTimeInterval(60)
-        while !(health.status == 503 && health.json["broker"] as? String == "down"), Date() < noticed {
-            try await Task.sleep(for: .milliseconds(100))
-            health = try await call("GET", "/healthz")
+        try await eventually(timeout: 60, "the health check to say the broker is down") {
+            let health = try await call("GET", "/healthz")
+            return health.status == 503 && health.json["broker"] as? String == "down"
         }
-        #expect(health.status == 503 && health.json["broker"] as? String == "down", "\(health)")
         #expect(gateway.isRunning)
 
         try await broker.restart()
@@ -412,13 +409,11 @@ struct GatewayTests {
         // A broker that blocks its publishers (a memory alarm) confirms nothing: the submission is answered 503
         // once the gateway stops waiting for its confirm, not held open; once the alarm clears, they go through.
         try await broker.control(["set_vm_memory_high_watermark", "0.000001"])
-        // The broker raises the alarm a moment later: a submission just before it is still confirmed (202).
-        var blocked = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r4","parameters":{"recipients":["Alice"],"content":"d"}}"#)
-        for attempt in 0..<30 where blocked.status == 202 {
-            try await Task.sleep(for: .milliseconds(200))
-            blocked = try await call(
-                "POST", "/v1/intents/SendMessage", #"{"id":"gw-r4-\#(attempt)","parameters":{"recipients":["Alice"],"content":"d"}}"#)
+        // The broker raises the alarm a moment later: a submission before it would still be confirmed (202).
+        try await eventually(timeout: 60, "the broker to raise its memory alarm") {
+            try await broker.control(["eval", "rabbit_alarm:get_alarms()."]).contains("memory")
         }
+        let blocked = try await call("POST", "/v1/intents/SendMessage", #"{"id":"gw-r4","parameters":{"recipients":["Alice"],"content":"d"}}"#)
         #expect(blocked.status == 503 && blocked.code == "unavailable", "\(blocked)")
         #expect(gateway.isRunning)
         try await broker.control(["set_vm_memory_high_watermark", "0.4"])

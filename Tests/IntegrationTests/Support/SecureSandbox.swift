@@ -138,7 +138,7 @@ final class SecureSandbox: @unchecked Sendable {
 
     func tearDown() async {
         for process in processes where process.isRunning { _ = try? await process.stop() }
-        for user in users { try? await TestBroker.shared.control(["delete_user", user]) }
+        for user in users { _ = try? await TestBroker.shared.control(["delete_user", user]) }
         await sandbox.tearDown()
     }
 }

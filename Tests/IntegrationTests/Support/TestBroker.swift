@@ -50,8 +50,9 @@ actor TestBroker {
 
     /// rabbitmqctl against the node, at most three at a time: each is an Erlang VM
     /// of its own, and thirty starting at once on two cores time out, or pick the
-    /// same CLI node name and fail with `nodistribution` (which is retried).
-    func control(_ arguments: [String]) async throws {
+    /// same CLI node name and fail with `nodistribution` (which is retried). Returns what it printed.
+    @discardableResult
+    func control(_ arguments: [String]) async throws -> String {
         // First come, first served: a slot given up goes straight to the longest waiter. (Given back to the
         // count instead, a caller arriving meanwhile took it first, and a test waiting behind a busy suite's
         // hundreds of calls could wait past its time limit.)
@@ -71,7 +72,7 @@ actor TestBroker {
         while true {
             attempt += 1
             let result = try await run(Paths.brokerScript, ["ctl", node] + arguments, timeout: 60)
-            if result.exitCode == 0 { return }
+            if result.exitCode == 0 { return result.stdout }
             let clash = result.stderr.contains("nodistribution") || result.stderr.contains("Distribution failed")
             guard clash, attempt < 4 else {
                 throw BrokerFailure(message: "rabbitmqctl \(arguments.joined(separator: " ")): \(result)")

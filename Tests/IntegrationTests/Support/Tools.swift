@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Where the repository and the built executables are.
@@ -86,14 +87,34 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
 }
 
 /// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Double, _ what: String, _ condition: () throws -> Bool) async throws {
+func eventually(timeout: Double, _ what: String, _ condition: () async throws -> Bool) async throws {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
-        if try condition() { return }
+        if try await condition() { return }
         if Date() > deadline {
             Issue.record("timed out after \(timeout) s waiting for \(what)")
             throw ToolTimeout(command: what)
         }
         try await Task.sleep(for: .milliseconds(25))
+    }
+}
+
+/// A one-time signal from a test to a thread it started (a producer that must not run ahead of a fault, say):
+/// `wait` returns as soon as `open` is called, or after `timeout` seconds.
+final class Latch: Sendable {
+    private let opened = DispatchSemaphore(value: 0)
+    private let isOpen = Atomic<Bool>(false)
+
+    func open() {
+        guard !isOpen.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        opened.signal()
+    }
+
+    /// Whether it was opened within `timeout`; every waiter after the first finds it open.
+    @discardableResult
+    func wait(timeout: Double) -> Bool {
+        guard opened.wait(timeout: .now() + timeout) == .success else { return false }
+        opened.signal()  // for the next waiter
+        return true
     }
 }
