@@ -102,18 +102,12 @@ struct ConversationTests {
         defer { Task { await sandbox.tearDown() } }
         try await sandbox.startWorker()
         // Every event the broker carries, as it comes: the store keeps only the latest of a run's updates.
-        let watcher = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        let watcher = try await sandbox.startWatcher()
         let submitted = try await sandbox.submit(
             ["BookAppointment", "hairdresser=Carol", "time=11:00", "callSeconds=3", "--id", "progress", "--wait", "--timeout", "60"],
             timeout: 90)
         #expect(submitted.exitCode == 0, "\(submitted)")
-        func events() -> [StatusEvent] {
-            watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }
-                .filter { $0.id == "progress" }
-        }
+        func events() -> [StatusEvent] { watcher.events(of: "progress") }
         try await eventually(timeout: 60, "the outcome on the stream") { events().contains { $0.state == .success } }
         let fractions = events().filter { $0.state == .inProgress }.compactMap { $0.progress?.fraction }
         #expect(Set(fractions).count >= 3, "several inProgress updates were published: \(fractions)")

@@ -105,14 +105,8 @@ struct OperationsTests {
         defer { Task { await sandbox.tearDown() } }
         // A delay longer than any run here: the outcome alone, with when its run started.
         var worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "600"])
-        let watcher = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        func events(of id: String) -> [StatusEvent] {
-            watcher.log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }
-                .filter { $0.id == id }
-        }
-        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        let watcher = try await sandbox.startWatcher()
+        func events(of id: String) -> [StatusEvent] { watcher.events(of: id) }
         let quick = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=quick", "--id", "quick-1", "--wait"])
         #expect(quick.exitCode == 0, "\(quick)")
         try await eventually(timeout: 20, "the watcher to print quick-1's outcome") { events(of: "quick-1").contains { $0.state == .success } }

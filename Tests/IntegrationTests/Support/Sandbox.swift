@@ -1,4 +1,5 @@
 import Foundation
+import IntentKit
 import IntentStore
 import Testing
 
@@ -39,6 +40,16 @@ final class Sandbox: @unchecked Sendable {
         let exit = try await first.stop()
         guard exit == 0 else { throw BrokerFailure(message: "the worker that bound the queues exited \(exit):\n\(first.log)") }
         try await startWorker(["--recorder-only"], expectedConnections: 1)
+    }
+
+    /// `intent-status watch --json`, once its queue is bound: every status event the broker carries, as it comes
+    /// (the store keeps only an intent's latest). `events(of:)` reads them from its log.
+    func startWatcher() async throws -> WorkerProcess {
+        let watcher = try WorkerProcess(
+            arguments: ["watch", "--json"], environment: environment, executable: Paths.tool("intent-status"),
+            logPath: directory.appendingPathComponent("watch.log").path)
+        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        return watcher
     }
 
     func submit(_ arguments: [String], timeout: Double = 30) async throws -> ToolResult {
@@ -92,6 +103,11 @@ final class WorkerProcess: @unchecked Sendable {
     var pid: Int32 { process.processIdentifier }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The status events of `id` a watcher (`Sandbox.startWatcher`) has printed so far.
+    func events(of id: String) -> [StatusEvent] {
+        log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }.filter { $0.id == id }
+    }
 
     func waitForConnections(_ count: Int, timeout: Double = 30) async throws {
         try await eventually(timeout: timeout, "the worker to connect (log: \(logPath))") {
