@@ -112,6 +112,10 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// a type of at most 100 and a state).
     public static func routingWord(for owner: String?) -> String {
         guard let owner, !owner.isEmpty else { return "-" }
+        // Most names need neither: then the name is the word, found without breaking it into characters.
+        if owner.utf8.count <= 100, !owner.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: "#") }) {
+            return owner
+        }
         var word = String(owner.map { $0 == "." || $0 == "*" || $0 == "#" ? "_" : $0 })
         while word.utf8.count > 100 { word.removeLast() }
         return word

@@ -497,7 +497,11 @@ public final class WorkerService: Service {
         }
         // Published only if the run is still going after the delay (or says how far it has come first).
         let startedEvent =
-            resolvesAhead ? nil : StartedEvent(message: message(for: started), on: loop, after: configuration.startedEventDelay)
+            resolvesAhead
+            ? nil
+            : StartedEvent(on: loop, after: configuration.startedEventDelay) { [topology = configuration.topology] in
+                topology.statusMessage(for: started)
+            }
 
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
@@ -923,16 +927,17 @@ struct KeptTaker: Sendable {
 /// A run's `inProgress` event, held back for `startedEventDelay`: the deadline thread publishes it if
 /// the run is still going then, a progress event publishes it first, and once the run's outcome (or its
 /// retry) is on its way it is never published. Held here rather than on the I/O thread, so that a quick
-/// run costs that thread no wake-up for it at all.
+/// run costs that thread no wake-up for it at all. Its message is written only when it is published: most
+/// runs never need it.
 final class StartedEvent: Sendable {
     /// Until it is published or superseded.
     private let waiting = Mutex(true)
-    private let message: OutgoingMessage
+    private let message: @Sendable () -> OutgoingMessage
     private let transport: any DeliveryTransport
     private let token = Atomic<Int>(-1)
 
     /// Published at once when `delay` is 0, else by the deadline thread (which looks every 20 ms) once it has passed.
-    init(message: OutgoingMessage, on transport: any DeliveryTransport, after delay: Double) {
+    init(on transport: any DeliveryTransport, after delay: Double, message: @escaping @Sendable () -> OutgoingMessage) {
         self.message = message
         self.transport = transport
         if delay <= 0 {
@@ -948,7 +953,7 @@ final class StartedEvent: Sendable {
         waiting.withLock { waiting in
             guard waiting else { return }
             waiting = false
-            transport.send(.publish([message], thenAck: nil))
+            transport.send(.publish([message()], thenAck: nil))
         }
     }
 

@@ -289,6 +289,26 @@ import Testing
         #expect(try JSONValue.parse(owned.encoded())["owner"] == "alice.smith")
     }
 
+    @Test func anOwnersRoutingWordIsTheOwnerWithKeyCharactersReplacedAndCutTo100Bytes() {
+        // The word as defined character by character; the quick path for a name needing no change must agree.
+        func defined(_ owner: String) -> String {
+            var word = String(owner.map { $0 == "." || $0 == "*" || $0 == "#" ? "_" : $0 })
+            while word.utf8.count > 100 { word.removeLast() }
+            return word
+        }
+        let owners = [
+            "alice", "alice.smith", "*", "#x", "a#b*c.d", String(repeating: "x", count: 100), String(repeating: "x", count: 101),
+            String(repeating: "é", count: 50), String(repeating: "é", count: 51), "e\u{301}.", ".\u{301}", String(repeating: "🙂", count: 26),
+            String(repeating: "a.", count: 60),
+        ]
+        for owner in owners {
+            #expect(StatusEvent.routingWord(for: owner) == defined(owner), "\(owner)")
+            #expect(StatusEvent.routingWord(for: owner).utf8.count <= 100)
+        }
+        #expect(StatusEvent.routingWord(for: nil) == "-")
+        #expect(StatusEvent.routingWord(for: "") == "-")
+    }
+
     @Test func aStatusEventWrittenByHandDecodes() throws {
         let body = #"""
             {"version":1,"id":"h","type":"SendMessage","state":"failure","at":99.5,"attempt":2,
