@@ -66,11 +66,17 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         // redelivered message admits it again). A refusal is said only once the
         // owner it is based on is durable.
         let admission = try await queue.write(durable: false) { db in
-            var recorded = try db.queryFirst("SELECT type, owner FROM intent_owner WHERE intent_id = ?", [.text(intentID)]) {
-                (type: $0.string(0), owner: $0.text(1))
+            // What the three tables hold of the intent, in one statement.
+            let known = try db.queryFirst(Self.admissionQuery, [.text(intentID)]) { row in
+                (
+                    recorded: row.isNull(0) ? nil : (type: row.string(1), owner: row.text(2)),
+                    decided: row.isNull(3) ? nil : try OnceOnly.decidedOutcome(row, from: 4),
+                    pending: row.isNull(9) ? nil : Self.pending(row, from: 10)
+                )
             }
-            let decided = try OnceOnly.decidedOutcome(in: db, intentID: intentID)
-            let pending = try Self.pending(intentID, in: db)
+            var recorded = known?.recorded
+            let decided = known?.decided
+            let pending = known?.pending
             let unrecorded = recorded == nil
             if recorded == nil, decided != nil || pending != nil {
                 // Known from before owners were recorded: its type is taken as given, and it has no owner.
@@ -278,18 +284,34 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    private static func pending(_ intentID: String, in db: Database) throws
-        -> (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)?
-    {
-        try db.queryFirst(
-            "SELECT question_turn, claimed_attempt, asked, granted, cancel_requested FROM intent_pending WHERE intent_id = ?", [.text(intentID)]
-        ) { row in
-            (
-                question: row.optionalInt(0), claimed: row.optionalInt(1) != nil, asked: decode(row.text(2)), granted: decode(row.text(3)),
-                cancelRequested: row.optionalInt(4) == 1
-            )
-        }
+    private typealias Pending = (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)
+
+    private static let pendingColumns = ["question_turn", "claimed_attempt", "asked", "granted", "cancel_requested"]
+
+    private static func pending(_ intentID: String, in db: Database) throws -> Pending? {
+        try db.queryFirst(pendingQuery, [.text(intentID)]) { row in pending(row, from: 0) }
     }
+
+    private static let pendingQuery = "SELECT \(pendingColumns.joined(separator: ", ")) FROM intent_pending WHERE intent_id = ?"
+
+    /// The pending row in the row's columns from `first` on, as `pendingColumns` lists them.
+    private static func pending(_ row: Row, from first: Int32) -> Pending {
+        (
+            question: row.optionalInt(first), claimed: row.optionalInt(first + 1) != nil, asked: decode(row.text(first + 2)),
+            granted: decode(row.text(first + 3)), cancelRequested: row.optionalInt(first + 4) == 1
+        )
+    }
+
+    /// An admission's look at the intent: whether `intent_owner` has it (column 0) and its type and owner, whether
+    /// `intent_effect` has it (3) and its outcome's columns, whether `intent_pending` has it (9) and that row's columns.
+    private static let admissionQuery = """
+        SELECT o.intent_id, o.type, o.owner, e.intent_id, \(OnceOnly.outcomeColumns(of: "e")), p.intent_id, \(
+            pendingColumns.map { "p." + $0 }.joined(separator: ", "))
+        FROM (SELECT ?1 AS id) AS k
+        LEFT JOIN intent_owner AS o ON o.intent_id = k.id
+        LEFT JOIN intent_effect AS e ON e.intent_id = k.id
+        LEFT JOIN intent_pending AS p ON p.intent_id = k.id
+        """
 
     private static func encode(_ names: [String]) -> String {
         JSONValue.array(names.map(JSONValue.string)).jsonString

@@ -129,13 +129,23 @@ public enum OnceOnly {
 
     /// The outcome decided for an intent, with its state, if any.
     public static func decidedOutcome(in db: Database, intentID: String) throws -> DecidedOutcome? {
-        try db.queryFirst(
-            "SELECT succeeded, code, message, payload, state FROM intent_effect WHERE intent_id = ?", [.text(intentID)]
-        ) { row in
-            let payload = try row.text(3).map { try JSONValue.parse(Data($0.utf8)) }
-            let state = row.text(4).flatMap(IntentState.init(rawValue:)) ?? (row.int(0) == 1 ? .success : .failure)
-            return DecidedOutcome(state: state, response: IntentResponse(code: row.string(1), message: row.text(2), payload: payload))
-        }
+        try db.queryFirst(decidedQuery, [.text(intentID)]) { row in try decidedOutcome(row, from: 0) }
+    }
+
+    private static let decidedQuery = "SELECT \(outcomeColumns()) FROM intent_effect WHERE intent_id = ?"
+
+    /// The columns of `intent_effect` that `decidedOutcome(_:from:)` reads, in its order, of the table named `table`.
+    static func outcomeColumns(of table: String? = nil) -> String {
+        let prefix = table.map { "\($0)." } ?? ""
+        return ["succeeded", "code", "message", "payload", "state"].map { prefix + $0 }.joined(separator: ", ")
+    }
+
+    /// The outcome in the row's columns from `first` on, as `outcomeColumns` lists them.
+    static func decidedOutcome(_ row: Row, from first: Int32) throws -> DecidedOutcome {
+        let payload = try row.text(first + 3).map { try JSONValue.parse(Data($0.utf8)) }
+        let state = row.text(first + 4).flatMap(IntentState.init(rawValue:)) ?? (row.int(first) == 1 ? .success : .failure)
+        return DecidedOutcome(
+            state: state, response: IntentResponse(code: row.string(first + 1), message: row.text(first + 2), payload: payload))
     }
 
     /// Writes the outcome row (the caller has checked there is none).

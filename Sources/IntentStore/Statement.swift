@@ -106,6 +106,8 @@ public struct Row {
     public func double(_ column: Int32) -> Double { statement.double(at: column) }
     /// The column as a `Double`, or nil for `NULL`.
     public func optionalDouble(_ column: Int32) -> Double? { statement.isNull(at: column) ? nil : statement.double(at: column) }
+    /// True when the column is NULL (for a `LEFT JOIN`'s row that found nothing, say).
+    public func isNull(_ column: Int32) -> Bool { statement.isNull(at: column) }
     /// The column as an `Int`, or nil for `NULL`.
     public func optionalInt(_ column: Int32) -> Int? { statement.isNull(at: column) ? nil : Int(statement.int64(at: column)) }
     /// The column as text, or nil for `NULL`.

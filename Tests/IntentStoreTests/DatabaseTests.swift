@@ -173,6 +173,21 @@ import Testing
         #expect(try count("item") == 2)
     }
 
+    @Test func statementsAlikeAtBothEndsAreToldApart() throws {
+        // Same length, same first and last 16 bytes: the cache's key hashes them alike, and each must still run as written.
+        let first = "SELECT value FROM (SELECT 1 AS value, 'a' AS tag) WHERE value > 0 AND tag IS NOT NULL"
+        let second = "SELECT value FROM (SELECT 2 AS value, 'b' AS tag) WHERE value > 0 AND tag IS NOT NULL"
+        #expect(first.utf8.count == second.utf8.count)
+        #expect(first.utf8.prefix(16).elementsEqual(second.utf8.prefix(16)) && first.utf8.suffix(16).elementsEqual(second.utf8.suffix(16)))
+        #expect(first.withCString { Database.StatementKey(sql: String(cString: $0)).hashValue } == Database.StatementKey(sql: second).hashValue)
+
+        #expect(try database.queryFirst(first) { $0.int(0) } == 1)
+        #expect(try database.queryFirst(second) { $0.int(0) } == 2)
+        // And again, from the cache, with the texts made anew (another string's storage).
+        #expect(try database.queryFirst(String(first.reversed().reversed())) { $0.int(0) } == 1)
+        #expect(try database.queryFirst(second) { $0.int(0) } == 2)
+    }
+
     @Test func aClosedDatabaseThrowsInsteadOfCrashing() throws {
         database.close()
         database.close()
