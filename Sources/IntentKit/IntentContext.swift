@@ -64,7 +64,10 @@ public struct IntentContext: Sendable {
         self.intentType = intentType
         self.attempt = attempt
         self.submittedAt = submittedAt
-        self.logger = logger.with(["intent.id": intentID, "intent.type": intentType])
+        // The worker's logger for a delivery names the intent already: then it is used as it is, with no copy of its metadata.
+        self.logger =
+            logger.metadata["intent.id"] == intentID && logger.metadata["intent.type"] == intentType
+            ? logger : logger.with(["intent.id": intentID, "intent.type": intentType])
         self.progressSink = progress
     }
 
