@@ -88,7 +88,7 @@ public final class DatabaseQueue: @unchecked Sendable {
             return writes
         }
         guard !batch.isEmpty else { return }
-        let durable = batch.contains { $0.durable }
+        var durable = batch.contains { $0.durable }
         // Set between transactions. Failing to weaken it only costs an fsync;
         // failing to restore it fails the batch rather than commit it unsynced.
         do {
@@ -98,10 +98,11 @@ public final class DatabaseQueue: @unchecked Sendable {
                 for write in batch { write.finish(error) }
                 return
             }
+            durable = true
         }
         var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
-            try database.transaction { db in
+            try database.transaction(durable: durable) { db in
                 errors = Array(repeating: nil, count: batch.count)
                 for (index, write) in batch.enumerated() {
                     try db.run("SAVEPOINT intentqueue_write")
@@ -123,7 +124,7 @@ public final class DatabaseQueue: @unchecked Sendable {
             // not fail every intent of the batch.
             for index in batch.indices where errors[index] == nil {
                 do {
-                    try database.transaction { db in try batch[index].run(db) }
+                    try database.transaction(durable: durable) { db in try batch[index].run(db) }
                 } catch {
                     errors[index] = error
                 }

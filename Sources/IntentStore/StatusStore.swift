@@ -175,8 +175,7 @@ public final class StatusStore {
     /// Makes every commit so far durable (one synced commit of the store's sync row), for the
     /// records committed with `durable: false` when no durable batch follows them.
     public func syncLog(now: Double = Date().timeIntervalSince1970) throws {
-        try database.setDurable(true)
-        try database.transaction { db in
+        try database.transaction(durable: true) { db in
             try db.run("UPDATE store_sync SET synced_at = ? WHERE id = 1", [.real(now)])
         }
     }
@@ -261,10 +260,8 @@ public final class StatusStore {
         reportingTransitions: Bool = true, durable: Bool = true
     ) throws -> [Transition] {
         guard !updates.isEmpty else { return [] }
-        try database.setDurable(durable)
-        // Every other write of the store syncs as before (should this fail, the next one sets it again).
-        defer { try? database.setDurable(true) }
-        return try database.transaction { db in
+        // Every other write of the store is a transaction that syncs (`Database.transaction`'s default).
+        return try database.transaction(durable: durable) { db in
             var transitions: [Transition] = []
             for (position, update) in updates.enumerated() {
                 let id: String
@@ -681,8 +678,10 @@ public final class StatusStore {
             [.real(cutoff), .int(limit)]
         ) { $0.string(0) }
         guard !ids.isEmpty else {
-            try database.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
-            try database.run("DELETE FROM intent_refusal WHERE at < ?", [.real(cutoff)])
+            try database.transaction { db in
+                try db.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
+                try db.run("DELETE FROM intent_refusal WHERE at < ?", [.real(cutoff)])
+            }
             return 0
         }
         return try delete(ids: ids)

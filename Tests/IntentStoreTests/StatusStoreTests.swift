@@ -516,9 +516,15 @@ import Testing
         let writer = try StatusStore(path: path)
         let reader = try StatusReader(path: path)
 
+        func synchronous() throws -> Int? { try writer.database.queryFirst("PRAGMA synchronous") { $0.int(0) } }
         try writer.record([.queued(Self.envelope("n"))], now: 1, durable: false)
         #expect(try reader.status(id: "n")?.state == .queued)
-        #expect(try writer.database.queryFirst("PRAGMA synchronous") { $0.int(0) } == 2, "FULL again after the batch")
+        #expect(try synchronous() == 1, "NORMAL after the batch, for the next one like it")
+        try writer.record([.queued(Self.envelope("m"))], now: 1)
+        #expect(try synchronous() == 2, "FULL for a batch that must sync")
+        try writer.record([.queued(Self.envelope("o"))], now: 1, durable: false)
+        #expect(try writer.deleteFinished(before: 0) == 0)
+        #expect(try synchronous() == 2, "FULL for every other write")
 
         try writer.syncLog(now: 5)
         #expect(try writer.database.queryFirst("SELECT synced_at FROM store_sync") { $0.double(0) } == 5)
