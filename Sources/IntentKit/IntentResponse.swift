@@ -23,6 +23,15 @@ public struct IntentResponse: Decodable, Sendable, Hashable {
         return .object(object)
     }
 
+    /// The bytes of `jsonValue`, appended to `output` member by member in sorted key order (every outcome's event).
+    func write(into output: inout [UInt8]) {
+        JSONObjectWriter.write(into: &output) { json in
+            json.string("code", code)
+            if let message { json.string("message", message) }
+            json.value("payload", payload ?? .null)
+        }
+    }
+
     /// A successful response with the conventional code `success`.
     public static func success(_ message: String? = nil, payload: JSONValue? = nil) -> IntentResponse {
         IntentResponse(code: "success", message: message, payload: payload)

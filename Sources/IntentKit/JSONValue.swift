@@ -120,11 +120,33 @@ extension JSONValue {
 /// in between: the same bytes `serialized()` writes for that object when the members come in
 /// sorted key order, as the caller gives them. For the bodies written on every intent's path.
 struct JSONObjectWriter {
-    private var output: [UInt8] = [UInt8(ascii: "{")]
+    private var output: [UInt8]
     private var empty = true
 
     init(capacity: Int = 256) {
+        output = []
         output.reserveCapacity(capacity)
+        output.append(UInt8(ascii: "{"))
+    }
+
+    private init(continuing output: [UInt8]) {
+        self.output = output
+    }
+
+    /// Writes an object at the end of `output` (a member's value, an array's element), with no bytes of its own.
+    static func write(into output: inout [UInt8], _ members: (inout JSONObjectWriter) -> Void) {
+        var writer = JSONObjectWriter(continuing: [])
+        swap(&writer.output, &output)
+        writer.output.append(UInt8(ascii: "{"))
+        members(&writer)
+        writer.output.append(UInt8(ascii: "}"))
+        swap(&writer.output, &output)
+    }
+
+    /// A member whose value `write` appends to the bytes, as JSON.
+    mutating func member(_ name: String, _ write: (inout [UInt8]) -> Void) {
+        key(name)
+        write(&output)
     }
 
     private mutating func key(_ key: String) {
@@ -141,18 +163,12 @@ struct JSONObjectWriter {
 
     mutating func number(_ name: String, _ value: Double) {
         key(name)
-        JSONValue.write(.number(value), to: &output)
+        JSONValue.writeNumber(value, to: &output)
     }
 
     mutating func value(_ name: String, _ value: JSONValue) {
         key(name)
         JSONValue.write(value, to: &output)
-    }
-
-    /// A member whose value is already JSON.
-    mutating func raw(_ name: String, _ bytes: [UInt8]) {
-        key(name)
-        output.append(contentsOf: bytes)
     }
 
     /// The object's bytes, closed.
@@ -292,11 +308,7 @@ extension JSONValue {
         case .bool(let bool):
             output.append(contentsOf: bool ? "true".utf8 : "false".utf8)
         case .number(let number):
-            if number.isFinite {
-                output.append(contentsOf: formatNumber(number).utf8)
-            } else {
-                output.append(contentsOf: "null".utf8)
-            }
+            writeNumber(number, to: &output)
         case .string(let string):
             writeString(string, to: &output)
         case .array(let array):
@@ -324,12 +336,67 @@ extension JSONValue {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// Whether any byte is a control character, `"` or `\`: eight bytes at a time, by the usual
+    /// bit tricks (a byte below 0x20, a byte equal to 0x22 or 0x5C); the last few one by one. A UTF-8
+    /// byte of a longer character (0x80 and up) never counts.
+    static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let control = (word &- ones &* 0x20) & ~word & highs
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let quoted = (quote &- ones) & ~quote & highs
+                let escaped = (backslash &- ones) & ~backslash & highs
+                if control | quoted | escaped != 0 { return true }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            index += 1
+        }
+        return false
+    }
+
+    /// `formatNumber`'s text, an integer's digits written straight in (no string between); `null` when not finite.
+    static func writeNumber(_ number: Double, to output: inout [UInt8]) {
+        guard number.isFinite else {
+            output.append(contentsOf: "null".utf8)
+            return
+        }
+        guard number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 else {
+            output.append(contentsOf: number.description.utf8)
+            return
+        }
+        var integer = Int64(number)
+        if integer < 0 {
+            output.append(UInt8(ascii: "-"))
+            integer = -integer
+        }
+        var digits: (UInt64, UInt64) = (0, 0)  // up to 16 digits, the last first
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(integer % 10)
+                integer /= 10
+                count += 1
+            } while integer > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
+        }
+    }
+
     static func writeString(_ string: String, to output: inout [UInt8]) {
         var string = string
         string.withUTF8 { bytes in
             output.append(UInt8(ascii: "\""))
             // Most strings need no escape: copied in one go.
-            if bytes.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            if !needsEscape(bytes) {
                 output.append(contentsOf: bytes)
                 output.append(UInt8(ascii: "\""))
                 return

@@ -83,19 +83,28 @@ extension ParameterResolution {
     /// The bytes of `jsonValue` for each resolution, as a JSON array, written member by member in sorted key
     /// order with no dictionary in between (every status event with resolutions, and the recorder's copy of them).
     public static func serialized(_ resolutions: [ParameterResolution]) -> [UInt8] {
-        var output: [UInt8] = [UInt8(ascii: "[")]
+        var output: [UInt8] = []
         output.reserveCapacity(96 * resolutions.count + 2)
-        for (position, resolution) in resolutions.enumerated() {
-            if position > 0 { output.append(UInt8(ascii: ",")) }
-            output.append(contentsOf: resolution.encoded())
-        }
-        output.append(UInt8(ascii: "]"))
+        serialize(resolutions, into: &output)
         return output
     }
 
-    /// The bytes of `jsonValue`, its members in sorted key order.
-    private func encoded() -> [UInt8] {
-        var json = JSONObjectWriter(capacity: 96)
+    /// `serialized(_:)`'s bytes, appended to `output`.
+    static func serialize(_ resolutions: [ParameterResolution], into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "["))
+        for (position, resolution) in resolutions.enumerated() {
+            if position > 0 { output.append(UInt8(ascii: ",")) }
+            resolution.write(into: &output)
+        }
+        output.append(UInt8(ascii: "]"))
+    }
+
+    /// The bytes of `jsonValue`, its members in sorted key order, appended to `output`.
+    private func write(into output: inout [UInt8]) {
+        JSONObjectWriter.write(into: &output) { json in members(of: &json) }
+    }
+
+    private func members(of json: inout JSONObjectWriter) {
         if let index { json.number("index", Double(index)) }
         if let optionTitles { json.value("optionTitles", .array(optionTitles.map(JSONValue.string))) }
         if case .disambiguation(let options) = result { json.value("options", .array(options)) }
@@ -107,7 +116,6 @@ extension ParameterResolution {
         case .success(let value), .confirmationRequired(let value): json.value("value", value)
         case .needsValue, .notRequired, .disambiguation: break
         }
-        return json.finish()
     }
 }
 

@@ -125,7 +125,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// the bytes `jsonValue.serialized()` gives, the shape `Decodable` reads back.
     public func encoded() -> [UInt8] {
         // The members of `jsonValue` in its sorted key order, written straight out.
-        var json = JSONObjectWriter()
+        var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 1_024)
         json.number("at", at)
         json.number("attempt", Double(attempt))
         if let dueAt { json.number("dueAt", dueAt) }
@@ -134,8 +134,8 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if let owner { json.string("owner", owner) }
         if let progress { json.value("progress", progress.jsonValue) }
         if refused == true { json.value("refused", .bool(true)) }
-        if let resolutions { json.raw("resolutions", ParameterResolution.serialized(resolutions)) }
-        if let response { json.value("response", response.jsonValue) }
+        if let resolutions { json.member("resolutions") { ParameterResolution.serialize(resolutions, into: &$0) } }
+        if let response { json.member("response") { response.write(into: &$0) } }
         if let startedAt { json.number("startedAt", startedAt) }
         json.string("state", state.rawValue)
         if let turn { json.number("turn", Double(turn)) }

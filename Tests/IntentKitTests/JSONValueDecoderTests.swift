@@ -93,6 +93,43 @@ import Testing
         }
     }
 
+    @Test func aStringNeedsEscapingExactlyWhenItHoldsAControlCharacterAQuoteOrABackslash() {
+        // Eight bytes at a time must find what one at a time finds, wherever in the string it is.
+        func plain(_ bytes: [UInt8]) -> Bool { bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        let interesting: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0x9F, 0xA0, 0xC3, 0xDC, 0xE2, 0xFF]
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<40 {
+            for _ in 0..<200 {
+                var bytes = (0..<length).map { _ in UInt8.random(in: 0x20...0xFF, using: &generator) }.map { $0 == 0x22 || $0 == 0x5C ? 0x41 : $0 }
+                if length > 0, Bool.random(using: &generator) {
+                    bytes[Int.random(in: 0..<length, using: &generator)] = interesting.randomElement(using: &generator)!
+                }
+                #expect(bytes.withUnsafeBufferPointer { JSONValue.needsEscape($0) } == plain(bytes), "\(bytes)")
+            }
+        }
+    }
+
+    @Test func aNumberIsWrittenAsFormatNumberSpellsIt() {
+        // Integers are written digit by digit, everything else by `description`: the same text either way.
+        var numbers: [Double] = [0, -0.0, 1, -1, 9, 10, 99, 100, 1_796_283_870, -1_796_283_870, 1_796_283_870.25, 0.5, -2.5e-7, 1e21]
+        numbers += [9_007_199_254_740_992, -9_007_199_254_740_992, 9_007_199_254_740_994, 999_999_999_999_999, 1_000_000_000_000_000]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            numbers.append(Double(Int64.random(in: -9_007_199_254_740_992...9_007_199_254_740_992, using: &generator)))
+            numbers.append(Double.random(in: -1e6...1e10, using: &generator))
+        }
+        for number in numbers {
+            var written: [UInt8] = []
+            JSONValue.writeNumber(number, to: &written)
+            #expect(String(decoding: written, as: UTF8.self) == JSONValue.formatNumber(number), "\(number)")
+        }
+        for number in [Double.nan, .infinity, -.infinity] {
+            var written: [UInt8] = []
+            JSONValue.writeNumber(number, to: &written)
+            #expect(written == Array("null".utf8))
+        }
+    }
+
     @Test func escapesStrings() {
         #expect(JSONValue.string("a\"b\\c").jsonString == #""a\"b\\c""#)
         #expect(JSONValue.string("line\nnext\ttab\rret").jsonString == #""line\nnext\ttab\rret""#)
