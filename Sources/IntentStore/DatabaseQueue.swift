@@ -40,9 +40,12 @@ public final class DatabaseQueue: @unchecked Sendable {
         queue = DispatchQueue(label: label)
     }
 
+    // The continuations below are resumed exactly once by construction (by the queue's block, or by the
+    // batch that ran the write), so they are the unchecked kind: no canary object or its metadata per call.
+
     /// Runs `body` on the queue and returns its value.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withUnsafeThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result { try body(self.database) })
             }
@@ -54,7 +57,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// disk, or with `durable: false` written to the log and made durable by
     /// the next durable commit.
     public func write<T: Sendable>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        try await withUnsafeThrowingContinuation { continuation in
             let box = ValueBox<T>()
             let write = PendingWrite(
                 run: { database in box.value = try body(database) },

@@ -14,7 +14,7 @@ final class DeliveryLanes: Sendable {
         var normalHead = 0
         var highInARow = 0
         var finished = false
-        var waiter: CheckedContinuation<Delivery?, Never>?
+        var waiter: UnsafeContinuation<Delivery?, Never>?
 
         /// The next delivery to run, by the lanes' rule; nil when both are empty.
         mutating func take(weight: Int) -> Delivery? {
@@ -56,7 +56,7 @@ final class DeliveryLanes: Sendable {
     }
 
     func add(_ delivery: Delivery) {
-        let (waiter, taken) = state.withLock { state -> (CheckedContinuation<Delivery?, Never>?, Delivery?) in
+        let (waiter, taken) = state.withLock { state -> (UnsafeContinuation<Delivery?, Never>?, Delivery?) in
             if Self.isHigh(delivery) { state.high.append(delivery) } else { state.normal.append(delivery) }
             guard let waiter = state.waiter else { return (nil, nil) }
             state.waiter = nil
@@ -68,7 +68,7 @@ final class DeliveryLanes: Sendable {
 
     /// No more deliveries will come: `next` returns what is left, then nil.
     func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<Delivery?, Never>? in
+        let waiter = state.withLock { state -> UnsafeContinuation<Delivery?, Never>? in
             state.finished = true
             defer { state.waiter = nil }
             return state.waiter
@@ -78,7 +78,7 @@ final class DeliveryLanes: Sendable {
 
     /// The next delivery to run, waiting for one; nil once finished and empty. One caller at a time.
     func next() async -> Delivery? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Delivery?, Never>) in
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Delivery?, Never>) in
             let ready = state.withLock { state -> Delivery?? in
                 if let delivery = state.take(weight: weight) { return .some(delivery) }
                 if state.finished { return .some(nil) }
