@@ -252,6 +252,10 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     /// see only resolved intents; set it to build an intent to submit.
     public var wrappedValue: Value {
         get {
+            // Cast straight to `Value` when one is stored (only a `Value` ever is): an `Optional<Value>` on the
+            // way would look its generic metadata up on every read.
+            if let stored = storage.value { return stored as! Value }
+            // Nothing stored: an optional parameter reads as nil, anything else was read too early.
             guard let resolved else {
                 preconditionFailure("parameter '\(name)' was read before it was resolved (or set)")
             }

@@ -179,6 +179,20 @@ import Testing
 
     // MARK: Success path    // MARK: Success path
 
+    @Test func aParameterReadsAsWhatWasSetAndAnOptionalOneNeverSetReadsAsNil() {
+        var errand = Errand()
+        #expect(errand.quantity == nil, "optional and never set: nil, not a read too early")
+        #expect(errand.recipients == nil)
+        errand.quantity = 3
+        errand.recipients = ["Ann", "Bo"]
+        errand.item = Item(name: "milk")
+        #expect(errand.quantity == 3)
+        #expect(errand.recipients == ["Ann", "Bo"])
+        #expect(errand.item.name == "milk")
+        errand.quantity = nil
+        #expect(errand.quantity == nil, "set to nil: nil")
+    }
+
     @Test func allParametersResolvedRunsResolveConfirmThenHandleAndSucceedsWithTheHandlersResponse() async throws {
         var handler = handler
         let response = IntentResponse(code: "delivered", message: "2 widgets delivered", payload: ["count": 2, "ids": ["a", "b"]])
