@@ -364,31 +364,9 @@ extension JSONValue {
         return false
     }
 
-    /// `formatNumber`'s text, an integer's digits written straight in (no string between); `null` when not finite.
+    /// `formatNumber`'s text, or `null` when the number is not finite.
     static func writeNumber(_ number: Double, to output: inout [UInt8]) {
-        guard number.isFinite else {
-            output.append(contentsOf: "null".utf8)
-            return
-        }
-        guard number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 else {
-            output.append(contentsOf: number.description.utf8)
-            return
-        }
-        var integer = Int64(number)
-        if integer < 0 {
-            output.append(UInt8(ascii: "-"))
-            integer = -integer
-        }
-        var digits: (UInt64, UInt64) = (0, 0)  // up to 16 digits, the last first
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(ascii: "0") + UInt8(integer % 10)
-                integer /= 10
-                count += 1
-            } while integer > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
-        }
+        output.append(contentsOf: number.isFinite ? formatNumber(number).utf8 : "null".utf8)
     }
 
     static func writeString(_ string: String, to output: inout [UInt8]) {
