@@ -305,7 +305,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// An admission's look at the intent: whether `intent_owner` has it (column 0) and its type and owner, whether
     /// `intent_effect` has it (3) and its outcome's columns, whether `intent_pending` has it (9) and that row's columns.
     private static let admissionQuery = """
-        SELECT o.intent_id, o.type, o.owner, e.intent_id, \(OnceOnly.outcomeColumns(of: "e")), p.intent_id, \(
+        SELECT o.intent_id, o.type, o.owner, e.intent_id, \(OnceOnly.outcomeColumns.map { "e." + $0 }.joined(separator: ", ")), p.intent_id, \(
             pendingColumns.map { "p." + $0 }.joined(separator: ", "))
         FROM (SELECT ?1 AS id) AS k
         LEFT JOIN intent_owner AS o ON o.intent_id = k.id

@@ -132,13 +132,10 @@ public enum OnceOnly {
         try db.queryFirst(decidedQuery, [.text(intentID)]) { row in try decidedOutcome(row, from: 0) }
     }
 
-    private static let decidedQuery = "SELECT \(outcomeColumns()) FROM intent_effect WHERE intent_id = ?"
+    private static let decidedQuery = "SELECT \(outcomeColumns.joined(separator: ", ")) FROM intent_effect WHERE intent_id = ?"
 
-    /// The columns of `intent_effect` that `decidedOutcome(_:from:)` reads, in its order, of the table named `table`.
-    static func outcomeColumns(of table: String? = nil) -> String {
-        let prefix = table.map { "\($0)." } ?? ""
-        return ["succeeded", "code", "message", "payload", "state"].map { prefix + $0 }.joined(separator: ", ")
-    }
+    /// The columns of `intent_effect` that `decidedOutcome(_:from:)` reads, in its order.
+    static let outcomeColumns = ["succeeded", "code", "message", "payload", "state"]
 
     /// The outcome in the row's columns from `first` on, as `outcomeColumns` lists them.
     static func decidedOutcome(_ row: Row, from first: Int32) throws -> DecidedOutcome {
