@@ -336,7 +336,7 @@ enum ParameterReading {
     /// in the declared order (a synthesized `init(from:)`); otherwise the decoded intent is reflected.
     static func decode<I: Intent>(_ type: I.Type, from parameters: [String: JSONValue], lenient: Bool) throws -> (I, [any ResolvableParameter]) {
         let declared = declaration(of: type)
-        let decoding = ParameterDecoding.Decoding(templates: declared.templates)
+        let decoding = ParameterDecoding.Decoding(templates: declared.templates, parameters: parameters)
         let intent = try ParameterDecoding.$current.withValue(decoding) {
             try JSONValueDecoder(lenient: lenient).decode(I.self, from: .object(parameters))
         }

@@ -360,6 +360,14 @@ extension Parameter: Codable {
     public init(from decoder: any Decoder) throws {
         let key = decoder.codingPath.last?.stringValue ?? ""
         let decoding = ParameterDecoding.current
+        self.init(declaredAs: key, in: decoding)
+        let container = try decoder.singleValueContainer()
+        spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
+        decoding?.decoded.append(self)
+    }
+
+    /// The parameter named `key` as the decoded type declares it (prompt and rules), with a box of its own and nothing said yet.
+    private init(declaredAs key: String, in decoding: ParameterDecoding.Decoding?) {
         if let template = decoding?.templates[key] as? Parameter<Value> {
             self = template
             storage = ResolvedValue()
@@ -367,9 +375,18 @@ extension Parameter: Codable {
             self.init()
         }
         name = key
-        let container = try decoder.singleValueContainer()
-        spokenValue = container.decodeNil() ? nil : try container.decode(Value.Spoken.self)
-        decoding?.decoded.append(self)
+    }
+
+    /// While the pipeline decodes an intent: the parameter `key` read straight from the submission's
+    /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it
+    /// (`null` and a missing key are nothing said; errors name `codingPath + [key]`), without that
+    /// decoder and its containers.
+    init(reading parameters: [String: JSONValue], key: some CodingKey, codingPath: [any CodingKey], in decoding: ParameterDecoding.Decoding) throws {
+        self.init(declaredAs: key.stringValue, in: decoding)
+        if let said = parameters[key.stringValue], !said.isNull {
+            spokenValue = try _JSONValueUnbox.decodable(said, as: Value.Spoken.self, codingPath: codingPath + [key])
+        }
+        decoding.decoded.append(self)
     }
 
     /// Writes what a submission carries: the resolved value's `spoken` form, else what was said, else `null`.
@@ -387,6 +404,10 @@ extension KeyedDecodingContainer {
     /// A parameter whose key is missing decodes as one with nothing said (the
     /// synthesized `init(from:)` would otherwise refuse it as a missing key).
     public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
+        // The pipeline's decode of an intent: its own top-level container holds the submission's parameters.
+        if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty {
+            return try Parameter<Value>(reading: parameters, key: key, codingPath: codingPath, in: decoding)
+        }
         if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
         return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key]))
     }
@@ -410,10 +431,14 @@ enum ParameterDecoding {
     final class Decoding: @unchecked Sendable {
         // @unchecked: made, filled and read by one decode, on one thread, before anything else sees it.
         let templates: [String: any Sendable]
+        /// The submission's parameters, which the decode reads through a keyed container at the top level
+        /// of its tree: a parameter decoded there is read from them directly. Nil: only through the decoder.
+        let parameters: [String: JSONValue]?
         var decoded: [any ResolvableParameter] = []
 
-        init(templates: [String: any Sendable]) {
+        init(templates: [String: any Sendable], parameters: [String: JSONValue]? = nil) {
             self.templates = templates
+            self.parameters = parameters
         }
     }
 }

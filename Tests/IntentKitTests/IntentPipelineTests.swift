@@ -534,6 +534,48 @@ import Testing
         #expect(journal.recordedSteps.isEmpty)
     }
 
+    /// What an `Errand` decodes to, parameter by parameter (name, what was said, the prompt), or the error's words.
+    static func decodedErrand(_ parameters: [String: JSONValue], lenient: Bool, direct: Bool) -> String {
+        let decoding = ParameterDecoding.Decoding(templates: ParameterReading.templates(of: Errand.self), parameters: direct ? parameters : nil)
+        do {
+            let errand = try ParameterDecoding.$current.withValue(decoding) {
+                try JSONValueDecoder(lenient: lenient).decode(Errand.self, from: .object(parameters))
+            }
+            let made = decoding.decoded.map(\.parameterName)
+            return "\(made) \(errand.$item.spokenValue as Any) \(errand.$quantity.spokenValue as Any) \(errand.$recipients.spokenValue as Any) "
+                + "\(errand.$item.prompt as Any) \(errand.$quantity.prompt as Any) \(errand.$recipients.name)"
+        } catch {
+            return "error: \(error)"
+        }
+    }
+
+    @Test func aParameterReadStraightFromTheSubmissionIsWhatTheDecoderWouldHaveMadeOfIt() {
+        let cases: [[String: JSONValue]] = [
+            ["item": "Widget", "quantity": 3, "recipients": ["Ann", "Bo"]],
+            ["item": "Widget"],
+            ["item": "Widget", "quantity": .null, "recipients": .null],
+            ["item": .null],
+            [:],
+            ["item": "Widget", "quantity": "3", "recipients": "Ann, Bo"],
+            ["item": "Widget", "quantity": 2.5],
+            ["item": "Widget", "quantity": 1e30],
+            ["item": 7, "quantity": true],
+            ["item": "Widget", "recipients": ["Ann", ["nested": true]]],
+            ["item": ["Widget"], "recipients": []],
+            ["item": "Widget", "extra": "ignored"],
+        ]
+        for parameters in cases {
+            for lenient in [false, true] {
+                let direct = Self.decodedErrand(parameters, lenient: lenient, direct: true)
+                let throughTheDecoder = Self.decodedErrand(parameters, lenient: lenient, direct: false)
+                #expect(direct == throughTheDecoder, "\(parameters), lenient \(lenient)")
+            }
+        }
+        let made = Self.decodedErrand(["item": "Widget", "quantity": 3], lenient: false, direct: true)
+        #expect(made.hasPrefix("[\"item\", \"quantity\", \"recipients\"]"), "every parameter made, in declaration order")
+        #expect(Self.decodedErrand(["item": "Widget", "quantity": "lots"], lenient: true, direct: true).contains("'quantity'"))
+    }
+
     @Test func anUnknownTypeFailsWithUnknownIntentType() async throws {
         let outcome = try await run(handler, type: "BookFlight")
 
