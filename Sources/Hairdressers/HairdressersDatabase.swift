@@ -80,7 +80,26 @@ public enum HairdressersDatabase {
             PRIMARY KEY (kind, term)
         ) WITHOUT ROWID;
         """,
+        namesRevision,
     ]
+
+    /// Resolution keeps the names and terms it read for as long as this revision stays the same: every change to
+    /// them, through the app, `vocabulary set` in another process or plain SQL, moves it in the same transaction.
+    static let namesRevision =
+        """
+        CREATE TABLE names_revision (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            revision INTEGER NOT NULL
+        );
+        INSERT INTO names_revision(id, revision) VALUES (1, 0);
+
+        """
+        + ["hairdresser", "\"group\"", "soup", "vocabulary"].flatMap { table in
+            ["INSERT", "UPDATE", "DELETE"].map { change in
+                let name = "names_revision_\(table.filter(\.isLetter))_\(change.lowercased())"
+                return "CREATE TRIGGER \(name) AFTER \(change) ON \(table) BEGIN UPDATE names_revision SET revision = revision + 1; END;\n"
+            }
+        }.joined()
 
     /// The seed data of the tutorial app, created on first start.
     static let seed = """

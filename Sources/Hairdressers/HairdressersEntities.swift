@@ -1,5 +1,6 @@
 import IntentKit
 import IntentStore
+import Synchronization
 
 /// A hairdresser, named by the user: read through the app's vocabulary, then
 /// matched against the `hairdresser` table ("Jeff" finds both Jeffs).
@@ -11,8 +12,7 @@ public struct Hairdresser: NamedEntity, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Hairdresser> {
-        let (names, said) = try await Vocabulary.lookUp(
-            spoken, among: "SELECT name FROM hairdresser ORDER BY name", kind: .hairdresser, context: context)
+        let (names, said) = try await Vocabulary.lookUp(spoken, kind: .hairdresser, context: context)
         let found = NameMatcher.matches(said, in: names)
         return choose(
             found, none: .unsupported("no hairdresser is called '\(spoken)'"),
@@ -35,7 +35,7 @@ public struct HairdresserGroup: NamedEntity, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<HairdresserGroup> {
-        let (groups, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM \"group\" ORDER BY name", kind: .group, context: context)
+        let (groups, said) = try await Vocabulary.lookUp(spoken, kind: .group, context: context)
         let wanted = said.lowercased().trimmingWhitespace()
         let matches = wanted.isEmpty ? [] : groups.filter { $0.lowercased().contains(wanted) }
         return choose(
@@ -54,7 +54,7 @@ public struct Soup: NamedEntity, Hashable, Codable {
     }
 
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Soup> {
-        let (menu, said) = try await Vocabulary.lookUp(spoken, among: "SELECT name FROM soup ORDER BY name", kind: .soup, context: context)
+        let (menu, said) = try await Vocabulary.lookUp(spoken, kind: .soup, context: context)
         let wanted = said.lowercased().trimmingWhitespace()
         guard !wanted.isEmpty else { return .needsValue() }
         let exact = menu.filter { $0.lowercased() == wanted }
@@ -73,13 +73,64 @@ public enum Currency: String, ParameterValue, CaseIterable, Codable, Sendable {
 }
 
 extension Vocabulary {
-    /// The names `sql` lists in the app's database, and what the user said
-    /// read through the vocabulary of `kind` ("chowder" → "Clam Chowder").
-    static func lookUp(_ spoken: String, among sql: String, kind: Kind, context: IntentContext) async throws -> (names: [String], said: String) {
-        let (names, words) = try await context.dependency(AppDatabase.self).read { db in
-            (try db.query(sql) { $0.string(0) }, try terms(kind, in: db))
+    /// The app's names of `kind`, in order, and what the user said read
+    /// through the vocabulary of that kind ("chowder" → "Clam Chowder").
+    /// The names and terms are read again only when the database's
+    /// `names_revision` has moved since they were last read.
+    static func lookUp(_ spoken: String, kind: Kind, context: IntentContext) async throws -> (names: [String], said: String) {
+        let database = try context.dependency(AppDatabase.self)
+        let known = NamesCache.shared.names(kind, of: database)
+        let read = try await database.read { db -> NamesCache.Names in
+            let revision = try db.queryFirst("SELECT revision FROM names_revision") { $0.int(0) }
+            if let known, let revision, known.revision == revision { return known }
+            // Read after the revision: a change committed in between is newer than `revision`, so what is read here
+            // is never older than the revision it is kept under, and the next look sees the revision move.
+            let names = try db.query(kind.names + " ORDER BY name") { $0.string(0) }
+            return NamesCache.Names(revision: revision, names: names, terms: try terms(kind, in: db))
         }
-        return (names, read(spoken, words))
+        if read.revision != known?.revision { NamesCache.shared.keep(read, kind, of: database) }
+        return (read.names, Self.read(spoken, read.terms))
+    }
+}
+
+/// The names and vocabulary terms resolution last read from each open app
+/// database, by kind, with the `names_revision` they were read at.
+final class NamesCache: Sendable {
+    struct Names: Sendable {
+        /// Nil when the database has no revision to check (then nothing is kept).
+        var revision: Int?
+        var names: [String]
+        var terms: [String: String]
+    }
+
+    private struct Entry {
+        /// The database they were read from; nil once it is gone, and a new one at the same address is not it.
+        weak var database: AppDatabase?
+        var byKind: [Vocabulary.Kind: Names] = [:]
+    }
+
+    static let shared = NamesCache()
+    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+
+    /// What was last read of `kind` from `database`, if anything.
+    func names(_ kind: Vocabulary.Kind, of database: AppDatabase) -> Names? {
+        entries.withLock { entries in
+            guard let entry = entries[ObjectIdentifier(database)], entry.database === database else { return nil }
+            return entry.byKind[kind]
+        }
+    }
+
+    /// Keeps what was read of `kind` from `database` (unless it had no revision), in place of what was kept before.
+    func keep(_ names: Names, _ kind: Vocabulary.Kind, of database: AppDatabase) {
+        guard names.revision != nil else { return }
+        entries.withLock { entries in
+            let id = ObjectIdentifier(database)
+            if entries[id]?.database !== database {
+                entries = entries.filter { $0.value.database != nil }
+                entries[id] = Entry(database: database)
+            }
+            entries[id]?.byKind[kind] = names
+        }
     }
 }
 

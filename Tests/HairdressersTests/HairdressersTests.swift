@@ -354,6 +354,49 @@ import Testing
         #expect(try count("SELECT count(*) FROM soup_order") == 2)
     }
 
+    // MARK: Names and terms kept between resolutions
+
+    /// What the first recipient named `said` resolves to, through the whole pipeline.
+    func recipient(_ said: String) async -> ResolutionResult? {
+        resolution(await sendMessage(["recipients": [.string(said)], "content": "Hi"]), "recipients", index: 0)
+    }
+
+    @Test func aTermOrANameAddedThroughAnotherConnectionIsReadAtTheNextResolution() async throws {
+        #expect(await recipient("Jeffy") == .unsupported(reason: "no hairdresser is called 'Jeffy'"), "read once, and kept")
+        #expect(await recipient("Zoe") == .unsupported(reason: "no hairdresser is called 'Zoe'"))
+        let other = try Database(path: databasePath)
+        try Vocabulary.set(.hairdresser, term: "Jeffy", value: "jeff baker", in: other)
+        #expect(await recipient("Jeffy") == .success("Jeff Baker"), "a term set elsewhere")
+        try other.run("INSERT INTO hairdresser(name) VALUES ('Zoe Quinn')")
+        #expect(await recipient("Zoe") == .success("Zoe Quinn"), "a name added by plain SQL")
+        try other.run("DELETE FROM vocabulary")
+        #expect(await recipient("Jeffy") == .unsupported(reason: "no hairdresser is called 'Jeffy'"), "a term taken away")
+        try other.run("UPDATE hairdresser SET name = 'Zoe Rivera' WHERE name = 'Zoe Quinn'")
+        #expect(await recipient("Zoe") == .success("Zoe Rivera"), "a name changed")
+    }
+
+    @Test func theNamesReadAreKeptForAsLongAsTheirRevisionStands() async throws {
+        #expect(await recipient("Yann") == .unsupported(reason: "no hairdresser is called 'Yann'"))
+        // A change the revision does not see (its trigger dropped) is not read: the names were kept, not read again.
+        let other = try Database(path: databasePath)
+        try other.run("DROP TRIGGER names_revision_hairdresser_insert")
+        try other.run("INSERT INTO hairdresser(name) VALUES ('Yann Tiersen')")
+        #expect(await recipient("Yann") == .unsupported(reason: "no hairdresser is called 'Yann'"))
+        try other.run("UPDATE names_revision SET revision = revision + 1")
+        #expect(await recipient("Yann") == .success("Yann Tiersen"))
+        // Another database, at the same revision, keeps names of its own.
+        let second = try HairdressersDatabase.open(path: directory.path + "/second/hairdressers.sqlite")
+        let revision = try count("SELECT revision FROM names_revision")
+        try second.queue.sync { db in try db.run("UPDATE names_revision SET revision = ?", [.integer(Int64(revision))]) }
+        var registry = IntentRegistry()
+        try HairdressersApp.register(into: &registry, database: second)
+        let envelope = IntentEnvelope(
+            id: "second", type: SendMessage.typeName, parameters: ["recipients": ["Yann"], "content": "Hi"], submittedAt: 1)
+        let outcome = await IntentPipeline.run(
+            envelope, registry: registry, context: IntentContext(intentID: "second", intentType: SendMessage.typeName, attempt: 1, submittedAt: 1))
+        #expect(resolution(outcome, "recipients", index: 0) == .unsupported(reason: "no hairdresser is called 'Yann'"))
+    }
+
     // MARK: Seed data
 
     @Test func theSeedDataIsCreatedOnce() throws {
