@@ -4,6 +4,8 @@
 # in a real SQLite file (deploy/worker-cost/main.swift), SQLite and the Swift runtime included, the broker's I/O and
 # the recorder not (deploy/store-cost.sh counts the recorder's writes). It runs 2,000 and 4,000 intents, and the
 # difference over 2,000, less the harness's own share (making the envelopes), leaves out start-up and set-up.
+# Twice: every delivery handed in at once (full speed: the database queue's batches are large), then one delivery
+# at a time, the next once the last is acked (a light load, where every batch holds one write).
 # The harness is linked with a release build's objects:
 #   swift build -c release --static-swift-stdlib && deploy/worker-cost.sh
 #   WORKER_COST_CHECKOUT=DIR deploy/worker-cost.sh    counts another checkout's release build
@@ -27,9 +29,15 @@ swiftc -O -static-stdlib -module-name WorkerCost -I "$release/Modules" -I "$chec
 # Valgrind 3.19 cannot read some of the toolchain's DWARF 5 and gives up; the counts need no debug information.
 strip --strip-debug "$work/worker-cost"
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/worker-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
-run2=$(count 2000 all)
-run4=$(count 4000 all)
 made2=$(count 2000 none)
 made4=$(count 4000 none)
-printf 'worker: %d instructions per intent (the harness'"'"'s own %d taken away)\n' \
-    $(((run4 - run2 - made4 + made2) / 2000)) $(((made4 - made2) / 2000))
+printf 'the harness'"'"'s own share, taken away: %d instructions per intent\n' $(((made4 - made2) / 2000))
+for mode in all one; do
+    run2=$(count 2000 $mode)
+    run4=$(count 4000 $mode)
+    case $mode in
+        all) what="every delivery at once (full speed)" ;;
+        one) what="one delivery at a time (a light load)" ;;
+    esac
+    printf 'worker, %s: %d instructions per intent\n' "$what" $(((run4 - run2 - made4 + made2) / 2000))
+done

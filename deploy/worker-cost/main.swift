@@ -7,6 +7,7 @@ import Synchronization
 // resolution, the handler's `once`, the status event, the ack) on an in-memory transport, with the Hairdressers
 // app database in a real SQLite file: the worker's own share of an intent, without the broker's I/O or the recorder.
 //   worker-cost COUNT all    every delivery handed in at once (the worker at full speed)
+//   worker-cost COUNT one    one delivery at a time, the next once the last is acked (a light load: batches of one)
 //   worker-cost COUNT none   only the envelopes made: the harness's own share, to take away
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 1_000
 let mode = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "all"
@@ -21,9 +22,31 @@ configuration.ledger = InMemoryOutcomeLedger()
 // Callgrind slows every run fifty times, past the started-event delay; at full speed a quick run publishes no
 // `inProgress`, so none does here either.
 configuration.startedEventDelay = 1_000
-let made = Mutex<InMemoryTransport?>(nil)
+/// The in-memory transport, telling the harness of every ack.
+final class AckSignallingTransport: DeliveryTransport {
+    let inner: InMemoryTransport
+    let acks = DispatchSemaphore(value: 0)
+
+    init(_ inner: InMemoryTransport) { self.inner = inner }
+
+    var deliveries: AsyncStream<Delivery> { inner.deliveries }
+    var isConnected: Bool { inner.isConnected }
+    func start() { inner.start() }
+    func stopConsuming() { inner.stopConsuming() }
+    func shutdown(grace: Double) async { await inner.shutdown(grace: grace) }
+
+    func send(_ command: ConsumerLoop.Command) {
+        inner.send(command)
+        switch command {
+        case .publish(_, .some), .ack: acks.signal()
+        default: break
+        }
+    }
+}
+
+let made = Mutex<AckSignallingTransport?>(nil)
 let worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
-    let transport = InMemoryTransport(configuration: loop, loopback: [configuration.topology.cancelExchange])
+    let transport = AckSignallingTransport(InMemoryTransport(configuration: loop, loopback: [configuration.topology.cancelExchange]))
     made.withLock { $0 = transport }
     return transport
 }
@@ -35,17 +58,24 @@ let envelopes = (0..<count).map { _ in
         submittedAt: Date().timeIntervalSince1970)
     return (id: envelope.id, body: envelope.encoded())
 }
-guard mode == "all" else { exit(0) }
+guard mode == "all" || mode == "one" else { exit(0) }
 let running = Task { try await worker.run() }
-let done = DispatchSemaphore(value: 0)
-Task {
-    for envelope in envelopes {
-        transport.deliver(body: envelope.body, routingKey: "SendMessage", messageID: envelope.id, type: "SendMessage", userID: "tester")
-    }
-    while transport.acked.count < count { try await Task.sleep(for: .milliseconds(5)) }
-    done.signal()
+func deliver(_ envelope: (id: String, body: [UInt8])) {
+    transport.inner.deliver(body: envelope.body, routingKey: "SendMessage", messageID: envelope.id, type: "SendMessage", userID: "tester")
 }
-done.wait()
+if mode == "one" {
+    for envelope in envelopes {
+        deliver(envelope)
+        transport.acks.wait()
+    }
+} else {
+    for envelope in envelopes { deliver(envelope) }
+    for _ in envelopes { transport.acks.wait() }
+}
+guard transport.inner.acked.count == count else {
+    FileHandle.standardError.write(Data("worker-cost: \(transport.inner.acked.count) of \(count) deliveries acked\n".utf8))
+    exit(1)
+}
 let succeeded = try database.queue.sync { db in try db.queryFirst("SELECT count(*) FROM intent_effect WHERE state = 'success'") { $0.int(0) } }
 guard succeeded == count else {
     FileHandle.standardError.write(Data("worker-cost: \(succeeded ?? 0) of \(count) intents succeeded\n".utf8))
