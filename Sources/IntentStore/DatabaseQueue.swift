@@ -103,6 +103,10 @@ public final class DatabaseQueue: @unchecked Sendable {
             }
             durable = true
         }
+        if batch.count == 1 {
+            commitAlone(batch[0], durable: durable)
+            return
+        }
         var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
             try database.transaction(durable: durable) { db in
@@ -137,4 +141,34 @@ public final class DatabaseQueue: @unchecked Sendable {
             write.finish(errors[index])
         }
     }
+
+    /// What a batch does for a write that came alone (a light load's every write), without its savepoint: a
+    /// write that throws rolls the transaction back and fails, and a transaction that fails as a whole (BEGIN or
+    /// COMMIT) is tried once more.
+    private func commitAlone(_ write: PendingWrite, durable: Bool) {
+        var failure: (any Error)?
+        do {
+            try database.transaction(durable: durable) { db in
+                do {
+                    try write.run(db)
+                } catch {
+                    // Its own error, not the transaction's: not retried, even when it says busy (as in a batch).
+                    failure = error
+                    throw WriteFailed()
+                }
+            }
+        } catch {
+            if failure == nil {
+                do {
+                    try database.transaction(durable: durable) { db in try write.run(db) }
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        write.finish(failure)
+    }
+
+    /// The error a lone write's transaction is rolled back with when the write itself threw.
+    private struct WriteFailed: Error {}
 }

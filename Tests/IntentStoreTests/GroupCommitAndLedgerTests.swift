@@ -109,6 +109,39 @@ import Testing
         #expect(try rows(queue) == 0)
     }
 
+    @Test func aLoneWriteThatThrowsFailsOnceAndCommitsNothingAndTheNextOneCommits() async throws {
+        let queue = try queue()
+        let runs = Mutex(0)
+        do {
+            try await queue.write { db in
+                runs.withLock { $0 += 1 }
+                try db.run("INSERT INTO item(name) VALUES ('refused')")
+                // Its own error, even one that says busy, fails it: the transaction is not tried again for it.
+                throw DatabaseError(code: 5, message: "database is locked", context: "a write of the app's")
+            }
+            Issue.record("a write that threw succeeded")
+        } catch let error as DatabaseError {
+            #expect(error.isBusy, "\(error)")
+        }
+        #expect(runs.withLock { $0 } == 1)
+        #expect(try rows(queue) == 0)
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('after')") }
+        #expect(try rows(queue) == 1)
+    }
+
+    @Test func aLoneWriteWhoseCommitFailsIsTriedOnceMore() async throws {
+        let queue = try queue()
+        try queue.sync { db in db.failNextCommits(1) }
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('again')") }
+        #expect(try rows(queue) == 1, "committed by the second transaction")
+        try queue.sync { db in db.failNextCommits(2) }
+        await #expect(throws: DatabaseError.self) {
+            try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('never')") }
+        }
+        try queue.sync { db in db.failNextCommits(0) }
+        #expect(try rows(queue) == 1, "two failed commits commit nothing")
+    }
+
     @Test func aLockHeldPastTheBusyTimeoutIsRetryableAndWritesResumeWhenItGoes() async throws {
         let queue = try queue(busyTimeout: 50)
         let other = try Database(path: directory.file("app.sqlite"))
