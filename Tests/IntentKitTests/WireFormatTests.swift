@@ -53,6 +53,20 @@ import Testing
         #expect(object["parameters"]?["recipients"] == ["Alice Smith", "Bob Jones"])
     }
 
+    @Test func everyMemberIsCheckedWhateverElseTheEnvelopeCarriesAndHowItsBytesAreHeld() throws {
+        // Unknown members count among the members: a wrong optional one after them is still refused.
+        let base = #""id":"a","version":1,"type":"T""#
+        #expect(Self.envelopeError(#"{\#(base),"extra":1,"priority":"urgent"}"#)?.reason == "'priority' must be normal or high")
+        #expect(Self.envelopeError(#"{"extra":[],\#(base),"dueAt":"soon","more":{}}"#)?.reason.contains("'dueAt'") == true)
+        #expect(Self.envelopeError(#"{\#(base),"priority":"high"}"#) == nil)
+        let full = IntentEnvelope(
+            id: "f", type: "T", parameters: ["n": 1], submittedAt: 5, turn: 2, answers: ["n": 2], confirmed: ["n"], group: "g",
+            request: .deny, lenientParameters: true, expiresAt: 9, dueAt: 8, priority: .high)
+        #expect(try IntentEnvelope.decode(full.encoded()) == full)
+        // Bytes that are not one contiguous buffer are read too.
+        #expect(try IntentEnvelope.decode(full.encoded().lazy.map { $0 }) == full)
+    }
+
     @Test func anExpiryTravelsAsSecondsSince1970AndIsLeftOutWhenAbsent() throws {
         let expiring = IntentEnvelope(id: "x", type: "Ping", parameters: [:], submittedAt: 10, expiresAt: 1_800_000_000.5)
         #expect(try JSONValue.parse(expiring.encoded())["expiresAt"] == 1_800_000_000.5)
