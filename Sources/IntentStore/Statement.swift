@@ -27,6 +27,8 @@ public final class Statement {
     private var handle: OpaquePointer?
     private unowned let database: Database
     let sql: String
+    /// How many parameters the statement has (the largest `?NNN`).
+    private let parameterCount: Int32
 
     init(database: Database, sql: String) throws(DatabaseError) {
         self.database = database
@@ -35,13 +37,14 @@ public final class Statement {
         let db = try database.rawHandle
         try database.check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), "preparing \(sql.prefix(80))")
         handle = statement
+        parameterCount = sqlite3_bind_parameter_count(statement)
     }
 
     deinit { sqlite3_finalize(handle) }
 
+    /// Ready to run again. Its parameters are bound anew by `bind`, which every run calls.
     func reset() {
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
     }
 
     func bind(_ values: [SQLValue]) throws(DatabaseError) {
@@ -58,6 +61,13 @@ public final class Statement {
                 }
             }
             try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))")
+        }
+        // A parameter given no value now is NULL, as in a fresh statement, not what an earlier run bound
+        // (cheaper than clearing every binding at each reset).
+        if values.count < parameterCount {
+            for index in Int32(values.count + 1)...parameterCount {
+                try database.check(sqlite3_bind_null(handle, index), "binding parameter \(index) of \(sql.prefix(80))")
+            }
         }
     }
 

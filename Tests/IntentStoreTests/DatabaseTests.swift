@@ -30,6 +30,23 @@ import Testing
         try database.queryFirst("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1
     }
 
+    // MARK: Statements
+
+    @Test func aParameterGivenNoValueIsNullNotWhatAnEarlierRunBound() throws {
+        let sql = "SELECT ?1, ?2, ?3 IS NULL"
+        let first = try database.queryFirst(sql, [.text("a"), .integer(2), .real(3)]) { [$0.text(0), $0.text(1), $0.text(2)] }
+        #expect(first == ["a", "2", "0"])
+        let second = try database.queryFirst(sql, [.text("b")]) { [$0.text(0), $0.text(1), $0.text(2)] }
+        #expect(second == ["b", nil, "1"], "the same prepared statement, two values fewer")
+        let none = try database.queryFirst(sql) { [$0.text(0), $0.text(1), $0.text(2)] }
+        #expect(none == [nil, nil, "1"])
+        try database.execute("CREATE TABLE pair(a TEXT, b TEXT)")
+        try database.run("INSERT INTO pair(a, b) VALUES (?, ?)", [.text("x"), .text("y")])
+        try database.run("INSERT INTO pair(a, b) VALUES (?, ?)", [.text("z")])
+        #expect(try database.query("SELECT a, b FROM pair ORDER BY a") { [$0.text(0), $0.text(1)] } == [["x", "y"], ["z", nil]])
+        #expect(throws: DatabaseError.self) { try database.run("INSERT INTO pair(a, b) VALUES (?, ?)", [.text("1"), .text("2"), .text("3")]) }
+    }
+
     // MARK: Transactions
 
     @Test func aTransactionCommitsAndReturnsTheBodysValue() throws {
