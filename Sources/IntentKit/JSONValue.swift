@@ -144,29 +144,36 @@ struct JSONObjectWriter {
     }
 
     /// A member whose value `write` appends to the bytes, as JSON.
-    mutating func member(_ name: String, _ write: (inout [UInt8]) -> Void) {
+    mutating func member(_ name: StaticString, _ write: (inout [UInt8]) -> Void) {
         key(name)
         write(&output)
     }
 
-    private mutating func key(_ key: String) {
-        if !empty { output.append(UInt8(ascii: ",")) }
-        empty = false
-        JSONValue.writeString(key, to: &output)
-        output.append(UInt8(ascii: ":"))
+    /// A member's name and its colon. Names are the wire format's own, written in the source: plain ASCII with
+    /// nothing to escape (checked in debug builds), so their bytes are copied as they are.
+    private mutating func key(_ key: StaticString) {
+        key.withUTF8Buffer { name in
+            assert(key.isASCII && !JSONValue.needsEscape(name), "a member name that needs escaping: \(key)")
+            if !empty { output.append(UInt8(ascii: ",")) }
+            empty = false
+            output.append(UInt8(ascii: "\""))
+            output.append(contentsOf: name)
+            output.append(UInt8(ascii: "\""))
+            output.append(UInt8(ascii: ":"))
+        }
     }
 
-    mutating func string(_ name: String, _ value: String) {
+    mutating func string(_ name: StaticString, _ value: String) {
         key(name)
         JSONValue.writeString(value, to: &output)
     }
 
-    mutating func number(_ name: String, _ value: Double) {
+    mutating func number(_ name: StaticString, _ value: Double) {
         key(name)
         JSONValue.writeNumber(value, to: &output)
     }
 
-    mutating func value(_ name: String, _ value: JSONValue) {
+    mutating func value(_ name: StaticString, _ value: JSONValue) {
         key(name)
         JSONValue.write(value, to: &output)
     }
