@@ -338,7 +338,7 @@ enum ParameterReading {
         let declared = declaration(of: type)
         let decoding = ParameterDecoding.Decoding(templates: declared.templates, parameters: parameters)
         let intent = try ParameterDecoding.$current.withValue(decoding) {
-            try JSONValueDecoder(lenient: lenient).decode(I.self, from: .object(parameters))
+            try JSONValueDecoder(lenient: lenient).decodeTree(I.self, from: .object(parameters))
         }
         let made = decoding.decoded
         let inOrder = made.count == declared.order.count && zip(made, declared.order).allSatisfy { $0.parameterName == $1 }

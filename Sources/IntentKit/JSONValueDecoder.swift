@@ -34,6 +34,16 @@ public struct JSONValueDecoder: Sendable {
 
     /// Decodes a `T` from `value`; where it does not fit, throws a `DecodingError` that names the parameter.
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
+        // A decode of its own inside the pipeline's decode of an intent (a custom `init(from:)`'s) reads its own
+        // tree: it is not handed the intent's declarations and parameters.
+        if ParameterDecoding.current != nil {
+            return try ParameterDecoding.$current.withValue(nil) { try decodeTree(T.self, from: value) }
+        }
+        return try decodeTree(T.self, from: value)
+    }
+
+    /// `decode` with whatever intent decode is under way: the pipeline's own entry.
+    func decodeTree<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try Self.$current.withValue(self) {
             try _JSONValueUnbox.decodable(value, as: T.self, codingPath: [])
         }

@@ -377,16 +377,21 @@ extension Parameter: Codable {
         name = key
     }
 
-    /// While the pipeline decodes an intent: the parameter `key` read straight from the submission's
-    /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it
-    /// (`null` and a missing key are nothing said; errors name `codingPath + [key]`), without that
-    /// decoder and its containers.
-    init(reading parameters: [String: JSONValue], key: some CodingKey, codingPath: [any CodingKey], in decoding: ParameterDecoding.Decoding) throws {
-        self.init(declaredAs: key.stringValue, in: decoding)
+    /// While the pipeline decodes an intent: its declared parameter `key` read straight from the submission's
+    /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it (`null`
+    /// and a missing key are nothing said; errors name `codingPath + [key]`), without that decoder and its
+    /// containers. Nil when the intent declares no such parameter of this type.
+    static func read(
+        from parameters: [String: JSONValue], key: some CodingKey, codingPath: [any CodingKey], in decoding: ParameterDecoding.Decoding
+    ) throws -> Parameter? {
+        guard var parameter = decoding.templates[key.stringValue] as? Parameter<Value> else { return nil }
+        parameter.storage = ResolvedValue()
+        parameter.name = key.stringValue
         if let said = parameters[key.stringValue], !said.isNull {
-            spokenValue = try _JSONValueUnbox.decodable(said, as: Value.Spoken.self, codingPath: codingPath + [key])
+            parameter.spokenValue = try _JSONValueUnbox.decodable(said, as: Value.Spoken.self, codingPath: codingPath + [key])
         }
-        decoding.decoded.append(self)
+        decoding.decoded.append(parameter)
+        return parameter
     }
 
     /// Writes what a submission carries: the resolved value's `spoken` form, else what was said, else `null`.
@@ -404,9 +409,12 @@ extension KeyedDecodingContainer {
     /// A parameter whose key is missing decodes as one with nothing said (the
     /// synthesized `init(from:)` would otherwise refuse it as a missing key).
     public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
-        // The pipeline's decode of an intent: its own top-level container holds the submission's parameters.
-        if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty {
-            return try Parameter<Value>(reading: parameters, key: key, codingPath: codingPath, in: decoding)
+        // The pipeline's decode of an intent, at the top of its tree, where the submission's parameters are (a
+        // decode of another tree inside it sees no `ParameterDecoding`), and a parameter the intent declares.
+        if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty,
+            let read = try Parameter<Value>.read(from: parameters, key: key, codingPath: codingPath, in: decoding)
+        {
+            return read
         }
         if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
         return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key]))

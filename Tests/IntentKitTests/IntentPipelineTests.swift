@@ -539,7 +539,7 @@ import Testing
         let decoding = ParameterDecoding.Decoding(templates: ParameterReading.templates(of: Errand.self), parameters: direct ? parameters : nil)
         do {
             let errand = try ParameterDecoding.$current.withValue(decoding) {
-                try JSONValueDecoder(lenient: lenient).decode(Errand.self, from: .object(parameters))
+                try JSONValueDecoder(lenient: lenient).decodeTree(Errand.self, from: .object(parameters))
             }
             let made = decoding.decoded.map(\.parameterName)
             return "\(made) \(errand.$item.spokenValue as Any) \(errand.$quantity.spokenValue as Any) \(errand.$recipients.spokenValue as Any) "
@@ -574,6 +574,36 @@ import Testing
         let made = Self.decodedErrand(["item": "Widget", "quantity": 3], lenient: false, direct: true)
         #expect(made.hasPrefix("[\"item\", \"quantity\", \"recipients\"]"), "every parameter made, in declaration order")
         #expect(Self.decodedErrand(["item": "Widget", "quantity": "lots"], lenient: true, direct: true).contains("'quantity'"))
+    }
+
+    /// An intent whose own `init(from:)` decodes another tree first, of a type with a parameter of the same name.
+    struct NestingErrand: Intent {
+        static let typeName = "NestingErrand"
+        @Parameter("What should I fetch?") var item: Item
+        var inner: Inner?
+
+        struct Inner: Decodable {
+            @Parameter var item: Item
+        }
+
+        enum CodingKeys: String, CodingKey { case item }
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            inner = try JSONValueDecoder().decode(Inner.self, from: ["item": "Gadget"])
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            _item = try container.decode(Parameter<Item>.self, forKey: .item)
+        }
+    }
+
+    @Test func aDecodeOfAnotherTreeInsideAnIntentsOwnDecodeReadsThatTree() throws {
+        let (intent, parameters) = try ParameterReading.decode(NestingErrand.self, from: ["item": "Widget"], lenient: false)
+        #expect(intent.inner?.$item.spokenValue == "Gadget", "its own tree, not the submission's parameters")
+        #expect(intent.inner?.$item.prompt == nil, "nor the intent's declarations")
+        #expect(intent.$item.spokenValue == "Widget")
+        #expect(intent.$item.prompt?.full == "What should I fetch?")
+        #expect(parameters.map(\.parameterName) == ["item"])
     }
 
     @Test func anUnknownTypeFailsWithUnknownIntentType() async throws {
