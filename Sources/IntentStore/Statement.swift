@@ -42,9 +42,19 @@ public final class Statement {
 
     deinit { sqlite3_finalize(handle) }
 
-    /// Ready to run again. Its parameters are bound anew by `bind`, which every run calls.
+    /// Whether a parameter holds a text of more than `keptTextLimit` bytes, which the reset lets go of.
+    private var holdsLargeText = false
+    /// The longest text a kept statement may go on holding between runs (SQLite keeps its own copy of each).
+    private static let keptTextLimit = 4_096
+
+    /// Ready to run again. Its parameters are bound anew by `bind`, which every run calls; a large text bound
+    /// last time is let go of now rather than held until the statement's next run.
     func reset() {
         sqlite3_reset(handle)
+        if holdsLargeText {
+            sqlite3_clear_bindings(handle)
+            holdsLargeText = false
+        }
     }
 
     func bind(_ values: [SQLValue]) throws(DatabaseError) {
@@ -56,8 +66,10 @@ public final class Statement {
             case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
             case .real(let number): rc = sqlite3_bind_double(handle, index, number)
             case .text(let text):
+                let length = text.utf8.count
+                if length > Self.keptTextLimit { holdsLargeText = true }
                 rc = text.withCString { chars in
-                    iq_sqlite3_bind_text(handle, index, chars, Int32(text.utf8.count))
+                    iq_sqlite3_bind_text(handle, index, chars, Int32(length))
                 }
             }
             try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))")
