@@ -85,6 +85,8 @@ public enum HairdressersDatabase {
 
     /// Resolution keeps the names and terms it read for as long as this revision stays the same: every change to
     /// them, through the app, `vocabulary set` in another process or plain SQL, moves it in the same transaction.
+    /// A later migration that rebuilds one of these four tables (create, copy, drop, rename) drops its triggers
+    /// with it and must create them again, or resolution would go on reading the names it kept.
     static let namesRevision =
         """
         CREATE TABLE names_revision (

@@ -37,9 +37,11 @@ final class AckSignallingTransport: DeliveryTransport {
 
     func send(_ command: ConsumerLoop.Command) {
         inner.send(command)
+        // Every delivery is settled once: acked with its outcome's publish, acked alone, or rejected (which
+        // the count after the run then reports).
         switch command {
-        case .publish(_, .some), .ack: acks.signal()
-        default: break
+        case .publish(_, .some), .ack, .reject: acks.signal()
+        case .publish(_, nil): break
         }
     }
 }
@@ -73,7 +75,8 @@ if mode == "one" {
     for _ in envelopes { transport.acks.wait() }
 }
 guard transport.inner.acked.count == count else {
-    FileHandle.standardError.write(Data("worker-cost: \(transport.inner.acked.count) of \(count) deliveries acked\n".utf8))
+    let (acked, rejected) = (transport.inner.acked.count, transport.inner.rejected.count)
+    FileHandle.standardError.write(Data("worker-cost: \(acked) of \(count) deliveries acked, \(rejected) rejected\n".utf8))
     exit(1)
 }
 let succeeded = try database.queue.sync { db in try db.queryFirst("SELECT count(*) FROM intent_effect WHERE state = 'success'") { $0.int(0) } }
