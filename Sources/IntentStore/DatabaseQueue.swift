@@ -130,11 +130,7 @@ public final class DatabaseQueue: @unchecked Sendable {
             // its own: one bad write, or a commit that failed for a moment, must
             // not fail every intent of the batch.
             for index in batch.indices where errors[index] == nil {
-                do {
-                    try database.transaction(durable: durable) { db in try batch[index].run(db) }
-                } catch {
-                    errors[index] = error
-                }
+                errors[index] = again(batch[index], durable: durable)
             }
         }
         for (index, write) in batch.enumerated() {
@@ -158,15 +154,20 @@ public final class DatabaseQueue: @unchecked Sendable {
                 }
             }
         } catch {
-            if failure == nil {
-                do {
-                    try database.transaction(durable: durable) { db in try write.run(db) }
-                } catch {
-                    failure = error
-                }
-            }
+            if failure == nil { failure = again(write, durable: durable) }
         }
         write.finish(failure)
+    }
+
+    /// Runs a write again in a transaction of its own, after the one it was in failed as a whole; its error, if
+    /// it fails again.
+    private func again(_ write: PendingWrite, durable: Bool) -> (any Error)? {
+        do {
+            try database.transaction(durable: durable) { db in try write.run(db) }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// The error a lone write's transaction is rolled back with when the write itself threw.
