@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func aNumberIsWrittenAsFormatNumberSpellsIt() {
-        // Integers are written digit by digit, everything else by `description`: the same text either way.
+        // Written into the event's bytes as `formatNumber` spells it, whole numbers and fractions alike.
         var numbers: [Double] = [0, -0.0, 1, -1, 9, 10, 99, 100, 1_796_283_870, -1_796_283_870, 1_796_283_870.25, 0.5, -2.5e-7, 1e21]
         numbers += [9_007_199_254_740_992, -9_007_199_254_740_992, 9_007_199_254_740_994, 999_999_999_999_999, 1_000_000_000_000_000]
         var generator = SystemRandomNumberGenerator()
