@@ -375,6 +375,22 @@ import Testing
         #expect(await recipient("Zoe") == .success("Zoe Rivera"), "a name changed")
     }
 
+    @Test func lookupsRacingAChangeNeverKeepNamesOlderThanItOnceItIsCommitted() async throws {
+        let other = try HairdressersDatabase.open(path: databasePath)  // a connection of its own
+        for round in 0..<5 {
+            let name = "Racer\(round) Quinn"
+            // Lookups at once, while another connection adds the name: each sees it or not, and keeps what it read.
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<20 { group.addTask { _ = await self.recipient("Racer\(round)") } }
+                group.addTask { _ = try? await other.write { db in try db.run("INSERT INTO hairdresser(name) VALUES (?)", [.text(name)]) } }
+            }
+            // Once the change is committed, every lookup sees it, whatever the racing ones kept.
+            for _ in 0..<3 {
+                #expect(await recipient("Racer\(round)") == .success(.string(name)), "round \(round)")
+            }
+        }
+    }
+
     @Test func theNamesReadAreKeptForAsLongAsTheirRevisionStands() async throws {
         #expect(await recipient("Yann") == .unsupported(reason: "no hairdresser is called 'Yann'"))
         // A change the revision does not see (its trigger dropped) is not read: the names were kept, not read again.
