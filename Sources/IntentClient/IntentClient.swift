@@ -327,9 +327,11 @@ public final class IntentClient: Sendable {
     /// Follows status events as workers publish them — this user's own, or
     /// with `everyone` all of them (operators) — calling `onEvent` for each
     /// until `stop` returns true (it is asked at least every 250 ms).
+    /// `onReady` is called once the queue is bound: every event published
+    /// after it is seen.
     public func watch(
         type: String? = nil, state: IntentState? = nil, everyone: Bool = false, until stop: () -> Bool,
-        onEvent: (StatusEvent) -> Void, onUnreadable: (Delivery) -> Void = { _ in }
+        onReady: () -> Void = {}, onEvent: (StatusEvent) -> Void, onUnreadable: (Delivery) -> Void = { _ in }
     ) throws(IntentClientError) {
         let feed: StatusFeed
         do {
@@ -343,6 +345,7 @@ public final class IntentClient: Sendable {
             throw IntentClientError(error)
         }
         defer { feed.close() }
+        onReady()
         while !stop() {
             let delivery: Delivery?
             do {

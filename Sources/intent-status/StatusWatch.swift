@@ -28,10 +28,11 @@ struct StatusWatch {
         }
         pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         let key = client.watchKey(type: type, state: state, everyone: everyone)
-        Terminal.writeError("intent-status: watching \(key) on \(client.brokerURL); SIGINT stops")
         do {
             try client.watch(
                 type: type, state: state, everyone: everyone, until: { Self.interrupted.load(ordering: .relaxed) },
+                // Said once the queue is bound: every event published from then on is printed.
+                onReady: { Terminal.writeError("intent-status: watching \(key) on \(client.brokerURL); SIGINT stops") },
                 onEvent: { event in Terminal.write(json ? String(decoding: event.encoded(), as: UTF8.self) : Self.line(event)) },
                 onUnreadable: { delivery in
                     Terminal.writeError("intent-status: skipped an unreadable status event (routing key \(delivery.routingKey))")

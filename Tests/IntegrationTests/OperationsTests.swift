@@ -189,6 +189,25 @@ struct OperationsTests {
         #expect(failureLines.allSatisfy { $0.contains("OrderSoup  failure soupSoldOut") })
     }
 
+    /// `watch` says "watching" once its queue is bound, not before: an event
+    /// published the moment it says so is printed. Ten watchers, one event each.
+    @Test func anEventPublishedOnceWatchSaysItWatchesIsPrinted() async throws {
+        let sandbox = try await Sandbox("watch-ready")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker()  // declares the status exchange
+        let owner = try BrokerURL(sandbox.brokerURL).user
+        for round in 1...10 {
+            let watcher = try await sandbox.startWatcher()
+            let event = StatusEvent(id: "ready-\(round)", type: "SendMessage", state: .success, attempt: 1, owner: owner)
+            try await publishRaw(
+                url: sandbox.brokerURL, routingKey: event.routingKey, body: event.encoded(), messageID: event.id, exchange: "intents.status")
+            try await eventually(timeout: 20, "the watcher to print ready-\(round)") { watcher.events(of: event.id).count == 1 }
+            watcher.process.interrupt()
+            #expect(try await watcher.stop() == 0)
+        }
+        #expect(try await worker.stop() == 0)
+    }
+
     /// `intent-status --wait` (local, then remote) returns the stored outcome
     /// after the terminal event, and prints how long after it exited: the
     /// figure the README quotes (woken by the event, not by a polling tick).

@@ -158,6 +158,7 @@ struct SecurityTests {
         // Watching: bob may not bind to alice's events, nor to everyone's.
         let watched = try await secure.status(as: secure.bob, ["watch", "--all"], timeout: 20)
         #expect(watched.exitCode == 77, "\(watched)")
+        #expect(!watched.stderr.contains("watching"), "a refused watch never says it watches: \(watched)")
         #expect(throws: (any Error).self, "binding to alice's events") {
             let feed = try StatusFeed(url: try BrokerURL(secure.url(secure.bob)), bindings: [("intents.status", "\(secure.alice).#")])
             _ = try feed.next(timeout: 0.5)
