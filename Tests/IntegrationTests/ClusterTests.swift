@@ -126,7 +126,8 @@ struct ClusterTests {
         print("cluster (\(fault)): node 1 down with \(confirmedAtStop) of \(count) confirmed")
         var running = 3
         for _ in 0..<60 where running != 2 {
-            running = try await Self.runningNodes(asking: 2)
+            // A rabbitmqctl that fails on a busy machine is asked again, like one that sees three nodes.
+            running = (try? await Self.runningNodes(asking: 2)) ?? running
             if running != 2 { try await Task.sleep(for: .milliseconds(500)) }
         }
         #expect(running == 2, "node 2 still sees \(running) running nodes")

@@ -190,8 +190,7 @@ struct ConversationTests {
         let stranger = "stranger-\(suffix)"
         for user in [owner, stranger] {
             for arguments in [["add_user", user, "pw-\(user)"], ["set_permissions", "-p", vhost, user, ".*", ".*", ".*"]] {
-                let result = try await run(Paths.brokerScript, ["ctl", "iqtest"] + arguments, timeout: 60)
-                try #require(result.exitCode == 0, "\(result)")
+                try await TestBroker.shared.control(arguments)
             }
         }
         defer {

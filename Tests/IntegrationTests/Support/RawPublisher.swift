@@ -28,8 +28,8 @@ func publishRaw(
 /// How many messages a queue of the sandbox's virtual host holds, from rabbitmqctl.
 func queueDepth(_ queue: String, sandbox: Sandbox, broker: TestBroker = .shared) async throws -> Int? {
     let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
-    let result = try await run(Paths.brokerScript, ["ctl", broker.node, "list_queues", "-q", "-p", vhost, "name", "messages"], timeout: 60)
-    for line in result.stdout.split(separator: "\n") {
+    let listed = try await broker.control(["list_queues", "-q", "-p", vhost, "name", "messages"])
+    for line in listed.split(separator: "\n") {
         let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
         if fields.count == 2, fields[0] == queue { return Int(fields[1]) }
     }
