@@ -255,13 +255,19 @@ public struct Parameter<Value: ParameterValue>: Sendable {
             // Cast straight to `Value` when one is stored (only a `Value` ever is): an `Optional<Value>` on the
             // way would look its generic metadata up on every read.
             if let stored = storage.value { return stored as! Value }
-            // Nothing stored: an optional parameter reads as nil, anything else was read too early.
-            guard let resolved else {
-                preconditionFailure("parameter '\(name)' was read before it was resolved (or set)")
-            }
-            return resolved
+            return unresolvedValue()
         }
         set { resolved = newValue }
+    }
+
+    /// Nothing stored: an optional parameter reads as nil, anything else was read too early. Apart from the
+    /// getter, whose every call would otherwise look up `Optional<Value>`'s metadata for this path's local.
+    @inline(never)
+    private func unresolvedValue() -> Value {
+        guard let resolved else {
+            preconditionFailure("parameter '\(name)' was read before it was resolved (or set)")
+        }
+        return resolved
     }
 
     /// The parameter itself: for asking about it (`intent.$quantity.needsValue(…)`).
@@ -380,11 +386,12 @@ extension Parameter: Codable {
     /// While the pipeline decodes an intent: its declared parameter `key` read straight from the submission's
     /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it (`null`
     /// and a missing key are nothing said; errors name `codingPath + [key]`), without that decoder and its
-    /// containers. Nil when the intent declares no such parameter of this type.
+    /// containers. `template` is what the intent declares for `key`, a `Parameter<Value>`.
     static func read(
-        from parameters: [String: JSONValue], key: some CodingKey, codingPath: [any CodingKey], in decoding: ParameterDecoding.Decoding
-    ) throws -> Parameter? {
-        guard var parameter = decoding.templates[key.stringValue] as? Parameter<Value> else { return nil }
+        from parameters: [String: JSONValue], template: any Sendable, key: some CodingKey, codingPath: [any CodingKey],
+        in decoding: ParameterDecoding.Decoding
+    ) throws -> Parameter {
+        var parameter = template as! Parameter<Value>
         parameter.storage = ResolvedValue()
         parameter.name = key.stringValue
         if let said = parameters[key.stringValue], !said.isNull {
@@ -411,11 +418,19 @@ extension KeyedDecodingContainer {
     public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         // The pipeline's decode of an intent, at the top of its tree, where the submission's parameters are (a
         // decode of another tree inside it sees no `ParameterDecoding`), and a parameter the intent declares.
+        // Checked with `is` and returned as is, not as an optional: unspecialized, a `Parameter<Value>?` costs a
+        // lookup of its metadata on every call.
         if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty,
-            let read = try Parameter<Value>.read(from: parameters, key: key, codingPath: codingPath, in: decoding)
+            let template = decoding.templates[key.stringValue], template is Parameter<Value>
         {
-            return read
+            return try Parameter<Value>.read(from: parameters, template: template, key: key, codingPath: codingPath, in: decoding)
         }
+        return try decodeThroughDecoder(type, forKey: key)
+    }
+
+    /// Any other parameter: through the decoder the keyed container makes for it, or as nothing said when absent.
+    @inline(never)
+    private func decodeThroughDecoder<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
         return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key]))
     }
