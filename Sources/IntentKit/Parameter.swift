@@ -146,9 +146,11 @@ extension Array: ParameterValue where Element: ParameterValue {
         }
         var resolutions: [ParameterResolution] = []
         var values: [Element] = []
-        for (index, item) in spoken.enumerated() {
+        // By index rather than `enumerated()`, whose sequence and iterator, generic over `Element.Spoken` here, would
+        // each have their metadata looked up on every call.
+        for index in spoken.indices {
             let (resolution, value) = ParameterRequest.resolution(
-                of: try await Element.resolve(item, context: context), name: name, index: index, prompt: prompt)
+                of: try await Element.resolve(spoken[index], context: context), name: name, index: index, prompt: prompt)
             resolutions.append(resolution)
             if let value { values.append(value) }
         }
