@@ -39,15 +39,17 @@ public final class TaskDeadlines: DeadlineScheduler {
     }
 }
 
-/// Resumes a continuation once, whichever of several racers comes first.
-final class FirstOutcome<Value: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Value, any Error>?>
+/// Resumes a handler's continuation once, whichever of its run and its deadline comes first. Not generic:
+/// a generic class's instances look up the metadata of what they hold as they go, on every run.
+final class FirstOutcome: Sendable {
+    // Unsafe rather than checked: `take()` resumes it at most once, and the handler's task at least once.
+    private let continuation: Mutex<UnsafeContinuation<IntentResponse, any Error>?>
 
-    init(_ continuation: CheckedContinuation<Value, any Error>) {
+    init(_ continuation: UnsafeContinuation<IntentResponse, any Error>) {
         self.continuation = Mutex(continuation)
     }
 
-    func resume(with result: Result<Value, any Error>) {
+    func resume(with result: Result<IntentResponse, any Error>) {
         continuation.withLock { $0.take() }?.resume(with: result)
     }
 }

@@ -229,7 +229,7 @@ public enum IntentPipeline {
         let running = CancelableTask()
         // Also when the deadline throws `timedOut`: the caller awaits the handler still running.
         defer { straggler = running.task }
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<IntentResponse, any Error>) in
+        return try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<IntentResponse, any Error>) in
             let first = FirstOutcome(continuation)
             let token = deadlines.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
