@@ -129,7 +129,7 @@ struct IntentsInTimeTests {
         let watcher = try WorkerProcess(
             arguments: ["watch", "--type", "BookAppointment"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        try await watcher.waitUntilWatching()
 
         let due = Date().addingTimeInterval(20)
         let asked = try await sandbox.submit(

@@ -143,9 +143,8 @@ struct OperationsTests {
         let failures = try WorkerProcess(
             arguments: ["watch", "--type", "OrderSoup", "--state", "failure"], environment: sandbox.environment,
             executable: Paths.tool("intent-status"), logPath: sandbox.directory.appendingPathComponent("watch-failures.log").path)
-        try await eventually(timeout: 60, "the watchers to bind their queues") {
-            everything.log.contains("watching") && failures.log.contains("watching")
-        }
+        try await everything.waitUntilWatching()
+        try await failures.waitUntilWatching()
 
         let envelopes = Self.mixedRun(prefix: "watch")
         try await Self.submit(envelopes, url: sandbox.brokerURL)
@@ -308,7 +307,7 @@ struct OperationsTests {
         let watch = try WorkerProcess(
             arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await eventually(timeout: 60, "the watcher") { watch.log.contains("watching") }
+        try await watch.waitUntilWatching()
         func events() throws -> [StatusEvent] {
             try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
         }

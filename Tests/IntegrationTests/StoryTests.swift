@@ -69,7 +69,7 @@ struct StoryTests {
             arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
             logPath: sandbox.directory.appendingPathComponent("watch.log").path)
         defer { watch.process.interrupt() }
-        try await eventually(timeout: 60, "the watcher") { watch.log.contains("watching") }
+        try await watch.waitUntilWatching()
 
         let arguments = ["SendMessage", "recipients=Alice,Bob", "content=Once only", "--id", "twice", "--wait"]
         let first = try await sandbox.submit(arguments)

@@ -48,7 +48,7 @@ final class Sandbox: @unchecked Sendable {
         let watcher = try WorkerProcess(
             arguments: ["watch", "--json"], environment: environment, executable: Paths.tool("intent-status"),
             logPath: directory.appendingPathComponent("watch.log").path)
-        try await eventually(timeout: 60, "the watcher to bind its queue") { watcher.log.contains("watching") }
+        try await watcher.waitUntilWatching()
         return watcher
     }
 
@@ -107,6 +107,16 @@ final class WorkerProcess: @unchecked Sendable {
     /// The status events of `id` a watcher (`Sandbox.startWatcher`) has printed so far.
     func events(of id: String) -> [StatusEvent] {
         log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }.filter { $0.id == id }
+    }
+
+    /// For `intent-status watch`: waits until it says it watches (its queue is bound). One that exits first, refused
+    /// or unable to reach the broker, fails the wait at once, with its log.
+    func waitUntilWatching(timeout: Double = 60) async throws {
+        try await eventually(timeout: timeout, "intent-status watch to bind its queue (log: \(logPath))") {
+            if log.contains("watching") { return true }
+            if !process.isRunning { throw BrokerFailure(message: "intent-status watch exited before it watched:\n\(log)") }
+            return false
+        }
     }
 
     func waitForConnections(_ count: Int, timeout: Double = 30) async throws {
