@@ -195,7 +195,7 @@ struct ConversationTests {
         }
         defer {
             Task {
-                for user in [owner, stranger] { _ = try? await run(Paths.brokerScript, ["ctl", "iqtest", "delete_user", user], timeout: 60) }
+                for user in [owner, stranger] { _ = try? await TestBroker.shared.control(["delete_user", user]) }
             }
         }
         try await sandbox.startWorker(["--with-recorder", "--allow-user", owner])

@@ -126,10 +126,7 @@ struct IntentsInTimeTests {
         let sandbox = try await Sandbox("ahead")
         defer { Task { await sandbox.tearDown() } }
         try await sandbox.startWorker()
-        let watcher = try WorkerProcess(
-            arguments: ["watch", "--type", "BookAppointment"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await watcher.waitUntilWatching()
+        let watcher = try await sandbox.startWatcher(["--type", "BookAppointment"])
 
         let due = Date().addingTimeInterval(20)
         let asked = try await sandbox.submit(

@@ -137,14 +137,8 @@ struct OperationsTests {
         let sandbox = try await Sandbox("watch")
         defer { Task { await sandbox.tearDown() } }
         try await sandbox.startWorker(["--with-recorder", "--concurrency", "16"])
-        let everything = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        let failures = try WorkerProcess(
-            arguments: ["watch", "--type", "OrderSoup", "--state", "failure"], environment: sandbox.environment,
-            executable: Paths.tool("intent-status"), logPath: sandbox.directory.appendingPathComponent("watch-failures.log").path)
-        try await everything.waitUntilWatching()
-        try await failures.waitUntilWatching()
+        let everything = try await sandbox.startWatcher()
+        let failures = try await sandbox.startWatcher(["--type", "OrderSoup", "--state", "failure"], log: "watch-failures.log")
 
         let envelopes = Self.mixedRun(prefix: "watch")
         try await Self.submit(envelopes, url: sandbox.brokerURL)
@@ -304,10 +298,7 @@ struct OperationsTests {
         let sandbox = try await Sandbox("announce")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--with-recorder", "--question-ttl", "1"])
-        let watch = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
-        try await watch.waitUntilWatching()
+        let watch = try await sandbox.startWatcher()
         func events() throws -> [StatusEvent] {
             try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
         }

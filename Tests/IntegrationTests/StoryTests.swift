@@ -65,11 +65,8 @@ struct StoryTests {
         let sandbox = try await Sandbox("same-id")
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "0"])
-        let watch = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: sandbox.environment, executable: Paths.tool("intent-status"),
-            logPath: sandbox.directory.appendingPathComponent("watch.log").path)
+        let watch = try await sandbox.startWatcher()
         defer { watch.process.interrupt() }
-        try await watch.waitUntilWatching()
 
         let arguments = ["SendMessage", "recipients=Alice,Bob", "content=Once only", "--id", "twice", "--wait"]
         let first = try await sandbox.submit(arguments)

@@ -42,13 +42,19 @@ final class Sandbox: @unchecked Sendable {
         try await startWorker(["--recorder-only"], expectedConnections: 1)
     }
 
-    /// `intent-status watch --json`, once its queue is bound: every status event the broker carries, as it comes
-    /// (the store keeps only an intent's latest). `events(of:)` reads them from its log.
-    func startWatcher() async throws -> WorkerProcess {
+    /// `intent-status watch` with `arguments` (by default `--json`), once its queue is bound: every status event the
+    /// broker carries, as it comes (the store keeps only an intent's latest). `events(of:)` reads them from its log,
+    /// the file `log` in the sandbox. One that never says it watches is interrupted before the error is thrown.
+    func startWatcher(_ arguments: [String] = ["--json"], log: String = "watch.log") async throws -> WorkerProcess {
         let watcher = try WorkerProcess(
-            arguments: ["watch", "--json"], environment: environment, executable: Paths.tool("intent-status"),
-            logPath: directory.appendingPathComponent("watch.log").path)
-        try await watcher.waitUntilWatching()
+            arguments: ["watch"] + arguments, environment: environment, executable: Paths.tool("intent-status"),
+            logPath: directory.appendingPathComponent(log).path)
+        do {
+            try await watcher.waitUntilWatching()
+        } catch {
+            watcher.process.interrupt()
+            throw error
+        }
         return watcher
     }
 
