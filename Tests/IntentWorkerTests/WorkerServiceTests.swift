@@ -49,8 +49,7 @@ struct WorkerServiceTests {
         let database: DatabaseQueue
         let ledger: (any OutcomeLedger)?
         let gate: Gate
-
-        var timeLimit: Double? { 0.2 }
+        let timeLimit: Double?
 
         func handle(_ intent: LateNote, context: IntentContext) async throws -> IntentResponse {
             await gate.wait()
@@ -138,7 +137,9 @@ struct WorkerServiceTests {
 
         /// With `losingFirstKeptPublish`, what the first kept intent's run publishes is reported lost, as when the
         /// broker connection ends before its confirm.
-        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false, startedEventDelay: Double = 0) throws {
+        /// `lateTimeLimit` is how long a `LateNote` handler may run: short for a test of the time limit,
+        /// long for one that opens the gate itself, however late a busy machine lets it.
+        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false, startedEventDelay: Double = 0, lateTimeLimit: Double = 0.2) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
@@ -149,7 +150,7 @@ struct WorkerServiceTests {
             var registry = IntentRegistry()
             let ledger = try DatabaseOutcomeLedger(queue: database)
             try registry.register(NoteHandler(database: database, ledger: ledger))
-            try registry.register(LateNoteHandler(database: database, ledger: ledger, gate: late))
+            try registry.register(LateNoteHandler(database: database, ledger: ledger, gate: late, timeLimit: lateTimeLimit))
             try registry.register(BookingHandler(database: database, ledger: ledger))
             try registry.register(PingHandler(database: database, ledger: ledger))
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
@@ -234,7 +235,7 @@ struct WorkerServiceTests {
         #expect(alone.first?.startedAt != nil, "the outcome says when the run started")
         await patient.stop()
 
-        let harness = try Harness(startedEventDelay: 0.02)
+        let harness = try Harness(startedEventDelay: 0.02, lateTimeLimit: 3_600)
         let slow = harness.deliver(IntentEnvelope(id: "slow", type: LateNote.typeName, parameters: ["text": "milk"], submittedAt: 0))
         // Still running past the delay: its start is published while it runs.
         #expect(
