@@ -69,8 +69,9 @@ struct ConversationTests {
     @Test func aSlowHandlerReportsProgressAndItsTimeLimitHolds() async throws {
         let sandbox = try await Sandbox("slow")
         defer { Task { await sandbox.tearDown() } }
-        // Heartbeat 2 s, a 5 s call (longer than two missed heartbeats); limit 10 s above it, and 1 s for the second worker's type.
-        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "2", "--time-limit", "BookAppointment=10"])
+        // Heartbeat 2 s, a 5 s call (longer than two missed heartbeats); its limit far above it, however busy the machine,
+        // and 1 s for the second worker's type, whose call lasts 10 s so that the limit wins however busy the machine.
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "2", "--time-limit", "BookAppointment=60"])
         let slow = try await sandbox.submit(
             ["BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=5", "--id", "slow-call", "--wait", "--timeout", "60"],
             timeout: 90)
@@ -84,7 +85,7 @@ struct ConversationTests {
         defer { Task { await limited.tearDown() } }
         try await limited.startWorker(["--with-recorder", "--time-limit", "BookAppointment=1"])
         let timedOut = try await limited.submit([
-            "BookAppointment", "hairdresser=Bob", "time=16:00", "callSeconds=3", "--id", "too-slow", "--wait", "--timeout", "30",
+            "BookAppointment", "hairdresser=Bob", "time=16:00", "callSeconds=10", "--id", "too-slow", "--wait", "--timeout", "30",
         ])
         #expect(timedOut.exitCode == 1, "\(timedOut)")
         #expect(try limited.statusStore().status(id: "too-slow")?.response?.code == FailureCode.timedOut)

@@ -311,12 +311,13 @@ struct ReliabilityTests {
                             try publisher.submit(
                                 IntentEnvelope(
                                     id: "load-\(index)", type: "BookAppointment",
-                                    parameters: ["hairdresser": "Carol", "time": "10:00", "callSeconds": .number(0.05)],
+                                    parameters: ["hairdresser": "Carol", "time": "10:00", "callSeconds": .number(0.2)],
                                     submittedAt: Date().timeIntervalSince1970))
                         }
                     })
             }.start()
         }
+        // 400 calls of 0.2 s at four at a time: 20 s of work, so that the stop comes mid-run however busy the machine.
         try await eventually(timeout: 60, "some intents to be handled") {
             guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return false }
             return try (sandbox.statusStore().counts()[.success] ?? 0) >= 20
