@@ -95,6 +95,14 @@ struct OperationsTests {
 
         // With no recorder running, a remote read says so at once (69), it does not hang.
         #expect(try await worker.stop() == 0)
+        // The broker deletes the recorder's request queue once its connection is gone, a moment after the process.
+        try await eventually(timeout: 60, "the broker to delete the recorder's request queue") {
+            do {
+                return try await queueDepth("intents.status.requests", sandbox: sandbox) == nil
+            } catch {
+                return false  // rabbitmqctl failed on a busy machine: asked again
+            }
+        }
         let alone = try await remote(["remote-ok"])
         #expect(alone.exitCode == 69, "\(alone)")
         #expect(alone.stderr.contains("no recorder answers"))
