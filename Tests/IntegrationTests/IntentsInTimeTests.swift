@@ -170,9 +170,10 @@ struct IntentsInTimeTests {
         let store = try sandbox.statusStore()
         let starts = try alices.map { try #require(try store.status(id: $0)?.startedAt) }.sorted()
         // Any four starts span at least the window (a start is counted by the worker's clock just before it
-        // runs; the run's recorded start is later, by as much as a busy machine delays it: allow 3 s of it).
+        // runs; the run's recorded start is later, by as much as a busy machine delays it: allow 4 s of it).
+        // Without the rate, all nine would start together: spans of about 0.
         let spans = zip(starts, starts.dropFirst(3)).map { $1 - $0 }
-        #expect(spans.allSatisfy { $0 >= 3 }, "four of Alice's starts within 3 s: \(spans)")
+        #expect(spans.allSatisfy { $0 >= 2 }, "four of Alice's starts within 2 s: \(spans)")
         print("owner rate 3/6s: any four of Alice's nine starts spanned \(spans.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s")
         let bobsLast = try bobs.map { try #require(try store.status(id: $0)?.startedAt) }.max()!
         #expect(bobsLast < starts.last!, "Bob's calls did not wait behind Alice's")
@@ -318,6 +319,7 @@ struct IntentsInTimeTests {
             try store.queryFirst("SELECT count(*) FROM intent_status WHERE id LIKE 'bulk-%' AND rank = 3") { $0.int(0) } ?? 0
         }
         var waits: [Double] = []
+        var checked = 0
         for probe in 0..<20 {
             // Probed only while much of the backlog waits: more than 2,000 still to run.
             guard try bulkDone() < 18_000 else { break }
@@ -335,15 +337,22 @@ struct IntentsInTimeTests {
                 try publisher.submit(submitted)
                 confirmed.withLock { $0 = Date().timeIntervalSince1970 }
             }
+            // What still waited once it was queued: without the priority lane, it would wait for all of them.
+            let waiting = 20_000 - (try bulkDone())
             try await eventually(timeout: 120, "\(id) to end") { (try? sandbox.statusStore().status(id: id)?.state) == .success }
             let status = try #require(try sandbox.statusStore().status(id: id))
             let started = try #require(status.startedAt)
             let overtaking = try bulkStarted(from: confirmed.withLock { $0 }, to: started)
-            // Without the priority lane it would wait for every one queued ahead of it (thousands).
-            #expect(overtaking < 1_000, "\(id): \(overtaking) normal intents started between its submission and its start")
+            // Without the priority lane it would wait for every one queued ahead of it (thousands). Checked only
+            // while thousands waited: a publish a busy machine held up may find the backlog nearly run.
+            if waiting >= 2_000 {
+                checked += 1
+                #expect(overtaking < 1_000, "\(id): \(overtaking) normal intents started between its confirm and its start")
+            }
             waits.append(started - envelope.submittedAt)
         }
         #expect(waits.count >= 5, "the backlog lasted for at least five probes")
+        #expect(checked >= 1, "at least one probe was checked while thousands waited")
         let sorted = waits.sorted()
         print(
             "priority: \(waits.count) high-priority intents behind a backlog of 20,000 started after p50 \(String(format: "%.1f", sorted[sorted.count / 2] * 1000)) ms, p99 \(String(format: "%.1f", sorted[min(sorted.count - 1, sorted.count * 99 / 100)] * 1000)) ms, max \(String(format: "%.1f", sorted.last! * 1000)) ms (debug build)"

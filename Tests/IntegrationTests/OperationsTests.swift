@@ -281,7 +281,7 @@ struct OperationsTests {
             guard let text = try? String(contentsOfFile: metricsPath, encoding: .utf8) else { return false }
             let samples = try PrometheusText.parse(text)
             return sum("intentqueue_broker_up", in: samples) == 1
-                && samples.contains { $0.name == "intentqueue_queue_consumers" && $0.labels["queue"] == "intents.work" }
+                && samples.contains { $0.name == "intentqueue_queue_consumers" && $0.labels["queue"] == "intents.work" && $0.value >= 1 }
         }
         #expect(try await worker.stop() == 0)
 
@@ -325,7 +325,7 @@ struct OperationsTests {
         try await eventually(timeout: 60, "the expiry on the stream") { try events().contains { $0.id == "ask" && $0.state == .failure } }
         let expiry = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
         let asked = try events().filter { $0.id == "ask" }.map(\.state)
-        #expect(asked.firstIndex(of: .needsInput) ?? .max < asked.firstIndex(of: .failure) ?? .min, "asked, then expired: \(asked)")
+        #expect((asked.firstIndex(of: .needsInput) ?? .max) < (asked.firstIndex(of: .failure) ?? .min), "asked, then expired: \(asked)")
         #expect(expiry.response?.code == FailureCode.expired)
         #expect(expiry.worker != "recorder", "a worker decided it: \(expiry.worker ?? "-")")
 
