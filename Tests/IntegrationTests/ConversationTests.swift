@@ -108,9 +108,8 @@ struct ConversationTests {
             ["BookAppointment", "hairdresser=Carol", "time=11:00", "callSeconds=3", "--id", "progress", "--wait", "--timeout", "60"],
             timeout: 90)
         #expect(submitted.exitCode == 0, "\(submitted)")
-        func events() -> [StatusEvent] { watcher.events(of: "progress") }
-        try await eventually(timeout: 60, "the outcome on the stream") { events().contains { $0.state == .success } }
-        let fractions = events().filter { $0.state == .inProgress }.compactMap { $0.progress?.fraction }
+        try await eventually(timeout: 60, "the outcome on the stream") { try watcher.events(of: "progress").contains { $0.state == .success } }
+        let fractions = try watcher.events(of: "progress").filter { $0.state == .inProgress }.compactMap { $0.progress?.fraction }
         #expect(Set(fractions).count >= 3, "several inProgress updates were published: \(fractions)")
         #expect(fractions == fractions.sorted(), "in the order the handler reported them: \(fractions)")
         #expect(try sandbox.statusStore().status(id: "progress")?.state == .success)

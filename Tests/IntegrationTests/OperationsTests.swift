@@ -114,11 +114,12 @@ struct OperationsTests {
         // A delay longer than any run here: the outcome alone, with when its run started.
         var worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "600"])
         let watcher = try await sandbox.startWatcher()
-        func events(of id: String) -> [StatusEvent] { watcher.events(of: id) }
         let quick = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=quick", "--id", "quick-1", "--wait"])
         #expect(quick.exitCode == 0, "\(quick)")
-        try await eventually(timeout: 20, "the watcher to print quick-1's outcome") { events(of: "quick-1").contains { $0.state == .success } }
-        let alone = events(of: "quick-1")
+        try await eventually(timeout: 20, "the watcher to print quick-1's outcome") {
+            try watcher.events(of: "quick-1").contains { $0.state == .success }
+        }
+        let alone = try watcher.events(of: "quick-1")
         #expect(alone.map(\.state) == [.success])
         let startedAt = try #require(alone.first?.startedAt)
         #expect(startedAt <= alone[0].at)
@@ -130,8 +131,10 @@ struct OperationsTests {
         worker = try await sandbox.startWorker(["--with-recorder", "--started-event-delay", "0"])
         let seen = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=seen", "--id", "quick-2", "--wait"])
         #expect(seen.exitCode == 0, "\(seen)")
-        try await eventually(timeout: 20, "the watcher to print quick-2's outcome") { events(of: "quick-2").contains { $0.state == .success } }
-        #expect(events(of: "quick-2").map(\.state) == [.inProgress, .success])
+        try await eventually(timeout: 20, "the watcher to print quick-2's outcome") {
+            try watcher.events(of: "quick-2").contains { $0.state == .success }
+        }
+        #expect(try watcher.events(of: "quick-2").map(\.state) == [.inProgress, .success])
         // The watcher follows the broker; the store has the start once the recorder has written it.
         try await eventually(timeout: 20, "the store to record quick-2's start") {
             try sandbox.statusStore().status(id: "quick-2")?.startedAt != nil
@@ -202,7 +205,7 @@ struct OperationsTests {
             let event = StatusEvent(id: "ready-\(round)", type: "SendMessage", state: .success, attempt: 1, owner: owner)
             try await publishRaw(
                 url: sandbox.brokerURL, routingKey: event.routingKey, body: event.encoded(), messageID: event.id, exchange: "intents.status")
-            try await eventually(timeout: 20, "the watcher to print ready-\(round)") { watcher.events(of: event.id).count == 1 }
+            try await eventually(timeout: 20, "the watcher to print ready-\(round)") { try watcher.events(of: event.id).count == 1 }
             watcher.process.interrupt()
             #expect(try await watcher.stop() == 0)
         }
@@ -313,18 +316,15 @@ struct OperationsTests {
         defer { Task { await sandbox.tearDown() } }
         let worker = try await sandbox.startWorker(["--with-recorder", "--question-ttl", "1"])
         let watch = try await sandbox.startWatcher()
-        func events() throws -> [StatusEvent] {
-            try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
-        }
 
         // Not --wait: the question lives 1 s, and a busy machine may read the store only once it expired.
         #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "ask"]).exitCode == 0)
         try await eventually(timeout: 30, "the question to expire") { try sandbox.statusStore().status(id: "ask")?.state == .failure }
         #expect(try sandbox.statusStore().status(id: "ask")?.response?.code == FailureCode.expired)
         #expect(try await sandbox.status(["ask"]).exitCode == 1)
-        try await eventually(timeout: 60, "the expiry on the stream") { try events().contains { $0.id == "ask" && $0.state == .failure } }
-        let expiry = try #require(try events().first { $0.id == "ask" && $0.state == .failure })
-        let asked = try events().filter { $0.id == "ask" }.map(\.state)
+        try await eventually(timeout: 60, "the expiry on the stream") { try watch.events(of: "ask").contains { $0.state == .failure } }
+        let expiry = try #require(try watch.events(of: "ask").first { $0.state == .failure })
+        let asked = try watch.events(of: "ask").map(\.state)
         #expect((asked.firstIndex(of: .needsInput) ?? .max) < (asked.firstIndex(of: .failure) ?? .min), "asked, then expired: \(asked)")
         #expect(expiry.response?.code == FailureCode.expired)
         #expect(expiry.worker != "recorder", "a worker decided it: \(expiry.worker ?? "-")")
@@ -339,7 +339,7 @@ struct OperationsTests {
             try sandbox.statusStore().status(id: "drop")?.state == .cancelRequested
         }
         try await sandbox.startWorker([], expectedConnections: 1)
-        try await eventually(timeout: 20, "the cancel on the stream") { try events().contains { $0.id == "drop" && $0.state == .canceled } }
+        try await eventually(timeout: 20, "the cancel on the stream") { try watch.events(of: "drop").contains { $0.state == .canceled } }
         try await eventually(timeout: 60, "the cancel in the store") { try sandbox.statusStore().status(id: "drop")?.state == .canceled }
         #expect(try sandbox.messageCount(intentID: "drop") == 0, "its handler never ran")
         #expect(try sandbox.statusStore().conflictCount() == 0)

@@ -79,12 +79,8 @@ struct StoryTests {
         try await eventually(timeout: 20, "both resubmissions to be taken (log: \(worker.logPath))") {
             worker.log.components(separatedBy: "already decided (success)").count - 1 == 2
         }
-        func events() throws -> [StatusEvent] {
-            try watch.log.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try StatusEvent.decode(Array($0.utf8)) }
-                .filter { $0.id == "twice" }
-        }
-        try await eventually(timeout: 60, "the republished outcomes on the stream") { try events().count == 4 }
-        let states = try events().map(\.state)
+        try await eventually(timeout: 60, "the republished outcomes on the stream") { try watch.events(of: "twice").count == 4 }
+        let states = try watch.events(of: "twice").map(\.state)
         #expect(states == [.inProgress, .success, .success, .success], "\(states)")
         #expect(try sandbox.messageCount(intentID: "twice") == 2, "the effects happened once")
         #expect(try sandbox.statusStore().status(id: "twice")?.state == .success)

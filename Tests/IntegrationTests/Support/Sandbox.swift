@@ -110,9 +110,11 @@ final class WorkerProcess: @unchecked Sendable {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    /// The status events of `id` a watcher (`Sandbox.startWatcher`) has printed so far.
-    func events(of id: String) -> [StatusEvent] {
-        log.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? StatusEvent.decode(Array($0.utf8)) }.filter { $0.id == id }
+    /// The status events of `id` a watcher (`Sandbox.startWatcher --json`) has printed so far: every complete line
+    /// that is an event is decoded, and one that does not decode throws; a last line still being written waits.
+    func events(of id: String) throws -> [StatusEvent] {
+        try log.split(separator: "\n", omittingEmptySubsequences: false).dropLast().filter { $0.hasPrefix("{") }
+            .map { try StatusEvent.decode(Array($0.utf8)) }.filter { $0.id == id }
     }
 
     /// For `intent-status watch`: waits until it says it watches (its queue is bound). One that exits first, refused
