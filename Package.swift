@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "IntentClientTests", dependencies: ["IntentClient", "IntentStore"]),
         .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore", "IntentTesting"]),
         .testTarget(name: "HairdressersTests", dependencies: ["Hairdressers", "IntentStore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient", "IntentWorker"]),
         .testTarget(name: "IntentGatewayTests", dependencies: ["IntentGateway"]),
     ],
     swiftLanguageModes: [.v6]

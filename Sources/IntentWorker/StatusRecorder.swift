@@ -47,6 +47,10 @@ public final class StatusRecorder: Service {
         /// The intent types metrics name; others are counted as `other` (nil:
         /// any, up to `Metrics.maximumSeriesPerFamily` label sets).
         public var knownTypes: Set<String>?
+        /// Called on the recorder's thread with each batch once it is written and visible in the store (before the
+        /// commit that syncs it): for instruments, such as intent-bench timing when an outcome reached the store.
+        /// The recorder waits for it, so it should return quickly.
+        public var written: (@Sendable ([StatusStore.Update]) -> Void)?
 
         /// A recorder of the store at `storePath`, writing at most `batchSize` events (at least 1) per transaction.
         public init(brokerURL: BrokerURL, topology: Topology = Topology(), storePath: String, batchSize: Int = 500, heartbeat: Int = 30) {
@@ -249,6 +253,7 @@ public final class StatusRecorder: Service {
                 return
             }
             storeWorks()
+            configuration.written?(batch)
             count(transitions)
             recordedTag = lastTag
             if durable {

@@ -82,7 +82,16 @@ struct BenchReport {
             lines.append(
                 "p99 at \(Self.number(s.rate, 0)) intents/s offered: \(Self.number(summary.p99, 1)) ms (target ≤ 10 ms); "
                     + "max lag behind schedule \(Self.number(latency.maxScheduleLagMilliseconds ?? 0, 1)) ms")
-            lines.append("latency = finished_at − submitted_at in the status store; fixed load is \(Self.latencyMode)")
+            lines.append(
+                "latency = submitted_at (just before the publish) → the recorder's write of the terminal state into the status store "
+                    + "(the C pattern's: → its status event's commit); fixed load is \(Self.latencyMode)")
+        }
+        for phase in [endToEnd, latency].compactMap({ $0 }) {
+            guard let split = phase.split else { continue }
+            func legs(_ summary: LatencySummary) -> String { "\(Self.number(summary.p50, 1)) / \(Self.number(summary.p99, 1))" }
+            lines.append(
+                "  \(phase.name), p50 / p99 ms: submitted → started \(legs(split.toStart)), started → finished \(legs(split.running)), "
+                    + "finished → in the store \(legs(split.toStore))")
         }
         let m = memory
         var memoryParts = ["start \(Self.mb(m.start))"]
@@ -195,6 +204,12 @@ struct BenchReport {
         if let latency = phase.latency {
             object["latencyMs"] = .object([
                 "p50": round(latency.p50), "p95": round(latency.p95), "p99": round(latency.p99), "max": round(latency.max),
+            ])
+        }
+        if let split = phase.split {
+            func legs(_ summary: LatencySummary) -> JSONValue { .object(["p50": round(summary.p50), "p99": round(summary.p99)]) }
+            object["latencySplitMs"] = .object([
+                "toStart": legs(split.toStart), "running": legs(split.running), "toStore": legs(split.toStore),
             ])
         }
         if let rate = phase.offeredRate { object["offeredRate"] = .number(rate) }

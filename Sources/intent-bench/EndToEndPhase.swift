@@ -96,25 +96,43 @@ struct EndToEndPhase {
         try control.join(threads)
 
         let timings = try probe.timings()
+        // Latency runs to the recorder's write of the terminal state (from then on a reader sees it), as the C
+        // pattern's runs to its status event's commit; the split says where the time went.
         var latencies: [Double] = []
+        var toStart: [Double] = []
+        var running: [Double] = []
+        var toStore: [Double] = []
         latencies.reserveCapacity(count)
-        var lastFinished = start.timeIntervalSince1970
+        var lastStored = start.timeIntervalSince1970
         for id in ids {
             guard let timing = timings[id], let submitted = timing.submitted, let finished = timing.finished else {
                 throw BenchError.failed("\(name): intent \(id) has no submitted_at/finished_at in the status store")
             }
-            latencies.append(finished - submitted)
-            lastFinished = max(lastFinished, finished)
+            guard let stored = services.stored[id] else {
+                throw BenchError.failed("\(name): the recorder never reported writing intent \(id)'s outcome")
+            }
+            latencies.append(stored - submitted)
+            if let started = timing.started {
+                toStart.append(started - submitted)
+                running.append(finished - started)
+            }
+            toStore.append(stored - finished)
+            lastStored = max(lastStored, stored)
         }
         let reports = threads.compactMap(\.value)
         let producersCPU = reports.map(\.cpuSeconds).reduce(0, +)
         let submitted = reports.map(\.finished).max() ?? start
         var result = PhaseResult(
-            name: name, intents: count, seconds: lastFinished - start.timeIntervalSince1970,
+            name: name, intents: count, seconds: lastStored - start.timeIntervalSince1970,
             submitSeconds: submitted.timeIntervalSince(start), latency: LatencySummary(seconds: latencies),
             processCPUSeconds: used.cpuSeconds, machineCPUSeconds: used.machineBusySeconds,
             servicesCPUSeconds: max(0, used.cpuSeconds - producersCPU - probeCPU), brokerCPUSeconds: used.brokerCPUSeconds)
         result.residentBytesAtEnd = metricsAfter.residentBytes
+        if let toStart = LatencySummary(seconds: toStart), let running = LatencySummary(seconds: running),
+            let toStore = LatencySummary(seconds: toStore)
+        {
+            result.split = LatencySplit(toStart: toStart, running: running, toStore: toStore)
+        }
         if let rate {
             result.offeredRate = rate
             result.maxScheduleLagMilliseconds = (reports.map(\.maxLagSeconds).max() ?? 0) * 1000

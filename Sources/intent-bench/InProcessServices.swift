@@ -2,6 +2,7 @@ import Foundation
 import Hairdressers
 import IntentAMQP
 import IntentKit
+import IntentStore
 import IntentWorker
 import Synchronization
 
@@ -27,10 +28,13 @@ final class InProcessServices: Sendable {
                 brokerURL: url, topology: topology, concurrency: concurrency, workerName: "intent-bench-worker-\(index + 1)")
             return try WorkerService(registry: registry, configuration: configuration, logger: logger)
         }
-        recorder = StatusRecorder(
-            configuration: StatusRecorder.Configuration(brokerURL: url, topology: topology, storePath: statusPath),
-            logger: logger)
+        var recorderConfiguration = StatusRecorder.Configuration(brokerURL: url, topology: topology, storePath: statusPath)
+        recorderConfiguration.written = { [stored] updates in stored.note(updates) }
+        recorder = StatusRecorder(configuration: recorderConfiguration, logger: logger)
     }
+
+    /// When each intent's terminal state was first written into the status store by the recorder.
+    let stored = StoredTimes()
 
     private var services: [any Service] { [recorder] + workers }
 
@@ -89,4 +93,22 @@ final class InProcessServices: Sendable {
         recorder.stop()
         return exits.wait(timeout: deadline) == .success
     }
+}
+
+/// The moment the recorder first wrote each intent's terminal state (visible in the store from then on), by id.
+final class StoredTimes: Sendable {
+    private let times = Mutex<[String: Double]>([:])
+
+    /// Notes the terminal events of a batch the recorder has just written.
+    func note(_ updates: [StatusStore.Update]) {
+        let now = Date().timeIntervalSince1970
+        times.withLock { times in
+            for case .event(let event) in updates where event.state.isTerminal && times[event.id] == nil {
+                times[event.id] = now
+            }
+        }
+    }
+
+    /// When `id`'s terminal state was written, if it was.
+    subscript(id: String) -> Double? { times.withLock { $0[id] } }
 }

@@ -26,3 +26,13 @@ struct LatencySummary: Sendable {
         max = sorted[sorted.count - 1] * 1000
     }
 }
+
+/// An end-to-end latency in three legs, each from the status store's timestamps and the recorder's write.
+struct LatencySplit: Sendable {
+    /// submitted_at → started_at: the broker's routing and queueing, the worker's admission and any wait for a slot.
+    var toStart: LatencySummary
+    /// started_at → finished_at: resolution, confirmation and the handler, with the commit of its effects.
+    var running: LatencySummary
+    /// finished_at → the recorder's write: the outcome's publish, routing and the recorder's batching.
+    var toStore: LatencySummary
+}

@@ -6,7 +6,10 @@ struct PhaseResult: Sendable {
     var seconds: Double
     /// From the start signal until every producer had its last confirm.
     var submitSeconds: Double
+    /// Submit (just before the publish) → the recorder's write of the terminal state into the status store.
     var latency: LatencySummary?
+    /// Where that time went, for the end-to-end phases.
+    var split: LatencySplit?
     /// CPU of this process during the phase (producers, workers and recorder all run here).
     var processCPUSeconds: Double
     /// Busy CPU of the whole machine during the phase, broker included.

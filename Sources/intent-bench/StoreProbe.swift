@@ -67,15 +67,15 @@ final class StoreProbe {
         return (rows, unfinished)
     }
 
-    /// submitted_at and finished_at of every intent in the store, by id.
-    func timings() throws -> [String: (submitted: Double?, finished: Double?)] {
+    /// submitted_at, started_at and finished_at of every intent in the store, by id.
+    func timings() throws -> [String: (submitted: Double?, started: Double?, finished: Double?)] {
         guard let store = try openStore() else { return [:] }
-        let rows = try store.database.query("SELECT id, submitted_at, finished_at FROM intent_status") { row in
-            (row.string(0), row.optionalDouble(1), row.optionalDouble(2))
+        let rows = try store.database.query("SELECT id, submitted_at, started_at, finished_at FROM intent_status") { row in
+            (row.string(0), row.optionalDouble(1), row.optionalDouble(2), row.optionalDouble(3))
         }
-        var timings: [String: (submitted: Double?, finished: Double?)] = [:]
+        var timings: [String: (submitted: Double?, started: Double?, finished: Double?)] = [:]
         timings.reserveCapacity(rows.count)
-        for (id, submitted, finished) in rows { timings[id] = (submitted, finished) }
+        for (id, submitted, started, finished) in rows { timings[id] = (submitted, started, finished) }
         return timings
     }
 
