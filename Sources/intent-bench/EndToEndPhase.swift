@@ -96,6 +96,7 @@ struct EndToEndPhase {
         try control.join(threads)
 
         let timings = try probe.timings()
+        let storedTimes = services.stored.take(ids)
         // Latency runs to the recorder's write of the terminal state (from then on a reader sees it), as the C
         // pattern's runs to its status event's commit; the split says where the time went.
         var latencies: [Double] = []
@@ -108,7 +109,7 @@ struct EndToEndPhase {
             guard let timing = timings[id], let submitted = timing.submitted, let finished = timing.finished else {
                 throw BenchError.failed("\(name): intent \(id) has no submitted_at/finished_at in the status store")
             }
-            guard let stored = services.stored[id] else {
+            guard let stored = storedTimes[id] else {
                 throw BenchError.failed("\(name): the recorder never reported writing intent \(id)'s outcome")
             }
             latencies.append(stored - submitted)
