@@ -30,6 +30,8 @@ struct RecorderWrittenTests {
         }
         let recorder = StatusRecorder(configuration: configuration, logger: .disabled())
         let running = Task { try await recorder.run() }
+        // Stopped below once the intents are in; this covers a test that fails first (stopping twice is harmless).
+        defer { recorder.stop() }
         try await sandbox.startWorker(["--concurrency", "4"], expectedConnections: 1)
 
         let ids = (0..<6).map { "written-\($0)" }
