@@ -276,7 +276,6 @@ public final class StatusRecorder: Service {
 
         var nextSweep = Date()
         var nextRetention = Date()
-        var batchStarted = Date()
         while !isStopping {
             if Date() >= nextSweep {
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
@@ -301,15 +300,17 @@ public final class StatusRecorder: Service {
             if let next = nextRelease, Date().timeIntervalSince1970 >= next, storeRetryAt == nil {
                 try releaseDue()
             }
-            // An open batch waits a little for more (1 ms of quiet, 5 ms at most) so
-            // that one commit serves many events without delaying any much.
+            // An open batch is written as soon as nothing more is waiting to be read: under load it
+            // holds what came while the last one was written, and an event that comes alone is written
+            // at once. (Waiting 1 ms of quiet for more, as it was meant to until rabbitmq-c's waits were
+            // measured, cost 1-3 ms of p50 at 1,000 intents/s and saved no CPU that a run could tell apart.)
             var waiting: Double
             if let retryAt = storeRetryAt {
                 waiting = max(0.001, min(0.25, retryAt.timeIntervalSinceNow))
             } else if lastTag == recordedTag {
                 waiting = syncDue.map { max(0, min(0.25, $0.timeIntervalSinceNow)) } ?? 0.25
             } else {
-                waiting = max(0, min(0.001, 0.005 - Date().timeIntervalSince(batchStarted)))
+                waiting = 0
             }
             if let next = nextRelease, storeRetryAt == nil { waiting = max(0, min(waiting, next - Date().timeIntervalSince1970)) }
             let event = try connection.nextEvent(timeout: waiting)
@@ -325,7 +326,6 @@ public final class StatusRecorder: Service {
                     try answer(delivery, from: store, on: connection)
                     continue
                 }
-                if lastTag == recordedTag { batchStarted = Date() }
                 lastTag = delivery.tag.value
                 if let update = update(from: delivery, intentsExchange: intentsExchange) {
                     if case .queued(let envelope, _) = update, let due = envelope.dueAt {

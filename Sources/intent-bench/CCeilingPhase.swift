@@ -35,9 +35,9 @@ struct CCeilingPhase {
             "--db", run.path(rate == nil ? "c-ceiling.sqlite" : "c-ceiling-paced.sqlite"),
         ]
         if let rate {
-            // Paced, the recorder writes as IntentQueue's does at a moderate load: an open batch waits 1 ms for more
-            // (5 ms at most), is visible at once, and is synced (then acked) at most 20 ms later.
-            arguments += ["--rate", "\(Int(rate))", "--linger-us", "1000", "--sync-ms", "20"]
+            // Paced, the recorder writes as IntentQueue's does at a moderate load: an open batch is written once
+            // nothing more is waiting to be read, is visible at once, and is synced (then acked) at most 20 ms later.
+            arguments += ["--rate", "\(Int(rate))", "--linger-us", "0", "--sync-ms", "20"]
         }
         for (index, event) in Workload.statusEvents(id: Workload.newID(), worker: "intent-bench-ceiling").suffix(pattern.statusEvents).enumerated() {
             let path = run.path("c-ceiling-status-\(index).json")
