@@ -21,10 +21,15 @@ public final class Deadlines: DeadlineScheduler {
 
     private let entries = Mutex<[Int: Entry]>([:])
     private let nextToken = Atomic<Int>(0)
+    /// Signaled when an action is scheduled while none is: the thread sleeps on it while it has nothing to run.
+    private let work = DispatchSemaphore(value: 0)
 
     private init() {
         let thread = Thread { [self] in
             while true {
+                // Every 20 ms while actions wait, whatever their number (one wake-up serves a load's thousands);
+                // none at all while none does. A signal left over from an action cleared meanwhile costs one round.
+                if entries.withLock({ $0.isEmpty }) { work.wait() }
                 Thread.sleep(forTimeInterval: 0.02)
                 fire()
             }
@@ -37,7 +42,11 @@ public final class Deadlines: DeadlineScheduler {
     public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
         let deadline = ContinuousClock.now.advanced(by: .microseconds(Int64(seconds * 1_000_000)))
-        entries.withLock { $0[token] = Entry(deadline: deadline, action: action) }
+        let first = entries.withLock { entries in
+            defer { entries[token] = Entry(deadline: deadline, action: action) }
+            return entries.isEmpty
+        }
+        if first { work.signal() }
         return token
     }
 
