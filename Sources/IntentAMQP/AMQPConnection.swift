@@ -492,9 +492,8 @@ public final class AMQPConnection {
     }
 
     /// Waits up to `timeout` seconds (nil: forever) for the next delivery,
-    /// confirm or returned message. Returns nil on timeout: once `timeout` has passed (up to 1.5 ms after
-    /// it), or sooner when what came is not a whole event yet, or the thread was held up for over half a
-    /// millisecond on its way into `poll`. Heartbeats are sent and checked inside this call.
+    /// confirm or returned message. Returns nil once `timeout` has passed (up to 1.5 ms after it), or
+    /// sooner when a frame came that is no event. Heartbeats are sent and checked inside this call.
     public func nextEvent(timeout: Double?) throws(AMQPError) -> Event? {
         let state = try live("reading from the broker")
         iq_amqp_maybe_release_buffers(state)
@@ -503,10 +502,21 @@ public final class AMQPConnection {
         if let timeout {
             // rabbitmq-c polls in whole milliseconds, rounded down, and returns at the first poll that finds
             // nothing: asked to wait 0.7 ms it would not wait at all, and a caller waiting for a moment to come
-            // would spin through its last millisecond in `poll(0)`. Rounded up, plus half a millisecond for the
-            // time between its clock and its poll, the wait lasts at least as long as asked (at most 1.5 ms more).
-            var tv = timeval(seconds: timeout > 0 ? (timeout * 1_000).rounded(.up) / 1_000 + 0.000_5 : 0)
-            reply = iq_amqp_consume_message(state, &envelope, &tv, 0)
+            // would spin through its last millisecond in `poll(0)`. So each wait is rounded up, plus half a
+            // millisecond for the time between its clock and its poll, and one that still ends early (the thread
+            // held up on its way into `poll`, a heartbeat read meanwhile) is waited out.
+            let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, min(timeout, 86_400)) * 1e9)
+            var left = timeout
+            while true {
+                var tv = timeval(seconds: left > 0 ? (left * 1_000).rounded(.up) / 1_000 + 0.000_5 : 0)
+                reply = iq_amqp_consume_message(state, &envelope, &tv, 0)
+                guard left > 0, reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION,
+                    reply.library_error == AMQP_STATUS_TIMEOUT.rawValue
+                else { break }
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { break }
+                left = Double(deadline - now) / 1e9
+            }
         } else {
             reply = iq_amqp_consume_message(state, &envelope, nil, 0)
         }
