@@ -19,18 +19,28 @@ public final class Deadlines: DeadlineScheduler {
         var action: @Sendable () -> Void
     }
 
-    private let entries = Mutex<[Int: Entry]>([:])
+    /// The scheduled actions by token, and whether the thread is asleep (or on its way to sleep) for want of any.
+    private let state = Mutex<(entries: [Int: Entry], asleep: Bool)>(([:], false))
     private let nextToken = Atomic<Int>(0)
-    /// Signaled when an action is scheduled while none is: the thread sleeps on it while it has nothing to run.
+    /// Signaled once for each time the thread went to sleep, by the first action scheduled after it did.
     private let work = DispatchSemaphore(value: 0)
+    /// The rounds the thread has woken for, for tests.
+    let rounds = Atomic<Int>(0)
 
-    private init() {
+    /// A deadline thread of its own: `shared` is the process's, and tests make their own.
+    init() {
         let thread = Thread { [self] in
             while true {
                 // Every 20 ms while actions wait, whatever their number (one wake-up serves a load's thousands);
-                // none at all while none does. A signal left over from an action cleared meanwhile costs one round.
-                if entries.withLock({ $0.isEmpty }) { work.wait() }
+                // not at all while none does. Whoever finds `asleep` set clears it and signals, so each sleep
+                // gets one signal, and one signal ends it: none is left over to cost a round later.
+                let idle = state.withLock { state in
+                    state.asleep = state.entries.isEmpty
+                    return state.asleep
+                }
+                if idle { work.wait() }
                 Thread.sleep(forTimeInterval: 0.02)
+                rounds.add(1, ordering: .relaxed)
                 fire()
             }
         }
@@ -42,24 +52,28 @@ public final class Deadlines: DeadlineScheduler {
     public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
         let deadline = ContinuousClock.now.advanced(by: .microseconds(Int64(seconds * 1_000_000)))
-        let first = entries.withLock { entries in
-            defer { entries[token] = Entry(deadline: deadline, action: action) }
-            return entries.isEmpty
+        let wake = state.withLock { state in
+            state.entries[token] = Entry(deadline: deadline, action: action)
+            defer { state.asleep = false }
+            return state.asleep
         }
-        if first { work.signal() }
+        if wake { work.signal() }
         return token
     }
 
+    /// Whether the thread sleeps (or is on its way to) for want of anything to run, for tests.
+    var isAsleep: Bool { state.withLock { $0.asleep } }
+
     /// Forgets a scheduled action by its token, so it never runs; does nothing once it has run.
     public func clear(_ token: Int) {
-        _ = entries.withLock { $0.removeValue(forKey: token) }
+        _ = state.withLock { $0.entries.removeValue(forKey: token) }
     }
 
     private func fire() {
         let now = ContinuousClock.now
-        let due = entries.withLock { entries -> [Entry] in
-            let late = entries.filter { $0.value.deadline <= now }
-            for token in late.keys { entries[token] = nil }
+        let due = state.withLock { state -> [Entry] in
+            let late = state.entries.filter { $0.value.deadline <= now }
+            for token in late.keys { state.entries[token] = nil }
             return Array(late.values)
         }
         for entry in due { entry.action() }

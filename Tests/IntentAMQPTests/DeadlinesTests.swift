@@ -44,3 +44,32 @@ struct DeadlinesTests {
         #expect(!clearedRan)
     }
 }
+
+extension DeadlinesTests {
+    /// A thread that was kept awake while actions were scheduled and cleared thousands of times (as a guard around
+    /// every publish does) sleeps once none is left, instead of waking for signals left over from that time.
+    @Test func aThreadThatRanThroughManySchedulesSleepsOnceNothingIsLeft() async throws {
+        let deadlines = Deadlines()
+        let keepAwake = Atomic<Bool>(false)
+        // One action outlives the churn, so the thread is awake (or woken) throughout it.
+        let anchor = deadlines.schedule(after: 3_600) { keepAwake.store(true, ordering: .releasing) }
+        for _ in 0..<2_000 {
+            deadlines.clear(deadlines.schedule(after: 60) {})
+        }
+        deadlines.clear(anchor)
+        for _ in 0..<2_000 {
+            // Each of these comes while nothing else is scheduled: the case that signals.
+            deadlines.clear(deadlines.schedule(after: 60) {})
+        }
+        // Asleep for want of work: wait for it (a busy machine may take a while to get there), then look again later.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !deadlines.isAsleep, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(deadlines.isAsleep)
+        let before = deadlines.rounds.load(ordering: .relaxed)
+        try await Task.sleep(for: .milliseconds(300))
+        let after = deadlines.rounds.load(ordering: .relaxed)
+        #expect(after == before, "the idle thread woke \(after - before) times with nothing scheduled")
+        let anchorRan = keepAwake.load(ordering: .acquiring)
+        #expect(!anchorRan, "a cleared action ran")
+    }
+}
