@@ -22,11 +22,13 @@
  *
  * With --rate the producers offer R intents/s in all (open loop: each intent
  * at its own time), and the JSON adds latency percentiles from each publish
- * to the commit of the intent's status event. --linger-us and --sync-ms make
- * the recorder write as IntentQueue's does at a moderate load: an open batch
- * waits U µs of quiet for more (5 U at most), commits with synchronous=NORMAL
+ * to the commit of the intent's status event. --sync-ms makes the recorder
+ * write as IntentQueue's does at a moderate load: an open batch is written once
+ * nothing more is waiting (--linger-us 0), commits with synchronous=NORMAL
  * (visible at once), and the first commit S ms after the last sync is a FULL
- * one, after which everything before it is acked.
+ * one, after which everything before it is acked. --linger-us U lets an open
+ * batch wait U µs of quiet for more (5 U at most); rabbitmq-c waits in whole
+ * milliseconds, rounded down, so under 1000 it does not wait at all.
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -333,7 +335,7 @@ static void *record(void *argument) {
         amqp_envelope_t envelope;
         struct timeval poll_only = {0, 0}, wait = {10, 0};
         if (in_batch && config.linger_us > 0) {
-            /* As IntentQueue's recorder: an open batch waits for more, up to linger of quiet and 5 × linger in all. */
+            /* An open batch waits for more, up to linger of quiet and 5 × linger in all (IntentQueue's does not). */
             double left = batch_started + 5 * config.linger_us / 1e6 - now();
             if (left > config.linger_us / 1e6) left = config.linger_us / 1e6;
             if (left > 0) poll_only.tv_usec = (long)(left * 1e6);
