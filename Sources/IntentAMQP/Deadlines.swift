@@ -19,16 +19,23 @@ public final class Deadlines: DeadlineScheduler {
         var action: @Sendable () -> Void
     }
 
-    /// The scheduled actions by token, and whether the thread is asleep (or on its way to sleep) for want of any.
-    private let state = Mutex<(entries: [Int: Entry], asleep: Bool)>(([:], false))
+    private struct State {
+        var entries: [Int: Entry] = [:]
+        /// Whether the thread is asleep (or on its way to sleep) for want of any entry.
+        var asleep = false
+        /// How many times the thread went to sleep, and how many of those sleeps a `schedule` ended: for tests.
+        var sleeps = 0
+        var signals = 0
+    }
+
+    private let state = Mutex(State())
     private let nextToken = Atomic<Int>(0)
     /// Signaled once for each time the thread went to sleep, by the first action scheduled after it did.
     private let work = DispatchSemaphore(value: 0)
-    /// The rounds the thread has woken for, for tests.
-    let rounds = Atomic<Int>(0)
 
-    /// A deadline thread of its own: `shared` is the process's, and tests make their own.
-    init() {
+    /// A deadline thread of its own: `shared` is the process's, and tests make their own, with `wentIdle` called
+    /// on the thread each time it is about to sleep.
+    init(wentIdle: (@Sendable () -> Void)? = nil) {
         let thread = Thread { [self] in
             while true {
                 // Every 20 ms while actions wait, whatever their number (one wake-up serves a load's thousands);
@@ -36,11 +43,14 @@ public final class Deadlines: DeadlineScheduler {
                 // gets one signal, and one signal ends it: none is left over to cost a round later.
                 let idle = state.withLock { state in
                     state.asleep = state.entries.isEmpty
+                    if state.asleep { state.sleeps += 1 }
                     return state.asleep
                 }
-                if idle { work.wait() }
+                if idle {
+                    wentIdle?()
+                    work.wait()
+                }
                 Thread.sleep(forTimeInterval: 0.02)
-                rounds.add(1, ordering: .relaxed)
                 fire()
             }
         }
@@ -54,15 +64,17 @@ public final class Deadlines: DeadlineScheduler {
         let deadline = ContinuousClock.now.advanced(by: .microseconds(Int64(seconds * 1_000_000)))
         let wake = state.withLock { state in
             state.entries[token] = Entry(deadline: deadline, action: action)
-            defer { state.asleep = false }
-            return state.asleep
+            guard state.asleep else { return false }
+            state.asleep = false
+            state.signals += 1
+            return true
         }
         if wake { work.signal() }
         return token
     }
 
-    /// Whether the thread sleeps (or is on its way to) for want of anything to run, for tests.
-    var isAsleep: Bool { state.withLock { $0.asleep } }
+    /// How many times the thread went to sleep, and how many of those sleeps were ended by a signal, for tests.
+    var sleepsAndSignals: (sleeps: Int, signals: Int) { state.withLock { ($0.sleeps, $0.signals) } }
 
     /// Forgets a scheduled action by its token, so it never runs; does nothing once it has run.
     public func clear(_ token: Int) {

@@ -5,54 +5,57 @@ import Testing
 @testable import IntentAMQP
 
 /// The deadline thread sleeps while nothing is scheduled, and an action scheduled then still runs: the wake-up
-/// that ends its sleep is never lost, however the scheduling and the thread's going idle interleave.
+/// that ends its sleep is never lost, however the scheduling and the thread's going idle interleave. Every wait
+/// here is for an event (an action running, the thread going to sleep); one that never comes fails the suite's
+/// time limit.
 @Suite(.timeLimit(.minutes(10)))
 struct DeadlinesTests {
-    /// Waits for `ran` to be set, up to a minute (a busy machine may hold the thread up, never that long).
-    static func waitUntil(_ ran: borrowing Atomic<Bool>) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !ran.load(ordering: .acquiring) {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(2))
+    /// A deadline thread of its own, and its going to sleep as a stream of events.
+    static func deadlines() -> (Deadlines, AsyncStream<Void>) {
+        let (wentIdle, idle) = AsyncStream<Void>.makeStream()
+        return (Deadlines(wentIdle: { idle.yield() }), wentIdle)
+    }
+
+    /// Schedules an action and returns once it has run, with what it returned (on the deadline thread).
+    static func run<T: Sendable>(on deadlines: Deadlines, after seconds: Double = 0, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { done in
+            _ = deadlines.schedule(after: seconds) { done.resume(returning: body()) }
         }
-        return true
     }
 
     @Test func anActionScheduledWhileTheThreadIsIdleRunsEveryTime() async {
-        // Each round's action is the only one scheduled, and it runs before the next is: the thread goes idle in
-        // between (or is on its way to), which is when a wake-up could be lost.
+        let (deadlines, wentIdle) = Self.deadlines()
+        var idle = wentIdle.makeAsyncIterator()
+        // Each round waits for the thread to go to sleep, then schedules the one action that must wake it. With
+        // the thread already asleep, or on its way (the stream may hold a going idle it is past): both orders.
         for round in 0..<60 {
-            let ran = Atomic<Bool>(false)
-            _ = Deadlines.shared.schedule(after: round.isMultiple(of: 2) ? 0 : 0.001) { ran.store(true, ordering: .releasing) }
-            let done = await Self.waitUntil(ran)
-            #expect(done, "round \(round): the action never ran")
+            if round.isMultiple(of: 2) { _ = await idle.next() }
+            await Self.run(on: deadlines, after: round.isMultiple(of: 3) ? 0 : 0.001) {}
         }
+        let (sleeps, signals) = deadlines.sleepsAndSignals
+        #expect(sleeps > 0 && signals > 0, "the thread never slept between the rounds: \(sleeps) sleeps")
     }
 
-    @Test func aClearedActionNeverRunsAndTheNextOneDoes() async throws {
+    @Test func aClearedActionNeverRunsAndTheNextOneDoes() async {
+        let (deadlines, wentIdle) = Self.deadlines()
         let cleared = Atomic<Bool>(false)
-        let token = Deadlines.shared.schedule(after: 0.01) { cleared.store(true, ordering: .releasing) }
-        Deadlines.shared.clear(token)
-        // The next action, scheduled after the cleared one left the thread with nothing to run, still runs;
-        // and by then the cleared one's deadline is long past.
-        try await Task.sleep(for: .milliseconds(100))
-        let next = Atomic<Bool>(false)
-        _ = Deadlines.shared.schedule(after: 0) { next.store(true, ordering: .releasing) }
-        let done = await Self.waitUntil(next)
+        deadlines.clear(deadlines.schedule(after: 0.01) { cleared.store(true, ordering: .releasing) })
+        // Due no sooner than the cleared one: once it has run, the cleared one would have run too.
+        let sleptBefore = await Self.run(on: deadlines, after: 0.01) { deadlines.sleepsAndSignals.sleeps }
+        // Then, with nothing left, the thread sleeps, and the next action wakes it.
+        for await _ in wentIdle where deadlines.sleepsAndSignals.sleeps > sleptBefore { break }
+        await Self.run(on: deadlines) {}
         let clearedRan = cleared.load(ordering: .acquiring)
-        #expect(done)
-        #expect(!clearedRan)
+        #expect(!clearedRan, "a cleared action ran")
     }
-}
 
-extension DeadlinesTests {
     /// A thread that was kept awake while actions were scheduled and cleared thousands of times (as a guard around
     /// every publish does) sleeps once none is left, instead of waking for signals left over from that time.
-    @Test func aThreadThatRanThroughManySchedulesSleepsOnceNothingIsLeft() async throws {
-        let deadlines = Deadlines()
-        let keepAwake = Atomic<Bool>(false)
-        // One action outlives the churn, so the thread is awake (or woken) throughout it.
-        let anchor = deadlines.schedule(after: 3_600) { keepAwake.store(true, ordering: .releasing) }
+    @Test func aThreadThatRanThroughManySchedulesSleepsOnceNothingIsLeft() async {
+        let (deadlines, wentIdle) = Self.deadlines()
+        let anchorRan = Atomic<Bool>(false)
+        // One action outlives the first churn, so the thread is awake (or woken) throughout it.
+        let anchor = deadlines.schedule(after: 3_600) { anchorRan.store(true, ordering: .releasing) }
         for _ in 0..<2_000 {
             deadlines.clear(deadlines.schedule(after: 60) {})
         }
@@ -61,15 +64,14 @@ extension DeadlinesTests {
             // Each of these comes while nothing else is scheduled: the case that signals.
             deadlines.clear(deadlines.schedule(after: 60) {})
         }
-        // Asleep for want of work: wait for it (a busy machine may take a while to get there), then look again later.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !deadlines.isAsleep, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(deadlines.isAsleep)
-        let before = deadlines.rounds.load(ordering: .relaxed)
-        try await Task.sleep(for: .milliseconds(300))
-        let after = deadlines.rounds.load(ordering: .relaxed)
-        #expect(after == before, "the idle thread woke \(after - before) times with nothing scheduled")
-        let anchorRan = keepAwake.load(ordering: .acquiring)
-        #expect(!anchorRan, "a cleared action ran")
+        // A last action; it notes, on the thread, how often the thread had slept before it ran.
+        let sleptBefore = await Self.run(on: deadlines) { deadlines.sleepsAndSignals.sleeps }
+        // With nothing left, the thread goes to sleep once more: then every sleep but this one was ended by exactly
+        // one signal, and no signal waits to end this one early.
+        for await _ in wentIdle where deadlines.sleepsAndSignals.sleeps > sleptBefore { break }
+        let (sleeps, signals) = deadlines.sleepsAndSignals
+        #expect(signals == sleeps - 1, "\(signals) signals for \(sleeps) sleeps")
+        let ran = anchorRan.load(ordering: .acquiring)
+        #expect(!ran, "a cleared action ran")
     }
 }
