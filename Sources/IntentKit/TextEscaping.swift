@@ -1,11 +1,18 @@
 extension String {
     /// Without white space at either end.
     public func trimmingWhitespace() -> String {
+        // Most texts start and end with an ASCII character that is not whitespace: then neither end's character
+        // is whitespace (a character's whitespace is its first scalar's, and only a prepended mark, never
+        // whitespace, joins an ASCII character as its first), and the text is returned as it is.
+        if let first = utf8.first, let last = utf8.last, Self.isASCIIWord(first), Self.isASCIIWord(last) { return self }
         var slice = Substring(self)
         while slice.first?.isWhitespace == true { slice.removeFirst() }
         while slice.last?.isWhitespace == true { slice.removeLast() }
         return String(slice)
     }
+
+    /// An ASCII byte that is not whitespace (U+0009 to U+000D, U+0020) and not a control that could join another.
+    private static func isASCIIWord(_ byte: UInt8) -> Bool { byte > 0x20 && byte < 0x7F }
 
     /// The text with what a terminal or a log reader would act on made
     /// visible: control characters (newlines, carriage returns, escape

@@ -13,7 +13,7 @@ public final class Database {
     }
 
     private var handle: OpaquePointer?
-    private var statements: [StatementKey: Statement] = [:]
+    private var statements = StatementCache()
     /// The database file.
     public let path: String
 
@@ -55,7 +55,7 @@ public final class Database {
 
     /// Finalizes every statement and closes the connection. Safe to call twice.
     public func close() {
-        statements.removeAll()
+        statements = StatementCache()
         if let handle {
             sqlite3_close_v2(handle)
             self.handle = nil
@@ -111,34 +111,80 @@ public final class Database {
 
     /// A prepared statement, cached per SQL text for the life of the connection.
     public func statement(_ sql: String) throws(DatabaseError) -> Statement {
-        let key = StatementKey(sql: sql)
-        if let cached = statements[key] {
+        let fingerprint = Self.fingerprint(of: sql)
+        if let cached = statements.find(sql, fingerprint: fingerprint) {
             cached.reset()
             return cached
         }
         let statement = try Statement(database: self, sql: sql)
-        statements[key] = statement
+        statements.insert(statement, fingerprint: fingerprint)
         return statement
     }
 
-    /// A statement cache key: the SQL text, hashed by its length and its first and last bytes only. The
-    /// recorder's statements run to kilobytes, and hashing all of one on every run cost more than running a
-    /// small one; texts that hash alike are still told apart by comparing them whole.
-    struct StatementKey: Hashable {
-        let sql: String
+    /// The statement cache's hash of a SQL text: its length and 16 bytes at each end, read as four words and
+    /// mixed. The recorder's statements run to kilobytes, and a statement is looked up about eleven times an
+    /// intent, so neither the whole text nor a `Hasher` is worth running; texts that hash alike are told apart by
+    /// comparing them whole (at once, when they are the same string, as a statement's `static` text is).
+    static func fingerprint(of sql: String) -> UInt64 {
+        if let hashed = sql.utf8.withContiguousStorageIfAvailable(Self.fingerprint) { return hashed }
+        var copy = sql
+        return copy.withUTF8(Self.fingerprint)
+    }
 
-        func hash(into hasher: inout Hasher) {
-            var sql = sql
-            hasher.combine(sql.withUTF8(Self.fingerprint))
+    private static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        func mix(_ word: UInt64) -> UInt64 { (word ^ (word >> 32)) &* 0xd6e8_feb8_6659_fd93 }
+        let count = bytes.count
+        var folded = mix(UInt64(truncatingIfNeeded: count) &+ 0x9e37_79b9_7f4a_7c15)
+        guard count >= 16, let start = bytes.baseAddress else {
+            for byte in bytes { folded = mix(folded ^ UInt64(byte)) }
+            return folded
+        }
+        let raw = UnsafeRawPointer(start)
+        folded = mix(folded ^ raw.loadUnaligned(as: UInt64.self))
+        folded = mix(folded ^ raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        folded = mix(folded ^ raw.loadUnaligned(fromByteOffset: count - 16, as: UInt64.self))
+        return mix(folded ^ raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+    }
+
+    /// A connection's prepared statements, in an open-addressed table indexed by their texts' fingerprints:
+    /// a lookup compares a word, then (on a match) the text, instead of hashing a key and comparing the texts
+    /// of every statement its probe passes.
+    struct StatementCache {
+        private var slots: [(fingerprint: UInt64, statement: Statement)?] = Array(repeating: nil, count: 64)
+        private var count = 0
+
+        func find(_ sql: String, fingerprint: UInt64) -> Statement? {
+            let mask = slots.count - 1
+            var index = Self.start(fingerprint, mask: mask)
+            while let slot = slots[index] {
+                if slot.fingerprint == fingerprint, slot.statement.sql == sql { return slot.statement }
+                index = (index + 1) & mask
+            }
+            return nil
         }
 
-        /// The length and up to 16 bytes at each end, folded into one word: the hasher then runs over 8
-        /// bytes instead of 72 (a statement is looked up about fifteen times an intent).
-        static func fingerprint(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-            var folded = 0xcbf2_9ce4_8422_2325 ^ UInt64(bytes.count)
-            for index in bytes.indices.prefix(16) { folded = (folded ^ UInt64(bytes[index])) &* 0x100_0000_01b3 }
-            for index in bytes.indices.suffix(16) { folded = (folded ^ UInt64(bytes[index])) &* 0x100_0000_01b3 }
-            return folded
+        /// Adds a statement not in the table; the table doubles once it is half full.
+        mutating func insert(_ statement: Statement, fingerprint: UInt64) {
+            if (count + 1) * 2 > slots.count {
+                let held = slots.compactMap { $0 }
+                slots = Array(repeating: nil, count: slots.count * 2)
+                for slot in held { place(slot) }
+            }
+            place((fingerprint, statement))
+            count += 1
+        }
+
+        /// Where a probe starts: the fingerprint's high bits, which every byte it read moved (a product's low
+        /// bits depend only on its factors' low bits).
+        private static func start(_ fingerprint: UInt64, mask: Int) -> Int {
+            Int(truncatingIfNeeded: fingerprint >> 40) & mask
+        }
+
+        private mutating func place(_ slot: (fingerprint: UInt64, statement: Statement)) {
+            let mask = slots.count - 1
+            var index = Self.start(slot.fingerprint, mask: mask)
+            while slots[index] != nil { index = (index + 1) & mask }
+            slots[index] = slot
         }
     }
 

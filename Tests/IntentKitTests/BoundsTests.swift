@@ -20,6 +20,33 @@ import Testing
         #expect(IntentEnvelope.problem(withID: "a\u{A0}b") == nil, "a no-break space is not")
     }
 
+    @Test func trimmingTakesWhitespaceCharactersFromBothEndsAndNothingElse() {
+        // Against the rule itself, character by character, for texts that start or end with every printable
+        // ASCII character next to whitespace, prepended and combining marks, joiners and controls.
+        func trimmedByCharacters(_ text: String) -> String {
+            var slice = Substring(text)
+            while slice.first?.isWhitespace == true { slice.removeFirst() }
+            while slice.last?.isWhitespace == true { slice.removeLast() }
+            return String(slice)
+        }
+        let neighbours = [
+            "", " ", "\t", "\r\n", "\n", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2003}", "\u{2028}", "\u{3000}", "\u{600}",
+            "\u{605}", "\u{110BD}", "\u{301}", "\u{200D}", "\u{1F}", "\u{7F}", "é", "🙂",
+        ]
+        var differing: [String] = []
+        for value in UInt8(0x21)...UInt8(0x7E) {
+            let ascii = String(UnicodeScalar(value))
+            for other in neighbours {
+                for text in [ascii, other + ascii, ascii + other, other + ascii + other, ascii + other + ascii, other + "x" + ascii] {
+                    if text.trimmingWhitespace() != trimmedByCharacters(text) { differing.append(text) }
+                }
+            }
+        }
+        #expect(differing.isEmpty, "differ for \(differing.prefix(5).map { $0.unicodeScalars.map { String($0.value, radix: 16) } })")
+        #expect(" \u{3000}Anna Smith\u{A0}\n".trimmingWhitespace() == "Anna Smith")
+        #expect("\u{600}1".trimmingWhitespace() == "\u{600}1")
+    }
+
     @Test func controlCharactersAreToldByValueAsUnicodeTellsThem() {
         // Every scalar: the value test agrees with Unicode's general category.
         var differing: [UInt32] = []

@@ -196,13 +196,25 @@ import Testing
         let second = "SELECT value FROM (SELECT 2 AS value, 'b' AS tag) WHERE value > 0 AND tag IS NOT NULL"
         #expect(first.utf8.count == second.utf8.count)
         #expect(first.utf8.prefix(16).elementsEqual(second.utf8.prefix(16)) && first.utf8.suffix(16).elementsEqual(second.utf8.suffix(16)))
-        #expect(first.withCString { Database.StatementKey(sql: String(cString: $0)).hashValue } == Database.StatementKey(sql: second).hashValue)
+        #expect(first.withCString { Database.fingerprint(of: String(cString: $0)) } == Database.fingerprint(of: second))
 
         #expect(try database.queryFirst(first) { $0.int(0) } == 1)
         #expect(try database.queryFirst(second) { $0.int(0) } == 2)
         // And again, from the cache, with the texts made anew (another string's storage).
         #expect(try database.queryFirst(String(first.reversed().reversed())) { $0.int(0) } == 1)
         #expect(try database.queryFirst(second) { $0.int(0) } == 2)
+    }
+
+    @Test func everyCachedStatementRunsAsWrittenAfterTheCacheGrows() throws {
+        // 300 texts of a few lengths, most alike at their ends: the table grows several times, and each text
+        // found again (made anew, another string's storage) runs as itself.
+        let texts = (0..<300).map { "SELECT \($0) AS value" + String(repeating: " ", count: $0 % 7) }
+        for (value, text) in texts.enumerated() {
+            #expect(try database.queryFirst(text) { $0.int(0) } == value)
+        }
+        for (value, text) in texts.enumerated().reversed() {
+            #expect(try database.queryFirst(String(text.reversed().reversed())) { $0.int(0) } == value)
+        }
     }
 
     @Test func aClosedDatabaseThrowsInsteadOfCrashing() throws {
