@@ -3,7 +3,8 @@
 /// Registration is typed: the registry decodes each submission into the
 /// handler's own `IntentType`, so no handler ever sees another type's payload.
 public struct IntentRegistry: Sendable {
-    struct Entry: Sendable {
+    /// A class, so that each of the several lookups an intent makes copies a reference, not every field.
+    final class Entry: Sendable {
         let run:
             @Sendable (
                 IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
@@ -16,6 +17,25 @@ public struct IntentRegistry: Sendable {
         let isRestricted: Bool
         let ledger: (any OutcomeLedger)?
         let render: @Sendable (IntentView) -> String?
+
+        init(
+            run: @escaping @Sendable (
+                IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+            ) async -> Task<Void, Never>?,
+            retryPolicy: RetryPolicy, timeLimit: Double?, concurrencyLimit: ConcurrencyLimit?, rateLimit: RateLimit?,
+            resolutionTime: ResolutionTime, isRestricted: Bool, ledger: (any OutcomeLedger)?,
+            render: @escaping @Sendable (IntentView) -> String?
+        ) {
+            self.run = run
+            self.retryPolicy = retryPolicy
+            self.timeLimit = timeLimit
+            self.concurrencyLimit = concurrencyLimit
+            self.rateLimit = rateLimit
+            self.resolutionTime = resolutionTime
+            self.isRestricted = isRestricted
+            self.ledger = ledger
+            self.render = render
+        }
     }
 
     private var entries: [String: Entry] = [:]
