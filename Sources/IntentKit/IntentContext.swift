@@ -66,7 +66,7 @@ public struct IntentContext: Sendable {
         self.submittedAt = submittedAt
         // The worker's logger for a delivery names the intent already: then it is used as it is, with no copy of its metadata.
         self.logger =
-            logger.metadata["intent.id"] == intentID && logger.metadata["intent.type"] == intentType
+            logger[metadataKey: "intent.id"] == intentID && logger[metadataKey: "intent.type"] == intentType
             ? logger : logger.with(["intent.id": intentID, "intent.type": intentType])
         self.progressSink = progress
     }

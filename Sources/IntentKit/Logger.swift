@@ -47,7 +47,22 @@ public struct Logger: Sendable {
     /// The least severe level written; records below it are dropped before their message is built.
     public var level: Level
     /// Put on every record, with dotted keys (`intent.id`).
-    public var metadata: [String: String]
+    public var metadata: [String: String] {
+        get {
+            guard !layered.isEmpty else { return base }
+            var merged = base
+            for (key, value) in layered { merged[key] = value }
+            return merged
+        }
+        set {
+            base = newValue
+            layered = []
+        }
+    }
+    /// The metadata as given or set, and what `with` put over it since, in order: a worker makes a logger for
+    /// every delivery, and most write no record, so the two are merged only when a record is written.
+    private var base: [String: String]
+    private var layered: [(key: String, value: String)] = []
     private let sink: Sink
 
     /// A logger labeled `label` that hands `sink` the records at `level` (`info` by default) and above, each carrying
@@ -55,7 +70,7 @@ public struct Logger: Sendable {
     public init(label: String, level: Level = .info, metadata: [String: String] = [:], sink: @escaping Sink) {
         self.label = label
         self.level = level
-        self.metadata = metadata
+        self.base = metadata
         self.sink = sink
     }
 
@@ -66,14 +81,22 @@ public struct Logger: Sendable {
 
     /// One key of the metadata on every record; setting it nil removes it.
     public subscript(metadataKey key: String) -> String? {
-        get { metadata[key] }
+        get { layered.last(where: { $0.key == key })?.value ?? base[key] }
         set { metadata[key] = newValue }
     }
 
     /// A copy with more metadata on every line.
     public func with(_ extra: [String: String]) -> Logger {
         var copy = self
-        copy.metadata.merge(extra) { _, new in new }
+        copy.layered.append(contentsOf: extra.lazy.map { (key: $0.key, value: $0.value) })
+        return copy
+    }
+
+    /// A copy with more metadata on every line, given in order (a later key over an earlier one), with no
+    /// dictionary made for them.
+    public func with(pairs extra: KeyValuePairs<String, String>) -> Logger {
+        var copy = self
+        copy.layered.append(contentsOf: extra.lazy.map { (key: $0.key, value: $0.value) })
         return copy
     }
 

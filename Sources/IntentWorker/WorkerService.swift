@@ -245,7 +245,7 @@ public final class WorkerService: Service {
         let retries = Self.count(delivery.headers[Topology.retriesHeader])
         let storageWaits = Self.count(delivery.headers[Topology.storageRetriesHeader])
         let attempt = min(delivery.attempt, Self.countLimit) + retries + storageWaits
-        let logger = self.logger.with(["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": "\(attempt)"])
+        let logger = self.logger.with(pairs: ["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": String(attempt)])
         guard registry.serves(envelope.type), let ledger = registry.ledger(for: envelope.type) ?? ownLedger else {
             // Bound by another worker's registry: nothing of this type runs here.
             let outcome = PipelineOutcome.failure(
