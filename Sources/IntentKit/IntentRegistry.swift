@@ -19,9 +19,10 @@ public struct IntentRegistry: Sendable {
         let render: @Sendable (IntentView) -> String?
 
         init(
-            run: @escaping @Sendable (
-                IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
-            ) async -> Task<Void, Never>?,
+            run:
+                @escaping @Sendable (
+                    IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+                ) async -> Task<Void, Never>?,
             retryPolicy: RetryPolicy, timeLimit: Double?, concurrencyLimit: ConcurrencyLimit?, rateLimit: RateLimit?,
             resolutionTime: ResolutionTime, isRestricted: Bool, ledger: (any OutcomeLedger)?,
             render: @escaping @Sendable (IntentView) -> String?
