@@ -10,7 +10,7 @@ import IntentWorker
 struct BenchCommand: Command {
     static let tool = "intent-bench"
     static let usage =
-        "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--window N] [--rate R] "
+        "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--prefetch N] [--window N] [--rate R] "
         + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH] [--timeout S] [--dir PATH] [--json] [--keep]"
     static let help = """
         Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
@@ -31,7 +31,8 @@ struct BenchCommand: Command {
           --intents N          intents in the ceiling and end-to-end phases (default 20000)
           --producers P        producer threads, each with its own connection (default 2)
           --workers W          in-process WorkerService instances (default 1)
-          --concurrency C      handlers at once per worker; prefetch is 2 × C as in intent-worker (default 32)
+          --concurrency C      handlers at once per worker (default 32)
+          --prefetch N         unacked deliveries per worker and in the ceilings (default 2 × C, as in intent-worker)
           --window N           unconfirmed publishes a producer keeps in flight (default 128)
           --rate R             offered intents/s in the latency phase (default 1000)
           --latency-intents M  intents in the latency phase; 0 skips it (default 5000)
@@ -57,6 +58,8 @@ struct BenchCommand: Command {
     var producers: Int
     var workers: Int
     var concurrency: Int
+    /// Unacked deliveries the broker may send each worker (and the ceilings' consumers) ahead; nil: intent-worker's default.
+    var prefetch: Int?
     var window: Int
     var rate: Int
     var latencyIntents: Int
@@ -75,7 +78,7 @@ struct BenchCommand: Command {
         let arguments = try Arguments(
             words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
             options: [
-                "--intents", "--producers", "--workers", "--concurrency", "--window", "--rate", "--latency-intents",
+                "--intents", "--producers", "--workers", "--concurrency", "--prefetch", "--window", "--rate", "--latency-intents",
                 "--timeout", "--dir", "--ceiling-events", "--c-ceiling",
             ])
         if arguments.has("--help") { return nil }
@@ -85,6 +88,7 @@ struct BenchCommand: Command {
             producers: try arguments.integer("--producers", in: 1...64) ?? 2,
             workers: try arguments.integer("--workers", in: 1...64) ?? 1,
             concurrency: try arguments.integer("--concurrency", in: 1...1_000) ?? 32,
+            prefetch: try arguments.integer("--prefetch", in: 1...65_535),
             window: try arguments.integer("--window", in: 1...10_000) ?? 128,
             rate: try arguments.integer("--rate", in: 1...1_000_000) ?? 1_000,
             latencyIntents: try arguments.integer("--latency-intents", in: 0...10_000_000) ?? 5_000,
@@ -146,7 +150,8 @@ struct BenchCommand: Command {
     /// Runs the phases in order and gathers their figures.
     private func measure(url: BrokerURL, run: BenchRun, start: ProcessMetrics) throws -> BenchReport {
         let logger = Logger(label: Self.tool, level: .warning, sink: Terminal.logSink(json: false))
-        let prefetch = Int(WorkerConfiguration(brokerURL: url, concurrency: concurrency).prefetch)
+        let prefetch = Int(
+            WorkerConfiguration(brokerURL: url, concurrency: concurrency, prefetch: self.prefetch.map { UInt16($0) }).prefetch)
         let phaseTimeout = timeout ?? 60 + Double(intents) / 200
         let broker = BrokerProcess.find(host: url.host, port: url.port)
         var ceiling: PhaseResult?
@@ -178,7 +183,8 @@ struct BenchCommand: Command {
         progress("end to end: \(intents) intents at full speed, then \(latencyIntents) at \(rate)/s…")
         let outcome = try EndToEndPhase(
             url: url, topology: try run.topology("e2e"), intents: intents, producers: producers, workers: workers,
-            concurrency: concurrency, window: window, rate: Double(rate), latencyIntents: latencyIntents,
+            concurrency: concurrency, prefetch: UInt16(clamping: prefetch), window: window, rate: Double(rate),
+            latencyIntents: latencyIntents,
             timeout: phaseTimeout, latencyTimeout: timeout ?? 60 + Double(latencyIntents) / Double(rate),
             statusPath: run.path("status.sqlite"), appPath: run.path("hairdressers.sqlite"), logger: logger, broker: broker
         ).run()

@@ -12,6 +12,7 @@ struct EndToEndPhase {
     var producers: Int
     var workers: Int
     var concurrency: Int
+    var prefetch: UInt16
     var window: Int
     var rate: Double
     var latencyIntents: Int
@@ -35,7 +36,8 @@ struct EndToEndPhase {
         let services: InProcessServices
         do {
             services = try InProcessServices(
-                url: url, topology: topology, workers: workers, concurrency: concurrency, statusPath: statusPath,
+                url: url, topology: topology, workers: workers, concurrency: concurrency, prefetch: prefetch,
+                statusPath: statusPath,
                 appPath: appPath, logger: logger)
         } catch {
             throw BenchError.failed("end to end: cannot open the Hairdressers database at \(appPath): \(error)")

@@ -18,14 +18,15 @@ final class InProcessServices: Sendable {
     private let state = Mutex<(stopping: Bool, failure: String?)>((false, nil))
 
     init(
-        url: BrokerURL, topology: Topology, workers count: Int, concurrency: Int, statusPath: String, appPath: String,
+        url: BrokerURL, topology: Topology, workers count: Int, concurrency: Int, prefetch: UInt16, statusPath: String, appPath: String,
         logger: Logger
     ) throws {
         workers = try (0..<count).map { index in
             var registry = IntentRegistry()
             try HairdressersApp.register(into: &registry, database: HairdressersDatabase.open(path: appPath))
             let configuration = WorkerConfiguration(
-                brokerURL: url, topology: topology, concurrency: concurrency, workerName: "intent-bench-worker-\(index + 1)")
+                brokerURL: url, topology: topology, concurrency: concurrency, prefetch: prefetch,
+                workerName: "intent-bench-worker-\(index + 1)")
             return try WorkerService(registry: registry, configuration: configuration, logger: logger)
         }
         var recorderConfiguration = StatusRecorder.Configuration(brokerURL: url, topology: topology, storePath: statusPath)
