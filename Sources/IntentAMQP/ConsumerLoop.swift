@@ -160,7 +160,7 @@ public final class ConsumerLoop: Sendable {
         while !shared.withLock({ $0.shutdown }) {
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return }
-            signal.wait(socket: -1, timeoutMilliseconds: Int32((min(remaining, 0.5) * 1000).rounded(.up)))
+            signal.wait(socket: -1, seconds: min(remaining, 0.5))
             signal.drain()
         }
     }

@@ -63,6 +63,13 @@ public final class WakeSignal: Sendable {
         let ready = poll(&descriptors, socket >= 0 ? 2 : 1, timeoutMilliseconds)
         return ready <= 0 || socket < 0 || descriptors[1].revents != 0
     }
+
+    /// `wait(socket:timeoutMilliseconds:)` for `seconds`, rounded up to whole milliseconds (`poll`'s unit), so that
+    /// a wait that nothing ends lasts at least as long as asked; never negative, at most a day.
+    @discardableResult
+    public func wait(socket: Int32, seconds: Double) -> Bool {
+        wait(socket: socket, timeoutMilliseconds: Int32((min(max(seconds, 0), 86_400) * 1000).rounded(.up)))
+    }
 }
 
 /// A one-time event async code can wait for.

@@ -159,7 +159,7 @@ final class SubmitPipeline: Sendable {
     }
 
     private func waitForWork(seconds: Double) {
-        _ = wake.wait(socket: -1, timeoutMilliseconds: Int32((seconds * 1000).rounded(.up)))
+        wake.wait(socket: -1, seconds: seconds)
         wake.drain()
     }
 

@@ -48,4 +48,26 @@ struct WakeSignalTests {
         }
         #expect(lost.load(ordering: .relaxed) == 0, "a wait slept through work queued before it")
     }
+
+    @Test func aWaitInSecondsLastsAtLeastAsLongAsAskedUnlessWoken() {
+        let signal = WakeSignal()
+        // Waits shorter than poll's millisecond, and between two of them: rounded down, they would not wait at all.
+        // Only a lower bound is checked, which load cannot break (it only makes a wait longer).
+        for seconds in [0.000_3, 0.000_7, 0.001_2, 0.003] {
+            for _ in 0..<10 {
+                let start = ContinuousClock.now
+                signal.wait(socket: -1, seconds: seconds)
+                #expect(ContinuousClock.now - start >= .seconds(seconds), "a wait of \(seconds) s ended early")
+            }
+        }
+        // On a descriptor that never becomes readable: a wake already sent ends an hour's wait, as a wake (false);
+        // a wait of less than no time ends at once, as timed out (true).
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { for end in ends { close(end) } }
+        signal.wake()
+        #expect(!signal.wait(socket: ends[0], seconds: 3_600))
+        signal.drain()
+        #expect(signal.wait(socket: ends[0], seconds: -1))
+    }
 }
