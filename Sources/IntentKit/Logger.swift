@@ -88,7 +88,7 @@ public struct Logger: Sendable {
     /// A copy with more metadata on every line.
     public func with(_ extra: [String: String]) -> Logger {
         var copy = self
-        copy.layered.append(contentsOf: extra.lazy.map { (key: $0.key, value: $0.value) })
+        copy.layer(extra.lazy.map { (key: $0.key, value: $0.value) })
         return copy
     }
 
@@ -96,9 +96,21 @@ public struct Logger: Sendable {
     /// dictionary made for them.
     public func with(pairs extra: KeyValuePairs<String, String>) -> Logger {
         var copy = self
-        copy.layered.append(contentsOf: extra.lazy.map { (key: $0.key, value: $0.value) })
+        copy.layer(extra.lazy.map { (key: $0.key, value: $0.value) })
         return copy
     }
+
+    /// Puts `extra` over the metadata; past `layeredLimit` pairs, they are merged into it, so that a logger made
+    /// again and again from itself (`logger = logger.with(…)` in a loop) holds no more than its distinct keys.
+    private mutating func layer(_ extra: some Sequence<(key: String, value: String)>) {
+        layered.append(contentsOf: extra)
+        if layered.count > Self.layeredLimit { metadata = metadata }
+    }
+
+    private static let layeredLimit = 16
+
+    /// How many pairs `with` has put over the metadata and not yet merged into it (for tests).
+    var layeredCount: Int { layered.count }
 
     /// Writes a record at `level`, with `extra` over the logger's metadata, unless `level` is below the logger's; the message
     /// is built only when the record is written.

@@ -40,6 +40,15 @@ import Testing
         #expect(records().map(\.metadata) == [["only": "this", "then": "that"]])
     }
 
+    @Test func aLoggerMadeAgainAndAgainFromItselfKeepsEachKeyOnce() {
+        let (base, records) = recording(metadata: ["component": "worker"])
+        var logger = base
+        for attempt in 1...1_000 { logger = logger.with(pairs: ["intent.attempt": String(attempt), "round": String(attempt % 3)]) }
+        logger.info("last")
+        #expect(records().map(\.metadata) == [["component": "worker", "intent.attempt": "1000", "round": "1"]])
+        #expect(logger.layeredCount <= 16)
+    }
+
     @Test func aRecordBelowTheLevelIsDroppedBeforeItsMessageIsBuilt() {
         let (logger, records) = recording(level: .warning)
         let built = Atomic<Int>(0)
