@@ -88,7 +88,7 @@ public struct Logger: Sendable {
     /// A copy with more metadata on every line.
     public func with(_ extra: [String: String]) -> Logger {
         var copy = self
-        copy.layer(extra.lazy.map { (key: $0.key, value: $0.value) })
+        copy.layer(extra)
         return copy
     }
 
@@ -96,7 +96,7 @@ public struct Logger: Sendable {
     /// dictionary made for them.
     public func with(pairs extra: KeyValuePairs<String, String>) -> Logger {
         var copy = self
-        copy.layer(extra.lazy.map { (key: $0.key, value: $0.value) })
+        copy.layer(extra)
         return copy
     }
 
