@@ -24,14 +24,16 @@ let package = Package(
         // Its headers come from librabbitmq-dev; the library, at run time, from librabbitmq4.
         .target(name: "CRabbitMQ"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // SQLite's default VFS with a log frame's header and page written in one call (see its header).
+        .target(name: "CStoreVFS", dependencies: ["CSQLite"]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // The model, without I/O: intents, parameters, handlers, the pipeline, the wire format.
         .target(name: "IntentKit"),
         // The broker: the only importer of CRabbitMQ.
         .target(name: "IntentAMQP", dependencies: ["CRabbitMQ", "IntentKit"]),
-        // SQLite: the only importer of CSQLite; app databases, ledgers, the status store.
-        .target(name: "IntentStore", dependencies: ["CSQLite", "IntentKit"]),
+        // SQLite: the only importer of CSQLite and CStoreVFS; app databases, ledgers, the status store.
+        .target(name: "IntentStore", dependencies: ["CSQLite", "CStoreVFS", "IntentKit"]),
         // The runtime: the worker, the status recorder, metrics, services and signals.
         .target(name: "IntentWorker", dependencies: ["IntentKit", "IntentAMQP", "IntentStore"]),
         // What a client does: submit, read, wait, answer, cancel, delete, watch.

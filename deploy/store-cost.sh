@@ -15,7 +15,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # One module: IntentStore's `import IntentKit` only draws a warning, left out with the rest of the warnings.
 sources=${STORE_COST_SOURCES:-Sources}
-swiftc -O -module-name IntentKit -I Sources/CSQLite "$sources"/IntentKit/*.swift "$sources"/IntentStore/*.swift \
+# The stores' VFS (C), in checkouts that have it: compiled apart, and given a module map for the Swift side.
+vfs=()
+if [[ -d $sources/CStoreVFS ]]; then
+    cc -O2 -c -I Sources/CSQLite "$sources/CStoreVFS/vfs.c" -I "$sources/CStoreVFS/include" -o "$work/vfs.o"
+    printf 'module CStoreVFS {\n    header "%s"\n    export *\n}\n' "$(realpath "$sources/CStoreVFS/include/CStoreVFS.h")" >"$work/module.modulemap"
+    vfs=(-Xcc "-fmodule-map-file=$work/module.modulemap" "$work/vfs.o")
+fi
+swiftc -O -module-name IntentKit -I Sources/CSQLite "${vfs[@]}" "$sources"/IntentKit/*.swift "$sources"/IntentStore/*.swift \
     deploy/store-cost/main.swift -o "$work/store-cost" 2>"$work/warnings" || { grep -A4 "error:" "$work/warnings" >&2; exit 1; }
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/store-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
 writes() {

@@ -22,7 +22,13 @@ objects=()
 for target in IntentKit IntentStore IntentAMQP IntentWorker IntentCLI IntentClient IntentQueue Hairdressers CRabbitMQ; do
     objects+=("$release/$target.build"/*.o)
 done
-swiftc -O -static-stdlib -module-name WorkerCost -I "$release/Modules" -I "$checkout/Sources/CSQLite" \
+# The stores' VFS, in checkouts that have it.
+vfs=()
+if [[ -d $release/CStoreVFS.build ]]; then
+    objects+=("$release/CStoreVFS.build"/*.o)
+    vfs=(-Xcc "-fmodule-map-file=$release/CStoreVFS.build/module.modulemap")
+fi
+swiftc -O -static-stdlib -module-name WorkerCost -I "$release/Modules" -I "$checkout/Sources/CSQLite" "${vfs[@]}" \
     -I "$checkout/Sources/CRabbitMQ/include" -Xcc "-fmodule-map-file=$release/CRabbitMQ.build/module.modulemap" \
     deploy/worker-cost/main.swift "${objects[@]}" -lsqlite3 -ldl -o "$work/worker-cost" 2>"$work/warnings" ||
     { grep -A4 "error:" "$work/warnings" >&2; exit 1; }

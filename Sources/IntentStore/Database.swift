@@ -1,4 +1,5 @@
 import CSQLite
+import CStoreVFS
 import Foundation
 
 /// One SQLite connection. Not `Sendable`: a connection is confined to the thread
@@ -29,7 +30,10 @@ public final class Database {
         case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
         }
         let creating = mode == .readWrite && !FileManager.default.fileExists(atPath: path)
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        // A writer opens through IntentQueue's VFS, which writes a log frame's header and page in one call (the
+        // file format is SQLite's own); should it fail to register, through the platform's default.
+        let vfs: String? = mode == .readWrite && Self.storeVFSRegistered ? IQ_STORE_VFS_NAME : nil
+        let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
@@ -52,6 +56,12 @@ public final class Database {
     }
 
     deinit { close() }
+
+    /// Whether the "intentqueue" VFS is registered (once per process, on first use).
+    static let storeVFSRegistered = iq_store_vfs_register() == SQLITE_OK
+
+    /// How many log frames this process wrote with their header in the same call (for tests).
+    static var joinedFrameWrites: Int64 { iq_store_vfs_joined_writes() }
 
     /// Finalizes every statement and closes the connection. Safe to call twice.
     public func close() {

@@ -1,0 +1,288 @@
+#include "CStoreVFS.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FRAME_HEADER_SIZE = 24, LOG_HEADER_SIZE = 32 };
+
+typedef struct StoreFile {
+    sqlite3_file base;
+    sqlite3_file *real;
+    /// A frame header held back, and where it goes.
+    int held;
+    sqlite3_int64 heldOffset;
+    unsigned char header[FRAME_HEADER_SIZE];
+    /// The header and its page, joined for one write.
+    unsigned char *joined;
+    int joinedSize;
+} StoreFile;
+
+static sqlite3_vfs storeVFS;
+static sqlite3_io_methods logMethods;
+static sqlite3_io_methods otherMethods;
+static pthread_once_t registerOnce = PTHREAD_ONCE_INIT;
+static int registerResult = SQLITE_ERROR;
+static atomic_llong joinedWrites;
+
+static sqlite3_vfs *realVFS(void) { return (sqlite3_vfs *)storeVFS.pAppData; }
+static sqlite3_file *realFile(sqlite3_file *file) { return ((StoreFile *)file)->real; }
+
+/// Writes the held header, if any, where it belongs.
+static int writeHeld(StoreFile *file) {
+    if (!file->held) return SQLITE_OK;
+    file->held = 0;
+    return file->real->pMethods->xWrite(file->real, file->header, FRAME_HEADER_SIZE, file->heldOffset);
+}
+
+static int storeClose(sqlite3_file *file) {
+    StoreFile *store = (StoreFile *)file;
+    int rc = writeHeld(store);
+    int closed = store->real->pMethods ? store->real->pMethods->xClose(store->real) : SQLITE_OK;
+    free(store->joined);
+    store->joined = NULL;
+    return rc != SQLITE_OK ? rc : closed;
+}
+
+static int storeRead(sqlite3_file *file, void *buffer, int amount, sqlite3_int64 offset) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xRead(realFile(file), buffer, amount, offset);
+}
+
+static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
+    StoreFile *store = (StoreFile *)file;
+    sqlite3_file *real = store->real;
+    if (store->held && offset == store->heldOffset + FRAME_HEADER_SIZE && amount > 0) {
+        int size = FRAME_HEADER_SIZE + amount;
+        if (store->joinedSize < size) {
+            unsigned char *grown = realloc(store->joined, (size_t)size);
+            if (grown == NULL) {
+                int rc = writeHeld(store);
+                return rc != SQLITE_OK ? rc : real->pMethods->xWrite(real, buffer, amount, offset);
+            }
+            store->joined = grown;
+            store->joinedSize = size;
+        }
+        memcpy(store->joined, store->header, FRAME_HEADER_SIZE);
+        memcpy(store->joined + FRAME_HEADER_SIZE, buffer, (size_t)amount);
+        store->held = 0;
+        atomic_fetch_add_explicit(&joinedWrites, 1, memory_order_relaxed);
+        return real->pMethods->xWrite(real, store->joined, size, store->heldOffset);
+    }
+    int rc = writeHeld(store);
+    if (rc != SQLITE_OK) return rc;
+    if (amount == FRAME_HEADER_SIZE && offset >= LOG_HEADER_SIZE) {
+        memcpy(store->header, buffer, FRAME_HEADER_SIZE);
+        store->heldOffset = offset;
+        store->held = 1;
+        return SQLITE_OK;
+    }
+    return real->pMethods->xWrite(real, buffer, amount, offset);
+}
+
+static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xTruncate(realFile(file), size);
+}
+
+static int storeSync(sqlite3_file *file, int flags) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xSync(realFile(file), flags);
+}
+
+static int storeFileSize(sqlite3_file *file, sqlite3_int64 *size) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xFileSize(realFile(file), size);
+}
+
+static int storeLock(sqlite3_file *file, int lock) { return realFile(file)->pMethods->xLock(realFile(file), lock); }
+static int storeUnlock(sqlite3_file *file, int lock) { return realFile(file)->pMethods->xUnlock(realFile(file), lock); }
+
+static int storeCheckReservedLock(sqlite3_file *file, int *out) {
+    return realFile(file)->pMethods->xCheckReservedLock(realFile(file), out);
+}
+
+static int storeFileControl(sqlite3_file *file, int op, void *argument) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xFileControl(realFile(file), op, argument);
+}
+
+static int storeSectorSize(sqlite3_file *file) { return realFile(file)->pMethods->xSectorSize(realFile(file)); }
+
+static int storeDeviceCharacteristics(sqlite3_file *file) {
+    return realFile(file)->pMethods->xDeviceCharacteristics(realFile(file));
+}
+
+static int storeShmMap(sqlite3_file *file, int page, int pageSize, int extend, void volatile **out) {
+    return realFile(file)->pMethods->xShmMap(realFile(file), page, pageSize, extend, out);
+}
+
+static int storeShmLock(sqlite3_file *file, int offset, int count, int flags) {
+    return realFile(file)->pMethods->xShmLock(realFile(file), offset, count, flags);
+}
+
+static void storeShmBarrier(sqlite3_file *file) { realFile(file)->pMethods->xShmBarrier(realFile(file)); }
+
+static int storeShmUnmap(sqlite3_file *file, int deleteFlag) {
+    return realFile(file)->pMethods->xShmUnmap(realFile(file), deleteFlag);
+}
+
+static int storeFetch(sqlite3_file *file, sqlite3_int64 offset, int amount, void **out) {
+    int rc = writeHeld((StoreFile *)file);
+    if (rc != SQLITE_OK) return rc;
+    return realFile(file)->pMethods->xFetch(realFile(file), offset, amount, out);
+}
+
+static int storeUnfetch(sqlite3_file *file, sqlite3_int64 offset, void *page) {
+    return realFile(file)->pMethods->xUnfetch(realFile(file), offset, page);
+}
+
+static int plainWrite(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
+    return realFile(file)->pMethods->xWrite(realFile(file), buffer, amount, offset);
+}
+
+static int storeOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, int flags, int *outFlags) {
+    (void)vfs;
+    StoreFile *store = (StoreFile *)file;
+    memset(store, 0, sizeof(StoreFile));
+    store->real = (sqlite3_file *)&store[1];
+    int rc = realVFS()->xOpen(realVFS(), name, store->real, flags, outFlags);
+    if (store->real->pMethods == NULL) {
+        // SQLite calls no method of a file whose pMethods is NULL, not even xClose.
+        store->base.pMethods = NULL;
+        return rc;
+    }
+    const sqlite3_io_methods *real = store->real->pMethods;
+    if (real->iVersion < 3) {
+        // The wrappers below call the version 3 methods; a VFS without them is used as it is.
+        store->base.pMethods = NULL;
+        real->xClose(store->real);
+        return SQLITE_CANTOPEN;
+    }
+    store->base.pMethods = (flags & SQLITE_OPEN_WAL) ? &logMethods : &otherMethods;
+    return rc;
+}
+
+static int storeDelete(sqlite3_vfs *vfs, const char *name, int syncDirectory) {
+    (void)vfs;
+    return realVFS()->xDelete(realVFS(), name, syncDirectory);
+}
+
+static int storeAccess(sqlite3_vfs *vfs, const char *name, int flags, int *out) {
+    (void)vfs;
+    return realVFS()->xAccess(realVFS(), name, flags, out);
+}
+
+static int storeFullPathname(sqlite3_vfs *vfs, const char *name, int size, char *out) {
+    (void)vfs;
+    return realVFS()->xFullPathname(realVFS(), name, size, out);
+}
+
+static void *storeDlOpen(sqlite3_vfs *vfs, const char *name) {
+    (void)vfs;
+    return realVFS()->xDlOpen(realVFS(), name);
+}
+
+static void storeDlError(sqlite3_vfs *vfs, int size, char *out) {
+    (void)vfs;
+    realVFS()->xDlError(realVFS(), size, out);
+}
+
+static void (*storeDlSym(sqlite3_vfs *vfs, void *library, const char *symbol))(void) {
+    (void)vfs;
+    return realVFS()->xDlSym(realVFS(), library, symbol);
+}
+
+static void storeDlClose(sqlite3_vfs *vfs, void *library) {
+    (void)vfs;
+    realVFS()->xDlClose(realVFS(), library);
+}
+
+static int storeRandomness(sqlite3_vfs *vfs, int size, char *out) {
+    (void)vfs;
+    return realVFS()->xRandomness(realVFS(), size, out);
+}
+
+static int storeSleep(sqlite3_vfs *vfs, int microseconds) {
+    (void)vfs;
+    return realVFS()->xSleep(realVFS(), microseconds);
+}
+
+static int storeCurrentTime(sqlite3_vfs *vfs, double *out) {
+    (void)vfs;
+    return realVFS()->xCurrentTime(realVFS(), out);
+}
+
+static int storeGetLastError(sqlite3_vfs *vfs, int size, char *out) {
+    (void)vfs;
+    return realVFS()->xGetLastError ? realVFS()->xGetLastError(realVFS(), size, out) : 0;
+}
+
+static int storeCurrentTimeInt64(sqlite3_vfs *vfs, sqlite3_int64 *out) {
+    (void)vfs;
+    return realVFS()->xCurrentTimeInt64(realVFS(), out);
+}
+
+static void fillMethods(sqlite3_io_methods *methods, int log) {
+    methods->iVersion = 3;
+    methods->xClose = storeClose;
+    methods->xRead = storeRead;
+    methods->xWrite = log ? storeWrite : plainWrite;
+    methods->xTruncate = storeTruncate;
+    methods->xSync = storeSync;
+    methods->xFileSize = storeFileSize;
+    methods->xLock = storeLock;
+    methods->xUnlock = storeUnlock;
+    methods->xCheckReservedLock = storeCheckReservedLock;
+    methods->xFileControl = storeFileControl;
+    methods->xSectorSize = storeSectorSize;
+    methods->xDeviceCharacteristics = storeDeviceCharacteristics;
+    methods->xShmMap = storeShmMap;
+    methods->xShmLock = storeShmLock;
+    methods->xShmBarrier = storeShmBarrier;
+    methods->xShmUnmap = storeShmUnmap;
+    methods->xFetch = storeFetch;
+    methods->xUnfetch = storeUnfetch;
+}
+
+static void registerVFS(void) {
+    sqlite3_vfs *real = sqlite3_vfs_find(NULL);
+    if (real == NULL || real->iVersion < 2) {
+        registerResult = SQLITE_ERROR;
+        return;
+    }
+    fillMethods(&logMethods, 1);
+    fillMethods(&otherMethods, 0);
+    storeVFS.iVersion = 2;
+    storeVFS.szOsFile = (int)sizeof(StoreFile) + real->szOsFile;
+    storeVFS.mxPathname = real->mxPathname;
+    storeVFS.zName = IQ_STORE_VFS_NAME;
+    storeVFS.pAppData = real;
+    storeVFS.xOpen = storeOpen;
+    storeVFS.xDelete = storeDelete;
+    storeVFS.xAccess = storeAccess;
+    storeVFS.xFullPathname = storeFullPathname;
+    storeVFS.xDlOpen = storeDlOpen;
+    storeVFS.xDlError = storeDlError;
+    storeVFS.xDlSym = storeDlSym;
+    storeVFS.xDlClose = storeDlClose;
+    storeVFS.xRandomness = storeRandomness;
+    storeVFS.xSleep = storeSleep;
+    storeVFS.xCurrentTime = storeCurrentTime;
+    storeVFS.xGetLastError = storeGetLastError;
+    storeVFS.xCurrentTimeInt64 = storeCurrentTimeInt64;
+    registerResult = sqlite3_vfs_register(&storeVFS, 0);
+}
+
+int iq_store_vfs_register(void) {
+    pthread_once(&registerOnce, registerVFS);
+    return registerResult;
+}
+
+long long iq_store_vfs_joined_writes(void) { return atomic_load_explicit(&joinedWrites, memory_order_relaxed); }
