@@ -7,7 +7,9 @@
 
 enum { FRAME_HEADER_SIZE = 24, LOG_HEADER_SIZE = 32 };
 
-typedef struct StoreFile {
+typedef struct StoreFile StoreFile;
+
+struct StoreFile {
     sqlite3_file base;
     sqlite3_file *real;
     /// A frame header held back, and where it goes.
@@ -17,7 +19,14 @@ typedef struct StoreFile {
     /// The header and its page, joined for one write.
     unsigned char *joined;
     int joinedSize;
-} StoreFile;
+    /// A log: where the page of the last commit frame goes (synced once written when its database is durable),
+    /// or -1; and its database's file, when it is one of this VFS's.
+    sqlite3_int64 commitPageOffset;
+    StoreFile *database;
+    /// A database: whether its commits are synced, and how many were.
+    int durable;
+    long long commitSyncs;
+};
 
 static sqlite3_vfs storeVFS;
 static sqlite3_io_methods logMethods;
@@ -51,6 +60,16 @@ static int storeRead(sqlite3_file *file, void *buffer, int amount, sqlite3_int64
     return realFile(file)->pMethods->xRead(realFile(file), buffer, amount, offset);
 }
 
+/// After a write at `offset`: when it was the page of a commit frame and the database is durable, syncs the log, as
+/// `synchronous=FULL` would right after the commit's last frame, before the commit is visible to anyone.
+static int afterWrite(StoreFile *store, int rc, sqlite3_int64 offset) {
+    if (rc != SQLITE_OK || offset != store->commitPageOffset) return rc;
+    store->commitPageOffset = -1;
+    if (store->database == NULL || !store->database->durable) return SQLITE_OK;
+    store->database->commitSyncs += 1;
+    return store->real->pMethods->xSync(store->real, SQLITE_SYNC_NORMAL);
+}
+
 static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
     StoreFile *store = (StoreFile *)file;
     sqlite3_file *real = store->real;
@@ -60,7 +79,8 @@ static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite
             unsigned char *grown = realloc(store->joined, (size_t)size);
             if (grown == NULL) {
                 int rc = writeHeld(store);
-                return rc != SQLITE_OK ? rc : real->pMethods->xWrite(real, buffer, amount, offset);
+                if (rc == SQLITE_OK) rc = real->pMethods->xWrite(real, buffer, amount, offset);
+                return afterWrite(store, rc, offset);
             }
             store->joined = grown;
             store->joinedSize = size;
@@ -69,7 +89,7 @@ static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite
         memcpy(store->joined + FRAME_HEADER_SIZE, buffer, (size_t)amount);
         store->held = 0;
         atomic_fetch_add_explicit(&joinedWrites, 1, memory_order_relaxed);
-        return real->pMethods->xWrite(real, store->joined, size, store->heldOffset);
+        return afterWrite(store, real->pMethods->xWrite(real, store->joined, size, store->heldOffset), offset);
     }
     int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
@@ -77,9 +97,12 @@ static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite
         memcpy(store->header, buffer, FRAME_HEADER_SIZE);
         store->heldOffset = offset;
         store->held = 1;
+        // A frame header's second word is the database's size in pages after a commit frame, 0 in any other.
+        const unsigned char *pages = store->header + 4;
+        if (pages[0] | pages[1] | pages[2] | pages[3]) store->commitPageOffset = offset + FRAME_HEADER_SIZE;
         return SQLITE_OK;
     }
-    return real->pMethods->xWrite(real, buffer, amount, offset);
+    return afterWrite(store, real->pMethods->xWrite(real, buffer, amount, offset), offset);
 }
 
 static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
@@ -157,6 +180,12 @@ static int storeOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file
         // SQLite calls no method of a file whose pMethods is NULL, not even xClose.
         store->base.pMethods = NULL;
         return rc;
+    }
+    store->commitPageOffset = -1;
+    store->durable = 1;
+    if (flags & SQLITE_OPEN_WAL) {
+        sqlite3_file *database = sqlite3_database_file_object(name);
+        if (database != NULL && database->pMethods == &otherMethods) store->database = (StoreFile *)database;
     }
     const sqlite3_io_methods *real = store->real->pMethods;
     if (real->iVersion < 3) {
@@ -286,3 +315,22 @@ int iq_store_vfs_register(void) {
 }
 
 long long iq_store_vfs_joined_writes(void) { return atomic_load_explicit(&joinedWrites, memory_order_relaxed); }
+
+/// The database file of `db`'s main schema, when it is one of this VFS's.
+static StoreFile *databaseFile(sqlite3 *db) {
+    sqlite3_file *file = NULL;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK || file == NULL) return NULL;
+    return file->pMethods == &otherMethods ? (StoreFile *)file : NULL;
+}
+
+int iq_store_vfs_set_durable(sqlite3 *db, int durable) {
+    StoreFile *file = databaseFile(db);
+    if (file == NULL) return SQLITE_NOTFOUND;
+    file->durable = durable != 0;
+    return SQLITE_OK;
+}
+
+long long iq_store_vfs_commit_syncs(sqlite3 *db) {
+    StoreFile *file = databaseFile(db);
+    return file == NULL ? -1 : file->commitSyncs;
+}

@@ -7,7 +7,8 @@ import Foundation
 public final class Database {
     /// How `init(path:mode:busyTimeoutMilliseconds:)` opens the file.
     public enum Mode: Sendable {
-        /// Read and write, creating the file (private to its user) when missing, in WAL mode with `synchronous=FULL`.
+        /// Read and write, creating the file (private to its user) when missing, in WAL mode with each commit synced
+        /// (`synchronous=FULL`'s guarantee).
         case readWrite
         /// Read only, for readers beside the one writer; the file must exist.
         case readOnly
@@ -19,8 +20,9 @@ public final class Database {
     public let path: String
 
     /// Opens (and for `.readWrite`, creates) the database at `path`, in WAL mode
-    /// with a busy timeout. `synchronous` FULL is the default because commits
-    /// gate broker acks: a committed row must survive power loss.
+    /// with a busy timeout. Commits are synced by default (what `synchronous=FULL`
+    /// does, made by IntentQueue's VFS) because commits gate broker acks: a
+    /// committed row must survive power loss.
     public init(path: String, mode: Mode = .readWrite, busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
         self.path = path
         var db: OpaquePointer?
@@ -50,7 +52,14 @@ public final class Database {
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if mode == .readWrite {
             try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=FULL")
+            if vfs != nil, iq_store_vfs_set_durable(db, 1) == SQLITE_OK {
+                // FULL's one difference from NORMAL in WAL mode, the log synced with each commit, is the VFS's to
+                // make (see CStoreVFS.h): turning it off and on again is then no statement.
+                try execute("PRAGMA synchronous=NORMAL")
+                syncsCommits = true
+            } else {
+                try execute("PRAGMA synchronous=FULL")
+            }
         }
         try execute("PRAGMA foreign_keys=ON")
     }
@@ -94,18 +103,31 @@ public final class Database {
         }
     }
 
-    /// Whether commits sync the log (`synchronous=FULL`, the default) or only write it
-    /// (`NORMAL`: in WAL mode atomic and safe when the process dies, but not when the machine
-    /// loses power, until a later FULL commit syncs the log with everything before it). Set
+    /// Whether commits sync the log (as `synchronous=FULL` does, the default) or only write it
+    /// (as `NORMAL` does: in WAL mode atomic and safe when the process dies, but not when the machine
+    /// loses power, until a later synced commit syncs the log with everything before it). Set
     /// between transactions; a no-op when it already is. A write outside `transaction` commits
-    /// as the last one left it.
+    /// as the last one left it. Through IntentQueue's VFS (every writer, unless it failed to
+    /// register) this sets a flag the VFS reads at the next commit; otherwise it runs the pragma.
     public func setDurable(_ durable: Bool) throws(DatabaseError) {
         guard durable != synchronousFull else { return }
-        try run(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        if syncsCommits {
+            try check(iq_store_vfs_set_durable(try rawHandle, durable ? 1 : 0), "setting whether commits are synced")
+        } else {
+            try run(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        }
         synchronousFull = durable
     }
 
     private var synchronousFull = true
+    /// Whether the VFS syncs this connection's commits (which then runs with `synchronous=NORMAL`).
+    private(set) var syncsCommits = false
+
+    /// How many commits the VFS synced on this connection, or nil when it syncs none (for tests).
+    var syncedCommits: Int64? {
+        guard syncsCommits, let handle else { return nil }
+        return iq_store_vfs_commit_syncs(handle)
+    }
 
     /// Runs one or more statements that take no parameters.
     public func execute(_ sql: String) throws(DatabaseError) {
@@ -236,8 +258,8 @@ public final class Database {
     /// The commit is synced unless `durable` is false (see `setDurable`), which
     /// then stays so until a transaction or a caller asks for a synced one.
     public func transaction<T>(durable: Bool = true, attempts: Int = 5, _ body: (Database) throws -> T) throws -> T {
-        // Set only when it changes: SQLite compiles the pragma again each time it runs (its effect is made as it
-        // is compiled), some 8,000 instructions, which a recorder's batch used to pay twice.
+        // Set only when it changes: without the VFS it is a pragma, which SQLite compiles again each time it runs (its
+        // effect is made as it is compiled), some 8,000 instructions.
         try setDurable(durable)
         var attempt = 1
         while true {

@@ -9,11 +9,11 @@ import Synchronization
 /// applied together in the next `BEGIN IMMEDIATE` transaction, each in a
 /// savepoint of its own, and every caller resumes after that one durable
 /// commit. A write that throws rolls back to its savepoint and fails alone;
-/// the others still commit. With `synchronous=FULL` this turns one fsync per
+/// the others still commit. With each commit synced, this turns one fsync per
 /// intent into one per batch, while no caller hears "done" before its data is on disk.
 ///
 /// A write may say it need not be durable by itself (`durable: false`): a
-/// batch of only such writes commits with `synchronous=NORMAL`, which in WAL
+/// batch of only such writes commits without a sync (as `synchronous=NORMAL`), which in WAL
 /// mode is atomic and survives the process dying but not the machine losing
 /// power, until the next durable commit syncs the log with everything before it.
 public final class DatabaseQueue: @unchecked Sendable {

@@ -7,7 +7,7 @@ import IntentKit
 ///
 /// Not `Sendable`: like its `Database`, a store belongs to one thread.
 public final class StatusStore {
-    /// The writer's connection (WAL, `synchronous=FULL`).
+    /// The writer's connection (WAL, each commit synced unless a batch says otherwise).
     public let database: Database
     /// Reads through the writer's own connection (what the recorder answers remote queries from).
     public let reader: StatusReader

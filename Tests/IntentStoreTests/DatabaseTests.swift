@@ -143,10 +143,23 @@ import Testing
 
     // MARK: Pragmas
 
-    @Test func aWritableDatabaseUsesWALAndFullSynchronous() throws {
+    @Test func aWritableDatabaseUsesWALAndSyncsEachCommitUnlessToldNotTo() throws {
         #expect(try database.queryFirst("PRAGMA journal_mode") { $0.string(0) } == "wal")
-        #expect(try database.queryFirst("PRAGMA synchronous") { $0.int(0) } == 2)
         #expect(try database.queryFirst("PRAGMA foreign_keys") { $0.int(0) } == 1)
+        // FULL's sync is the VFS's (CStoreVFS.h), so the connection itself runs NORMAL.
+        #expect(try database.queryFirst("PRAGMA synchronous") { $0.int(0) } == 1)
+        let start = try #require(database.syncedCommits)
+        try database.execute("CREATE TABLE item(x)")
+        #expect(database.syncedCommits == start + 1, "a commit outside `transaction` syncs too")
+        try database.transaction { db in try db.run("INSERT INTO item(x) VALUES (1)") }
+        #expect(database.syncedCommits == start + 2)
+        try database.transaction(durable: false) { db in try db.run("INSERT INTO item(x) VALUES (2)") }
+        try database.run("INSERT INTO item(x) VALUES (3)")
+        #expect(database.syncedCommits == start + 2, "not durable, until told again")
+        try database.transaction { _ in }
+        #expect(database.syncedCommits == start + 2, "a commit that writes nothing has nothing to sync")
+        try database.transaction { db in try db.run("INSERT INTO item(x) VALUES (4)") }
+        #expect(database.syncedCommits == start + 3)
     }
 
     @Test func aReadOnlyConnectionSeesWALAndCannotWrite() throws {

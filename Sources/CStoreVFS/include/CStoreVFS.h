@@ -14,6 +14,16 @@
 // write made before it. SQLite writes a frame's header and page within one
 // function, so a header is never held past the frame it belongs to. The files
 // are SQLite's own format, readable through any VFS.
+//
+// And it syncs commits itself. A connection opened through it runs with
+// `synchronous=NORMAL`, and while its database is durable (the default, or
+// `iq_store_vfs_set_durable`), the VFS syncs the log as soon as the page of a
+// commit frame (one whose header gives the database's size) is written: where
+// `synchronous=FULL` syncs it, after the commit's last frame and before the
+// commit is visible to any reader. NORMAL and FULL differ in nothing else in
+// WAL mode, so a durable commit is what FULL makes it, and switching between
+// the two costs no statement (SQLite compiles `PRAGMA synchronous` again each
+// time it runs).
 
 #include <sqlite3.h>
 
@@ -25,5 +35,12 @@ int iq_store_vfs_register(void);
 
 /// How many headers went out in one write with their page, in this process (for tests).
 long long iq_store_vfs_joined_writes(void);
+
+/// Whether `db`'s commits are synced (1, the default) or only written (0); SQLITE_NOTFOUND when `db` was not opened
+/// through this VFS.
+int iq_store_vfs_set_durable(sqlite3 *db, int durable);
+
+/// How many of `db`'s commits this VFS synced, or -1 when `db` was not opened through it (for tests).
+long long iq_store_vfs_commit_syncs(sqlite3 *db);
 
 #endif
