@@ -24,7 +24,7 @@ let package = Package(
         // Its headers come from librabbitmq-dev; the library, at run time, from librabbitmq4.
         .target(name: "CRabbitMQ"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // SQLite's default VFS, writing a log frame's header and page in one call and syncing commits itself (see its header).
+        // SQLite's default VFS, writing a log frame's header and page in one call and skipping a not-durable commit's sync (see its header).
         .target(name: "CStoreVFS", dependencies: ["CSQLite"]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 

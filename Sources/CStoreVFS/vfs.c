@@ -12,18 +12,22 @@ typedef struct StoreFile StoreFile;
 struct StoreFile {
     sqlite3_file base;
     sqlite3_file *real;
-    /// A frame header held back, and where it goes.
+    /// A frame header held back, where it goes, and whether it is a commit frame's.
     int held;
     sqlite3_int64 heldOffset;
+    int heldCommit;
     unsigned char header[FRAME_HEADER_SIZE];
     /// The header and its page, joined for one write.
     unsigned char *joined;
     int joinedSize;
-    /// A log: where the page of the last commit frame goes (synced once written when its database is durable),
-    /// or -1; and its database's file, when it is one of this VFS's.
-    sqlite3_int64 commitPageOffset;
+    /// Whether the last call on the file was a read (SQLite reads a frame before it writes its header again).
+    int lastWasRead;
+    /// A log: its database's file, when it is one of this VFS's, and whether a commit frame was written since the
+    /// last sync (the next sync is that commit's).
     StoreFile *database;
-    /// A database: whether its commits are synced, and how many were.
+    int commitWritten;
+    /// A database: its log while it is open, whether its commits are synced, and how many were.
+    StoreFile *log;
     int durable;
     long long commitSyncs;
 };
@@ -48,6 +52,8 @@ static int writeHeld(StoreFile *file) {
 static int storeClose(sqlite3_file *file) {
     StoreFile *store = (StoreFile *)file;
     int rc = writeHeld(store);
+    if (store->database != NULL && store->database->log == store) store->database->log = NULL;
+    if (store->log != NULL && store->log->database == store) store->log->database = NULL;
     int closed = store->real->pMethods ? store->real->pMethods->xClose(store->real) : SQLITE_OK;
     free(store->joined);
     store->joined = NULL;
@@ -55,54 +61,57 @@ static int storeClose(sqlite3_file *file) {
 }
 
 static int storeRead(sqlite3_file *file, void *buffer, int amount, sqlite3_int64 offset) {
-    int rc = writeHeld((StoreFile *)file);
+    StoreFile *store = (StoreFile *)file;
+    int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
-    return realFile(file)->pMethods->xRead(realFile(file), buffer, amount, offset);
-}
-
-/// After a write at `offset`: when it was the page of a commit frame and the database is durable, syncs the log, as
-/// `synchronous=FULL` would right after the commit's last frame, before the commit is visible to anyone.
-static int afterWrite(StoreFile *store, int rc, sqlite3_int64 offset) {
-    if (rc != SQLITE_OK || offset != store->commitPageOffset) return rc;
-    store->commitPageOffset = -1;
-    if (store->database == NULL || !store->database->durable) return SQLITE_OK;
-    store->database->commitSyncs += 1;
-    return store->real->pMethods->xSync(store->real, SQLITE_SYNC_NORMAL);
+    store->lastWasRead = 1;
+    return store->real->pMethods->xRead(store->real, buffer, amount, offset);
 }
 
 static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite3_int64 offset) {
     StoreFile *store = (StoreFile *)file;
     sqlite3_file *real = store->real;
+    int afterRead = store->lastWasRead;
+    store->lastWasRead = 0;
     if (store->held && offset == store->heldOffset + FRAME_HEADER_SIZE && amount > 0) {
+        int commit = store->heldCommit;
         int size = FRAME_HEADER_SIZE + amount;
+        int rc;
         if (store->joinedSize < size) {
             unsigned char *grown = realloc(store->joined, (size_t)size);
-            if (grown == NULL) {
-                int rc = writeHeld(store);
-                if (rc == SQLITE_OK) rc = real->pMethods->xWrite(real, buffer, amount, offset);
-                return afterWrite(store, rc, offset);
+            if (grown != NULL) {
+                store->joined = grown;
+                store->joinedSize = size;
             }
-            store->joined = grown;
-            store->joinedSize = size;
         }
-        memcpy(store->joined, store->header, FRAME_HEADER_SIZE);
-        memcpy(store->joined + FRAME_HEADER_SIZE, buffer, (size_t)amount);
-        store->held = 0;
-        atomic_fetch_add_explicit(&joinedWrites, 1, memory_order_relaxed);
-        return afterWrite(store, real->pMethods->xWrite(real, store->joined, size, store->heldOffset), offset);
+        if (store->joinedSize >= size) {
+            memcpy(store->joined, store->header, FRAME_HEADER_SIZE);
+            memcpy(store->joined + FRAME_HEADER_SIZE, buffer, (size_t)amount);
+            store->held = 0;
+            atomic_fetch_add_explicit(&joinedWrites, 1, memory_order_relaxed);
+            rc = real->pMethods->xWrite(real, store->joined, size, store->heldOffset);
+        } else {
+            rc = writeHeld(store);
+            if (rc == SQLITE_OK) rc = real->pMethods->xWrite(real, buffer, amount, offset);
+        }
+        if (rc == SQLITE_OK && commit) store->commitWritten = 1;
+        return rc;
     }
     int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
-    if (amount == FRAME_HEADER_SIZE && offset >= LOG_HEADER_SIZE) {
+    // A frame's header as `walWriteOneFrame` writes it, its page next. One written after a read is SQLite
+    // writing the header of a frame already in the log again (new checksums), with no page after it: written now.
+    if (amount == FRAME_HEADER_SIZE && offset >= LOG_HEADER_SIZE && !afterRead) {
         memcpy(store->header, buffer, FRAME_HEADER_SIZE);
         store->heldOffset = offset;
         store->held = 1;
         // A frame header's second word is the database's size in pages after a commit frame, 0 in any other.
         const unsigned char *pages = store->header + 4;
-        if (pages[0] | pages[1] | pages[2] | pages[3]) store->commitPageOffset = offset + FRAME_HEADER_SIZE;
+        store->heldCommit = (pages[0] | pages[1] | pages[2] | pages[3]) != 0;
+        store->commitWritten = 0;
         return SQLITE_OK;
     }
-    return afterWrite(store, real->pMethods->xWrite(real, buffer, amount, offset), offset);
+    return real->pMethods->xWrite(real, buffer, amount, offset);
 }
 
 static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
@@ -112,9 +121,19 @@ static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
 }
 
 static int storeSync(sqlite3_file *file, int flags) {
-    int rc = writeHeld((StoreFile *)file);
+    StoreFile *store = (StoreFile *)file;
+    int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
-    return realFile(file)->pMethods->xSync(realFile(file), flags);
+    if (store->commitWritten) {
+        // With `synchronous=FULL` the first sync after a commit frame is written is that commit's (a checkpoint's
+        // comes after it): skipped when the database is not durable, which is all `synchronous=NORMAL` changes.
+        store->commitWritten = 0;
+        if (store->database != NULL) {
+            if (!store->database->durable) return SQLITE_OK;
+            store->database->commitSyncs += 1;
+        }
+    }
+    return store->real->pMethods->xSync(store->real, flags);
 }
 
 static int storeFileSize(sqlite3_file *file, sqlite3_int64 *size) {
@@ -147,6 +166,13 @@ static int storeShmMap(sqlite3_file *file, int page, int pageSize, int extend, v
 }
 
 static int storeShmLock(sqlite3_file *file, int offset, int count, int flags) {
+    // A database's log locks go through its file: no header of the log is held past one (none is, as SQLite
+    // writes a frame's header and page in one function; this makes sure another connection never finds one).
+    StoreFile *log = ((StoreFile *)file)->log;
+    if (log != NULL) {
+        int rc = writeHeld(log);
+        if (rc != SQLITE_OK) return rc;
+    }
     return realFile(file)->pMethods->xShmLock(realFile(file), offset, count, flags);
 }
 
@@ -181,18 +207,20 @@ static int storeOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file
         store->base.pMethods = NULL;
         return rc;
     }
-    store->commitPageOffset = -1;
-    store->durable = 1;
-    if (flags & SQLITE_OPEN_WAL) {
-        sqlite3_file *database = sqlite3_database_file_object(name);
-        if (database != NULL && database->pMethods == &otherMethods) store->database = (StoreFile *)database;
-    }
     const sqlite3_io_methods *real = store->real->pMethods;
     if (real->iVersion < 3) {
-        // The wrappers below call the version 3 methods; a VFS without them is used as it is.
+        // The wrappers call the version 3 methods: a file without them cannot be opened through this VFS.
         store->base.pMethods = NULL;
         real->xClose(store->real);
         return SQLITE_CANTOPEN;
+    }
+    store->durable = 1;
+    if (rc == SQLITE_OK && (flags & SQLITE_OPEN_WAL)) {
+        sqlite3_file *database = sqlite3_database_file_object(name);
+        if (database != NULL && database->pMethods == &otherMethods) {
+            store->database = (StoreFile *)database;
+            store->database->log = store;
+        }
     }
     store->base.pMethods = (flags & SQLITE_OPEN_WAL) ? &logMethods : &otherMethods;
     return rc;

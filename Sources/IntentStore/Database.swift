@@ -52,14 +52,10 @@ public final class Database {
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if mode == .readWrite {
             try execute("PRAGMA journal_mode=WAL")
-            if vfs != nil, iq_store_vfs_set_durable(db, 1) == SQLITE_OK {
-                // FULL's one difference from NORMAL in WAL mode, the log synced with each commit, is the VFS's to
-                // make (see CStoreVFS.h): turning it off and on again is then no statement.
-                try execute("PRAGMA synchronous=NORMAL")
-                syncsCommits = true
-            } else {
-                try execute("PRAGMA synchronous=FULL")
-            }
+            try execute("PRAGMA synchronous=FULL")
+            // Through IntentQueue's VFS, a commit's sync (FULL's one difference from NORMAL in WAL mode) is skipped
+            // when the database is not durable (see CStoreVFS.h): turning it off and on again is then no statement.
+            syncsCommits = vfs != nil && iq_store_vfs_set_durable(db, 1) == SQLITE_OK
         }
         try execute("PRAGMA foreign_keys=ON")
     }
@@ -108,7 +104,8 @@ public final class Database {
     /// loses power, until a later synced commit syncs the log with everything before it). Set
     /// between transactions; a no-op when it already is. A write outside `transaction` commits
     /// as the last one left it. Through IntentQueue's VFS (every writer, unless it failed to
-    /// register) this sets a flag the VFS reads at the next commit; otherwise it runs the pragma.
+    /// register) this sets a flag the VFS reads at the next commit, skipping its sync or not; otherwise it runs
+    /// the pragma.
     public func setDurable(_ durable: Bool) throws(DatabaseError) {
         guard durable != synchronousFull else { return }
         if syncsCommits {
@@ -120,10 +117,10 @@ public final class Database {
     }
 
     private var synchronousFull = true
-    /// Whether the VFS syncs this connection's commits (which then runs with `synchronous=NORMAL`).
+    /// Whether the VFS decides this connection's commit syncs (`setDurable` is then a flag, not a pragma).
     private(set) var syncsCommits = false
 
-    /// How many commits the VFS synced on this connection, or nil when it syncs none (for tests).
+    /// How many commits were synced on this connection, counted by the VFS, or nil without it (for tests).
     var syncedCommits: Int64? {
         guard syncsCommits, let handle else { return nil }
         return iq_store_vfs_commit_syncs(handle)

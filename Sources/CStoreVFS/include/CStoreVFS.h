@@ -3,27 +3,28 @@
 
 // SQLite writes each frame of a write-ahead log in two system calls: the frame's
 // 24-byte header, then its page, at the next offset. IntentQueue's stores write
-// five to eight frames an intent, so half of their `pwrite`s carry 24 bytes.
+// five to ten frames an intent, so half of their `pwrite`s carry 24 bytes.
 //
-// The "intentqueue" VFS is the platform's default VFS with one change: on a log
-// file, a 24-byte write is held until the next call on that file, and when that
-// call writes the bytes that follow it, both go in one write. Anything else on
-// the file (another write, a read, a sync, a truncation, its size, a file
-// control, closing it) writes the held header first, so the file sees the same
-// bytes in the same order before any of those, and a sync still covers every
-// write made before it. SQLite writes a frame's header and page within one
-// function, so a header is never held past the frame it belongs to. The files
-// are SQLite's own format, readable through any VFS.
+// The "intentqueue" VFS is the platform's default VFS with two changes.
 //
-// And it syncs commits itself. A connection opened through it runs with
-// `synchronous=NORMAL`, and while its database is durable (the default, or
-// `iq_store_vfs_set_durable`), the VFS syncs the log as soon as the page of a
-// commit frame (one whose header gives the database's size) is written: where
-// `synchronous=FULL` syncs it, after the commit's last frame and before the
-// commit is visible to any reader. NORMAL and FULL differ in nothing else in
-// WAL mode, so a durable commit is what FULL makes it, and switching between
-// the two costs no statement (SQLite compiles `PRAGMA synchronous` again each
-// time it runs).
+// On a log file, a frame's header is held until the next call on that file, and
+// when that call writes the bytes that follow it (its page), both go in one
+// write. Anything else on the file (another write, a read, a sync, a truncation,
+// its size, a file control, closing it), and any lock its database takes on the
+// log's shared index, writes the held header first, so the file sees the same
+// bytes in the same order before any of those. Only a header SQLite writes as
+// `walWriteOneFrame` does, its page right after, is held: one written right after
+// a read is SQLite writing a frame's header again (new checksums, after a large
+// transaction wrote a page twice), with no page after it, and goes out at once.
+// The files are SQLite's own format, readable through any VFS.
+//
+// And a connection runs with `synchronous=FULL` but may say its commits need not
+// be durable (`iq_store_vfs_set_durable`): the VFS then skips the one sync FULL
+// adds to NORMAL in WAL mode, the log's sync right after a commit's frames. It is
+// the first sync after a commit frame is written (a checkpoint's comes after it);
+// any other goes through. So switching between the two costs no statement
+// (SQLite compiles `PRAGMA synchronous` again each time it runs), and should the
+// VFS ever mistake a sync, it is one sync too many, never one too few.
 
 #include <sqlite3.h>
 
@@ -36,8 +37,8 @@ int iq_store_vfs_register(void);
 /// How many headers went out in one write with their page, in this process (for tests).
 long long iq_store_vfs_joined_writes(void);
 
-/// Whether `db`'s commits are synced (1, the default) or only written (0); SQLITE_NOTFOUND when `db` was not opened
-/// through this VFS.
+/// Whether `db`'s commits are synced (1, the default) or only written (0, as with `synchronous=NORMAL`; the
+/// connection itself runs FULL); SQLITE_NOTFOUND when `db` was not opened through this VFS.
 int iq_store_vfs_set_durable(sqlite3 *db, int durable);
 
 /// How many of `db`'s commits this VFS synced, or -1 when `db` was not opened through it (for tests).
