@@ -22,10 +22,13 @@ struct StoreFile {
     int joinedSize;
     /// Whether the last call on the file was a read (SQLite reads a frame before it writes its header again).
     int lastWasRead;
-    /// A log: its database's file, when it is one of this VFS's, and whether a commit frame was written since the
-    /// last sync (the next sync is that commit's).
+    /// A log: its database's file, when it is one of this VFS's; where the page of a commit frame whose header went
+    /// out alone is to be written (0: none); whether a commit frame was written since the last sync (the next sync,
+    /// within the same hold of the log's locks, is that commit's); and how many syncs it made.
     StoreFile *database;
+    sqlite3_int64 commitPageOffset;
     int commitWritten;
+    long long syncs;
     /// A database: its log while it is open, whether its commits are synced, and how many were.
     StoreFile *log;
     int durable;
@@ -99,6 +102,7 @@ static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite
     }
     int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
+    const unsigned char *pages = (const unsigned char *)buffer + 4;
     // A frame's header as `walWriteOneFrame` writes it, its page next. One written after a read is SQLite
     // writing the header of a frame already in the log again (new checksums), with no page after it: written now.
     if (amount == FRAME_HEADER_SIZE && offset >= LOG_HEADER_SIZE && !afterRead) {
@@ -106,12 +110,21 @@ static int storeWrite(sqlite3_file *file, const void *buffer, int amount, sqlite
         store->heldOffset = offset;
         store->held = 1;
         // A frame header's second word is the database's size in pages after a commit frame, 0 in any other.
-        const unsigned char *pages = store->header + 4;
         store->heldCommit = (pages[0] | pages[1] | pages[2] | pages[3]) != 0;
         store->commitWritten = 0;
         return SQLITE_OK;
     }
-    return real->pMethods->xWrite(real, buffer, amount, offset);
+    if (amount == FRAME_HEADER_SIZE && offset >= LOG_HEADER_SIZE && (pages[0] | pages[1] | pages[2] | pages[3]) != 0) {
+        // A commit frame's header written alone (after a read), or written again: its page, if it follows, is the
+        // commit's last write.
+        store->commitPageOffset = offset + FRAME_HEADER_SIZE;
+    }
+    rc = real->pMethods->xWrite(real, buffer, amount, offset);
+    if (rc == SQLITE_OK && store->commitPageOffset != 0 && offset == store->commitPageOffset && amount != FRAME_HEADER_SIZE) {
+        store->commitPageOffset = 0;
+        store->commitWritten = 1;
+    }
+    return rc;
 }
 
 static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
@@ -133,6 +146,7 @@ static int storeSync(sqlite3_file *file, int flags) {
             store->database->commitSyncs += 1;
         }
     }
+    store->syncs += 1;
     return store->real->pMethods->xSync(store->real, flags);
 }
 
@@ -172,6 +186,11 @@ static int storeShmLock(sqlite3_file *file, int offset, int count, int flags) {
     if (log != NULL) {
         int rc = writeHeld(log);
         if (rc != SQLITE_OK) return rc;
+        // A commit's frames and its sync fall within one hold of the log's write lock: a commit frame written
+        // before this call (a commit that failed before its sync, or one under `synchronous=NORMAL`, which makes
+        // none) has no sync to skip after it.
+        log->commitWritten = 0;
+        log->commitPageOffset = 0;
     }
     return realFile(file)->pMethods->xShmLock(realFile(file), offset, count, flags);
 }
@@ -361,4 +380,9 @@ int iq_store_vfs_set_durable(sqlite3 *db, int durable) {
 long long iq_store_vfs_commit_syncs(sqlite3 *db) {
     StoreFile *file = databaseFile(db);
     return file == NULL ? -1 : file->commitSyncs;
+}
+
+long long iq_store_vfs_log_syncs(sqlite3 *db) {
+    StoreFile *file = databaseFile(db);
+    return file == NULL || file->log == NULL ? -1 : file->log->syncs;
 }

@@ -126,6 +126,14 @@ public final class Database {
         return iq_store_vfs_commit_syncs(handle)
     }
 
+    /// How many syncs of the log this connection made, commits' and checkpoints' alike, or nil without the VFS or
+    /// an open log (for tests).
+    var logSyncs: Int64? {
+        guard syncsCommits, let handle else { return nil }
+        let syncs = iq_store_vfs_log_syncs(handle)
+        return syncs < 0 ? nil : syncs
+    }
+
     /// Runs one or more statements that take no parameters.
     public func execute(_ sql: String) throws(DatabaseError) {
         let db = try rawHandle

@@ -198,6 +198,39 @@ import Testing
         #expect(try reader.queryFirst("PRAGMA integrity_check") { $0.string(0) } == "ok")
     }
 
+    /// The sync the VFS skips for a commit that need not be durable is that commit's own: when a commit makes none
+    /// (as under `synchronous=NORMAL`, which anyone may set on the connection), the next sync, a checkpoint's, is
+    /// made, so that no page reaches the database file from a log that was never synced.
+    @Test func aCheckpointAfterACommitThatMadeNoSyncStillSyncsTheLog() throws {
+        try database.execute("PRAGMA wal_autocheckpoint=0")
+        try database.execute("CREATE TABLE item(n INTEGER)")
+        try database.setDurable(false)
+        try database.execute("PRAGMA synchronous=NORMAL")
+        try database.run("INSERT INTO item(n) VALUES (1)")
+        let before = try #require(database.logSyncs)
+        try database.execute("PRAGMA wal_checkpoint")
+        #expect(try #require(database.logSyncs) > before, "the checkpoint synced the log before copying its pages")
+        try database.execute("PRAGMA synchronous=FULL")
+        try database.setDurable(true)
+    }
+
+    /// A commit that need not be durable makes no sync, and the checkpoint after it does.
+    @Test func anUnsyncedCommitSkipsItsOwnSyncAndNoOther() throws {
+        try database.execute("PRAGMA wal_autocheckpoint=0")
+        try database.execute("CREATE TABLE item(n INTEGER)")
+        let start = try #require(database.logSyncs)
+        try database.transaction(durable: false) { db in try db.run("INSERT INTO item(n) VALUES (1)") }
+        #expect(database.logSyncs == start, "the commit's own sync, skipped")
+        try database.execute("PRAGMA wal_checkpoint")
+        let checkpointed = try #require(database.logSyncs)
+        #expect(checkpointed > start, "the checkpoint's")
+        let commits = try #require(database.syncedCommits)
+        try database.transaction { db in try db.run("INSERT INTO item(n) VALUES (2)") }
+        // The log begins again after the checkpoint: its new header's sync, then the commit's.
+        #expect(try #require(database.logSyncs) >= checkpointed + 1)
+        #expect(database.syncedCommits == commits + 1, "a durable commit's")
+    }
+
     /// A transaction bigger than the page cache spills pages to the log and, writing one of them again, makes
     /// SQLite rewrite the headers of every frame after it once the commit frame is written, each after reading its
     /// frame: those rewrites, the commit frame's last, are in the file as soon as the commit returns, and another

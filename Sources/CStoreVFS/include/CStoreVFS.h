@@ -21,8 +21,10 @@
 // And a connection runs with `synchronous=FULL` but may say its commits need not
 // be durable (`iq_store_vfs_set_durable`): the VFS then skips the one sync FULL
 // adds to NORMAL in WAL mode, the log's sync right after a commit's frames. It is
-// the first sync after a commit frame is written (a checkpoint's comes after it);
-// any other goes through. So switching between the two costs no statement
+// the first sync after a commit frame is written, while the connection still
+// holds the log's write lock (a checkpoint's comes after it, a commit that failed
+// before its sync has none, and any lock taken on the log's shared index ends
+// the wait); any other goes through. So switching between the two costs no statement
 // (SQLite compiles `PRAGMA synchronous` again each time it runs), and should the
 // VFS ever mistake a sync, it is one sync too many, never one too few.
 
@@ -43,5 +45,9 @@ int iq_store_vfs_set_durable(sqlite3 *db, int durable);
 
 /// How many of `db`'s commits this VFS synced, or -1 when `db` was not opened through it (for tests).
 long long iq_store_vfs_commit_syncs(sqlite3 *db);
+
+/// How many syncs of `db`'s log this VFS made, commits' and checkpoints' alike, or -1 when `db` was not opened
+/// through it or has no log open (for tests).
+long long iq_store_vfs_log_syncs(sqlite3 *db);
 
 #endif
