@@ -6,6 +6,7 @@
 # the difference over 2,000 intents leaves out start-up and set-up. Also prints the file writes per intent
 # (strace -c, the same difference).
 #   deploy/store-cost.sh [B ...]   (default: 1 5 25); STORE_COST_SOURCES=DIR counts another checkout's Sources
+#   COST_IDS=random deploy/store-cost.sh   with version 4 ids instead of the version 7 ones clients make
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in valgrind strace; do

@@ -9,6 +9,7 @@
 # The harness is linked with a release build's objects:
 #   swift build -c release --static-swift-stdlib && deploy/worker-cost.sh
 #   WORKER_COST_CHECKOUT=DIR deploy/worker-cost.sh    counts another checkout's release build
+#   COST_IDS=random deploy/worker-cost.sh             with version 4 ids instead of the version 7 ones clients make
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "worker-cost.sh: needs valgrind (apt-get install valgrind)" >&2; exit 69; }

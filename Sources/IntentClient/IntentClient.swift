@@ -106,7 +106,7 @@ public final class IntentClient: Sendable {
     /// `failure`/`expired` without running it.
     @discardableResult
     public func submit<I: Intent>(
-        _ intent: I, id: String = UUID().uuidString.lowercased(), group: String? = nil, dueAt: Date? = nil,
+        _ intent: I, id: String = IntentID.make(), group: String? = nil, dueAt: Date? = nil,
         expiresAt: Date? = nil
     ) throws(IntentClientError) -> String {
         var envelope: IntentEnvelope

@@ -129,7 +129,7 @@ struct Handlers: Sendable {
             return self.error(error)
         }
         guard let parameters = body["parameters"].map({ $0.objectValue }) ?? [:] else { return invalid("parameters must be a JSON object") }
-        var id = Self.newID()
+        var id = IntentID.make()
         if let given = body["id"] {
             guard let text = given.stringValue else { return invalid("id must be a string") }
             if let problem = IntentEnvelope.problem(withID: text) ?? Self.spaceProblem(text) { return invalid(problem) }
@@ -393,29 +393,6 @@ struct Handlers: Sendable {
     private func forbidden(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(403, "forbidden", words))) }
     private func notFound(_ words: String) -> HTTPReply { .now(answer.finish(HTTPServer.error(404, "noWorker", words))) }
     private func error(_ error: GatewayError) -> HTTPReply { .now(answer.finish(error.response)) }
-
-    /// A new intent id, a random (version 4) UUID in lower case, from the
-    /// system's generator: Foundation's `UUID()` opens and reads
-    /// /dev/urandom for each one, three system calls a submission.
-    static func newID() -> String {
-        // Two 64-bit draws: one system call each (a draw per byte made id generation a tenth of a submission's cost).
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for (half, value) in [generator.next(), generator.next()].enumerated() {
-            for index in 0..<8 { bytes[half * 8 + index] = UInt8(truncatingIfNeeded: value >> (8 * index)) }
-        }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
 
     /// What a path segment may hold unencoded.
     static let segmentAllowed = CharacterSet.urlPathAllowed.subtracting(["/"])

@@ -100,7 +100,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     }
 
     /// An envelope for a typed intent, with a fresh id unless one is given.
-    public init<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), submittedAt: Date = Date()) throws {
+    public init<I: Intent>(_ intent: I, id: String = IntentID.make(), submittedAt: Date = Date()) throws {
         guard case .object(let parameters) = try JSONValueEncoder().encode(intent) else {
             throw IntentFailure(code: FailureCode.invalidIntent, message: "\(I.typeName) does not encode as a JSON object")
         }

@@ -57,14 +57,14 @@ public final class TestWorker: Sendable {
     }
 
     /// Submits a typed intent; returns its outcome once the worker is done with it.
-    public func submit<I: Intent>(_ intent: I, id: String = UUID().uuidString.lowercased(), timeout: Double = 120) async throws -> StatusEvent {
+    public func submit<I: Intent>(_ intent: I, id: String = IntentID.make(), timeout: Double = 120) async throws -> StatusEvent {
         try await take(try IntentEnvelope(intent, id: id), timeout: timeout)
     }
 
     /// Submits an intent by type and parameters, as a client would on the wire
     /// (`lenient`: as typed on a command line).
     public func submit(
-        _ type: String, _ parameters: [String: JSONValue], id: String = UUID().uuidString.lowercased(), lenient: Bool = false,
+        _ type: String, _ parameters: [String: JSONValue], id: String = IntentID.make(), lenient: Bool = false,
         timeout: Double = 120
     ) async throws -> StatusEvent {
         try await take(

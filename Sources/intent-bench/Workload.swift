@@ -13,7 +13,7 @@ enum Workload {
         "content": .string(content),
     ]
 
-    static func newID() -> String { UUID().uuidString.lowercased() }
+    static func newID() -> String { IntentID.make() }
 
     static func envelope(id: String, submittedAt: Double = Date().timeIntervalSince1970) -> IntentEnvelope {
         IntentEnvelope(id: id, type: type, parameters: parameters, submittedAt: submittedAt)

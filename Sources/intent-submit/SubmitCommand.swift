@@ -144,7 +144,7 @@ struct SubmitCommand: Command {
             parameters[String(pair[..<equals])] = .string(String(pair[pair.index(after: equals)...]))
         }
         let givenID = try arguments.value("--id")
-        let id = conversation.first?.1 ?? givenID ?? UUID().uuidString.lowercased()
+        let id = conversation.first?.1 ?? givenID ?? IntentID.make()
         guard !id.isEmpty, id.utf8.count <= 255, !id.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw UsageError("--id must be 1 to 255 bytes with no spaces")
         }

@@ -19,11 +19,22 @@ let resolutions = [
 let response = IntentResponse(
     code: "success", message: "Message sent to Alice Smith",
     payload: ["recipients": ["Alice Smith"], "content": "Running late"])
-func id(_ index: Int) -> String { "\(UUID().uuidString.lowercased().prefix(24))\(index)" }
+// Ids as IntentQueue's clients make them (`IntentID`: version 7, the time in milliseconds first), one a millisecond;
+// COST_IDS=random records version 4 ones, as clients made them before.
+let orderedIDs = ProcessInfo.processInfo.environment["COST_IDS"] != "random"
+var made: UInt64 = 0
+func id() -> String {
+    made += 1
+    let uuid = UUID().uuidString.lowercased()
+    if !orderedIDs { return uuid }
+    // 1_796_000_000_000 and the next 2^40 milliseconds are 11 hexadecimal digits: one 0 before them makes 12.
+    let milliseconds = "0" + String(1_796_000_000_000 + made, radix: 16)
+    return milliseconds.prefix(8) + "-" + milliseconds.suffix(4) + "-7" + uuid.dropFirst(15)
+}
 var previous: [String] = []
 var now = 1_796_000_000.0
 for _ in 0..<(rounds * 1000 / batch) {
-    let fresh = (0..<batch).map { id($0) }
+    let fresh = (0..<batch).map { _ in id() }
     var updates: [StatusStore.Update] = fresh.map { id in
         .queued(
             IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "Running late"], submittedAt: now),

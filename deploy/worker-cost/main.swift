@@ -53,9 +53,18 @@ let worker = try WorkerService(registry: registry, configuration: configuration,
     return transport
 }
 let transport = made.withLock { $0! }
-let envelopes = (0..<count).map { _ in
+// Ids as IntentQueue's clients make them (`IntentID`: version 7, the time in milliseconds first), made a millisecond
+// apart; COST_IDS=random counts version 4 ones, as clients made them before.
+let randomIDs = ProcessInfo.processInfo.environment["COST_IDS"] == "random"
+func newID(_ index: Int) -> String {
+    let random = UUID().uuidString.lowercased()
+    guard !randomIDs else { return random }
+    let time = String(format: "%012llx", 1_796_000_000_000 + UInt64(index))
+    return "\(time.prefix(8))-\(time.suffix(4))-7\(random.dropFirst(15))"
+}
+let envelopes = (0..<count).map { index in
     let envelope = IntentEnvelope(
-        id: UUID().uuidString.lowercased(), type: "SendMessage",
+        id: newID(index), type: "SendMessage",
         parameters: ["recipients": .array([.string("Alice Smith")]), "content": .string("Running late")],
         submittedAt: Date().timeIntervalSince1970)
     return (id: envelope.id, body: envelope.encoded())
