@@ -2,8 +2,8 @@
 # The cost curve: end-to-end throughput with 1, 2 and 4 workers, and latency
 # (submit → terminal state in the status store, p50/p99) for offered loads from
 # 100 intents/s up to saturation, each point one intent-bench run against the
-# local broker. Writes the points as CSV and draws them as SVG (copied into the
-# Performance article's catalog too).
+# local broker. Writes the points as CSV and draws them as SVG (into the
+# Performance article's catalog too, unless --out names another folder).
 #
 #   deploy/curve.sh [--bin .build/release] [--out docs/performance] [--seconds 6] [--rates "100 200 …"]
 #
@@ -53,5 +53,8 @@ PY
 done
 
 python3 "$HERE/curve-plot.py" "$RUNS" "$OUT"
-# The Performance article shows the same picture.
-cp "$OUT/curve.svg" "$HERE/../Sources/IntentKit/IntentKit.docc/curve.svg"
+# The Performance article shows the same picture: the one drawn into the repository's docs/performance, not a
+# curve drawn elsewhere with --out (another build's, for comparison).
+if [[ "$(cd "$OUT" && pwd -P)" == "$(cd "$HERE/../docs/performance" && pwd -P)" ]]; then
+    cp "$OUT/curve.svg" "$HERE/../Sources/IntentKit/IntentKit.docc/curve.svg"
+fi
