@@ -55,6 +55,6 @@ done
 python3 "$HERE/curve-plot.py" "$RUNS" "$OUT"
 # The Performance article shows the same picture: the one drawn into the repository's docs/performance, not a
 # curve drawn elsewhere with --out (another build's, for comparison).
-if [[ "$(cd "$OUT" && pwd -P)" == "$(cd "$HERE/../docs/performance" && pwd -P)" ]]; then
+if [[ "$(cd -- "$OUT" >/dev/null && pwd -P)" == "$(cd -- "$HERE/../docs/performance" >/dev/null && pwd -P)" ]]; then
     cp "$OUT/curve.svg" "$HERE/../Sources/IntentKit/IntentKit.docc/curve.svg"
 fi

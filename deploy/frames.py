@@ -13,8 +13,9 @@ Connections that publish or are delivered fewer than INTENTS / 100 messages
 left out of the phases. For each phase it prints, per intent: frames from the
 clients to the broker and from the broker to the clients by method, content
 headers and bodies, the TCP segments that carried them, and the bytes.
-INTENTS may be a list, one count per phase (the last one repeats), for a run
-whose phases carry different numbers of intents.
+INTENTS may be a list, one count per phase, for a run whose phases carry
+different numbers of intents; it then stops with an error when it finds
+another number of phases.
 """
 import struct
 import sys
@@ -109,6 +110,12 @@ class Stream:
                     self.take(data[skip:])
 
     @property
+    def unread(self):
+        """True when the stream could not be read to its end: a frame that did not end where its size said, or
+        bytes left over that make no whole frame (a frame cut off, or what was read as a size was not one)."""
+        return self.lost or len(self.buffer) > 0
+
+    @property
     def gaps(self):
         """Segments kept for want of the bytes before them: the capture lost those."""
         return len(self.pending)
@@ -187,21 +194,22 @@ def self_test():
         return frame(1, struct.pack(">HH", class_id, method_id) + rest)
 
     publish = method(60, 40, b"\0\0\0") + frame(2, bytes(range(1, 15))) + frame(3, b"{}")
-    up = b"AMQP\0\0\x09\x01" + publish * 2 + method(60, 80, struct.pack(">QB", 7, 1))
+    up = b"AMQP\0\0\x09\x01" + publish * 2 + method(60, 80, struct.pack(">QB", 8, 1))
     down = method(60, 60, b"\0" * 12) + frame(2, b"\0" * 14) + frame(3, b"{}") + method(60, 80, struct.pack(">QB", 2, 0))
     records = []
 
-    def segments(data, sport, dport, ranges):
+    def segments(data, sport, dport, ranges, first=1000):
         for start, end in ranges:
-            tcp = struct.pack(">HHIIBBHHH", sport, dport, 1000 + start, 0, 5 << 4, 0x18, 65535, 0, 0)
+            tcp = struct.pack(">HHIIBBHHH", sport, dport, (first + start) & 0xFFFFFFFF, 0, 5 << 4, 0x18, 65535, 0, 0)
             ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + end - start, 0, 0, 64, 6, 0,
                              b"\x7f\0\0\x01", b"\x7f\0\0\x01")
             packet = b"\0" * 12 + b"\x08\0" + ip + tcp + data[start:end]
             records.append(struct.pack("<IIII", 1, len(records), len(packet), len(packet)) + packet)
 
     # Split mid-frame, one segment sent twice, one that overlaps the one before it, and the last two recorded in
-    # the other order.
-    segments(up, 40001, 5672, [(0, 5), (5, 30), (5, 30), (20, 31), (len(up) - 3, len(up)), (31, len(up) - 3)])
+    # the other order; its sequence numbers wrap past 2^32 on the way.
+    segments(up, 40001, 5672, [(0, 5), (5, 30), (5, 30), (20, 31), (len(up) - 3, len(up)), (31, len(up) - 3)],
+             first=2**32 - 25)
     segments(down, 5672, 40001, [(0, 12), (12, len(down))])
     segments(up[:8] + publish, 40002, 5672, [(0, 8 + len(publish))])
     # A frame that does not end where its size says: the rest of that stream cannot be read.
@@ -266,9 +274,14 @@ def main():
             phase_end = last[client]
         phase_end = max(phase_end, last[client])
     gaps = sum(stream.gaps for stream in streams.values())
-    lost = sum(stream.lost for stream in streams.values())
+    lost = sum(stream.unread for stream in streams.values())
     print("%d connections, %d in %d phases, %d quiet (under %d messages published or delivered); segments the capture lost: %d;"
           " streams not read to the end: %d" % (len(opened), len(busy), len(phases), len(quiet), max(10, intents // 100), gaps, lost))
+    if not phases:
+        sys.exit("frames.py: no phase found (no connection published or was delivered %d messages)" % max(10, intents // 100))
+    if len(counts) > 1 and len(counts) != len(phases):
+        sys.exit("frames.py: %d intent counts given for %d phases: another client on the port, or phases that overlap?"
+                 % (len(counts), len(phases)))
     for number, clients in enumerate(phases, 1):
         intents = counts[min(number, len(counts)) - 1]
         print("\nphase %d: %d connections opened at +%.1f s, per intent (%d intents)"

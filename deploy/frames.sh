@@ -33,10 +33,11 @@ for tool in tcpdump python3; do
     command -v "$tool" >/dev/null || { echo "frames.sh: $tool is not installed" >&2; exit 69; }
 done
 CAPTURE=/var/tmp/intentqueue-frames.pcap
-rm -f "$CAPTURE"
+LOG=/var/tmp/intentqueue-frames.tcpdump
+rm -f "$CAPTURE" "$LOG"
 # Each packet handed over and written as it comes (--immediate-mode, -U), so that stopping the capture
 # loses none still waiting in a buffer.
-tcpdump -i lo -s 0 -B 262144 --immediate-mode -U -w "$CAPTURE" 'tcp port 5672' 2>/var/tmp/intentqueue-frames.tcpdump &
+tcpdump -i lo -s 0 -B 262144 --immediate-mode -U -w "$CAPTURE" 'tcp port 5672' 2>"$LOG" &
 capturing=$!
 stop_capture() {
     # Once the file has stopped growing for a second (ten at most), the run's last packets are in it.
@@ -50,17 +51,17 @@ stop_capture() {
     kill -INT "$capturing" 2>/dev/null || true
     wait "$capturing" 2>/dev/null || true
 }
-trap 'stop_capture; [[ $KEEP == yes ]] || rm -f "$CAPTURE"' EXIT
+trap 'stop_capture; rm -f "$LOG"; [[ $KEEP == yes ]] || rm -f "$CAPTURE"' EXIT
 # tcpdump says "listening" once the capture is open.
 for _ in $(seq 100); do
-    grep -q listening /var/tmp/intentqueue-frames.tcpdump 2>/dev/null && break
-    kill -0 "$capturing" 2>/dev/null || { cat /var/tmp/intentqueue-frames.tcpdump >&2; exit 1; }
+    grep -q listening "$LOG" 2>/dev/null && break
+    kill -0 "$capturing" 2>/dev/null || { cat "$LOG" >&2; exit 1; }
     sleep 0.1
 done
 "$HERE/ceiling.sh" "${options[@]}"
 stop_capture
-trap '[[ $KEEP == yes ]] || rm -f "$CAPTURE"' EXIT
-grep -E "captured|dropped" /var/tmp/intentqueue-frames.tcpdump >&2 || true
+trap 'rm -f "$LOG"; [[ $KEEP == yes ]] || rm -f "$CAPTURE"' EXIT
+grep -E "captured|dropped" "$LOG" >&2 || true
 counts="$INTENTS,$INTENTS"
 [[ "$LATENCY" -gt 0 ]] && counts+=",$LATENCY"
 counts+=",$((INTENTS + LATENCY))"

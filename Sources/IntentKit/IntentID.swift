@@ -2,17 +2,18 @@ import Foundation
 
 /// New intent ids: UUIDs of version 7 (RFC 9562), in lower case.
 ///
-/// A version 7 UUID starts with the time in milliseconds, so ids made one after
-/// another sort one after another: every index keyed by an intent's id (its
+/// A version 7 UUID starts with the time in milliseconds, so an id made in a
+/// later millisecond sorts after every earlier one (ids of the same millisecond
+/// are in no particular order): every index keyed by an intent's id (its
 /// owner, its outcome, an app's rows by intent, the status store's primary key)
 /// takes each new id at or near its last page, instead of at a random page of a
 /// table that grows to millions of rows. A commit of many intents then writes a
 /// few pages rather than one per intent and index, and the pages it writes are
 /// the ones already in memory. The 74 bits after the time are random, from the
-/// system's generator, so an id is no easier to guess than a version 4 one
-/// (ids are not secrets: who may act on an intent is checked against its
-/// owner); it does tell when it was made, to the millisecond, as the
-/// submission's `submittedAt` does.
+/// system's generator: fewer than a version 4 UUID's 122, and still far too
+/// many to guess (ids are not secrets: who may act on an intent is checked
+/// against its owner). An id tells when it was made, to the millisecond,
+/// wherever it appears (logs, URLs, a message's `message_id`).
 public enum IntentID {
     /// A new id, made now.
     public static func make() -> String {
