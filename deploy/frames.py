@@ -17,6 +17,7 @@ INTENTS may be a list, one count per phase, for a run whose phases carry
 different numbers of intents; it then stops with an error when it finds
 another number of phases.
 """
+import math
 import struct
 import sys
 from collections import Counter, defaultdict
@@ -87,27 +88,22 @@ class Stream:
         self.lost = False  # a frame did not end where its size said: the rest cannot be read
 
     def add(self, seq, payload):
+        # Every segment is kept until the bytes before it have been read (the capture can record two segments in
+        # the other order); what is still kept at the end was lost to the capture. A segment of bytes read already
+        # is a retransmission, and only its new part, if any, is read.
         if self.expected is None:
             self.expected = seq
-        skip = (self.expected - seq) & 0xFFFFFFFF
-        if skip >= 0x80000000:
-            # Ahead of what was read (the capture can record two segments in the other order): kept until the
-            # bytes before it come; what is still kept at the end was lost to the capture.
-            if len(payload) > len(self.pending.get(seq, b"")):
-                self.pending[seq] = payload
-            return
-        if skip >= len(payload):
-            return  # a retransmission of what was read already
-        self.take(payload[skip:])
-        while self.pending:
-            ready = [kept for kept in self.pending if (self.expected - kept) & 0xFFFFFFFF < 0x80000000]
-            if not ready:
-                break
+        if len(payload) > len(self.pending.get(seq, b"")):
+            self.pending[seq] = payload
+        while ready := [kept for kept in self.pending if self.behind(kept) < 0x80000000]:
             for kept in ready:
                 data = self.pending.pop(kept)
-                skip = (self.expected - kept) & 0xFFFFFFFF
-                if skip < len(data):
-                    self.take(data[skip:])
+                if self.behind(kept) < len(data):
+                    self.take(data[self.behind(kept):])
+
+    def behind(self, seq):
+        """How many bytes before the next one to read `seq` is; 2^31 or more when it is ahead of it."""
+        return (self.expected - seq) & 0xFFFFFFFF
 
     @property
     def unread(self):
@@ -257,12 +253,15 @@ def main():
     if not counts or not all(count.isdigit() and int(count) > 0 for count in counts):
         sys.exit("usage: frames.py CAPTURE.pcap INTENTS[,INTENTS…] [--port 5672] (see the top of this file)")
     path, counts = arguments[0], [int(count) for count in counts]
-    intents = min(counts)
+    # A phase's connections publish or are delivered at least one message per intent: the smallest count's
+    # hundredth (and at least 10) keeps the others apart.
+    least = max(10, math.ceil(min(counts) / 100))
     streams, opened, last = read_capture(path, port)
+
     def messages(client):
         return sum(streams[(client, way)].frames[name] for way in ("up", "down") for name in ("basic.publish", "basic.deliver"))
 
-    busy = sorted((client for client in opened if messages(client) >= max(10, intents / 100)), key=lambda c: opened[c])
+    busy = sorted((client for client in opened if messages(client) >= least), key=lambda c: opened[c])
     quiet = [client for client in opened if client not in busy]
     phases = []
     phase_end = None
@@ -276,9 +275,9 @@ def main():
     gaps = sum(stream.gaps for stream in streams.values())
     lost = sum(stream.unread for stream in streams.values())
     print("%d connections, %d in %d phases, %d quiet (under %d messages published or delivered); segments the capture lost: %d;"
-          " streams not read to the end: %d" % (len(opened), len(busy), len(phases), len(quiet), max(10, intents // 100), gaps, lost))
+          " streams not read to the end: %d" % (len(opened), len(busy), len(phases), len(quiet), least, gaps, lost))
     if not phases:
-        sys.exit("frames.py: no phase found (no connection published or was delivered %d messages)" % max(10, intents // 100))
+        sys.exit("frames.py: no phase found (no connection published or was delivered %d messages)" % least)
     if len(counts) > 1 and len(counts) != len(phases):
         sys.exit("frames.py: %d intent counts given for %d phases: another client on the port, or phases that overlap?"
                  % (len(counts), len(phases)))

@@ -40,6 +40,7 @@ rm -f "$CAPTURE" "$LOG"
 tcpdump -i lo -s 0 -B 262144 --immediate-mode -U -w "$CAPTURE" 'tcp port 5672' 2>"$LOG" &
 capturing=$!
 stop_capture() {
+    kill -0 "$capturing" 2>/dev/null || return 0
     # Once the file has stopped growing for a second (ten at most), the run's last packets are in it.
     local size=-1 now
     for _ in $(seq 10); do
@@ -60,7 +61,6 @@ for _ in $(seq 100); do
 done
 "$HERE/ceiling.sh" "${options[@]}"
 stop_capture
-trap 'rm -f "$LOG"; [[ $KEEP == yes ]] || rm -f "$CAPTURE"' EXIT
 grep -E "captured|dropped" "$LOG" >&2 || true
 counts="$INTENTS,$INTENTS"
 [[ "$LATENCY" -gt 0 ]] && counts+=",$LATENCY"
