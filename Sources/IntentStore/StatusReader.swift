@@ -96,15 +96,17 @@ public final class StatusReader {
 
     /// The SQL `list` runs, with its bindings.
     static func listQuery(state: IntentState?, type: String?, owner: String?, limit: Int) -> (sql: String, bindings: [SQLValue]) {
-        let chosen = filter(["owner": owner, "state": state?.rawValue, "type": type])
+        // A state other than `success` is looked up in the state index, which holds only those (see `StatusStore.unsettled`).
+        let settled = state == nil || state == .success
+        let chosen = filter(["owner": owner, "state": state?.rawValue, "type": type], also: settled ? nil : StatusStore.unsettled)
         return ("SELECT \(Column.selected) FROM intent_status \(chosen.sql) ORDER BY updated_at DESC LIMIT ?", chosen.bindings + [.int(limit)])
     }
 
     /// A `WHERE` clause with `column = ?` for each filter given: a filter not given is left out of the
     /// SQL, so SQLite can use an index for the others (`?1 IS NULL OR column = ?1` would scan every
-    /// row). Empty when nothing is chosen.
-    static func filter(_ filters: KeyValuePairs<String, String?>) -> (sql: String, bindings: [SQLValue]) {
-        var terms: [String] = []
+    /// row). `also` is one more term, written as it is. Empty when nothing is chosen.
+    static func filter(_ filters: KeyValuePairs<String, String?>, also: String? = nil) -> (sql: String, bindings: [SQLValue]) {
+        var terms: [String] = also.map { [$0] } ?? []
         var bindings: [SQLValue] = []
         for case (let column, let value?) in filters {
             terms.append("\(column) = ?")
@@ -132,20 +134,32 @@ public final class StatusReader {
         return try database.query(
             """
             SELECT \(Column.selected) FROM intent_status
-            WHERE state = 'failure' AND response_code = '\(FailureCode.deadLettered)' ORDER BY updated_at DESC LIMIT ?
+            WHERE state = 'failure' AND \(StatusStore.unsettled) AND response_code = '\(FailureCode.deadLettered)'
+            ORDER BY updated_at DESC LIMIT ?
             """, [.int(limit)], Self.status(from:))
     }
 
     /// How many intents are in each state.
     public func counts() throws -> [IntentState: Int] {
         guard try hasSchema() else { return [:] }
-        let rows = try database.query("SELECT state, count(*) FROM intent_status GROUP BY state") { row in (row.string(0), row.int(1)) }
+        let rows = try database.query(Self.countsQuery) { row in (row.text(0), row.int(1)) }
         var counts: [IntentState: Int] = [:]
-        for (state, count) in rows {
+        var unsettled = 0
+        for case (let state?, let count) in rows {
+            unsettled += count
             if let state = IntentState(rawValue: state) { counts[state] = count }
         }
+        // The row with no state is the number of all intents: those not counted by state are `success`.
+        if let all = rows.first(where: { $0.0 == nil })?.1, all > unsettled { counts[.success] = all - unsettled }
         return counts
     }
+
+    /// Every state but `success` counted from the state index, which holds only those, and all intents
+    /// counted (the row with a NULL state); one statement, so both come from one snapshot of the store.
+    static let countsQuery = """
+        SELECT state, count(*) FROM intent_status WHERE \(StatusStore.unsettled) GROUP BY state
+        UNION ALL SELECT NULL, count(*) FROM intent_status
+        """
 
     /// How many intents there are of each type in each state (an owner's
     /// only, when `owner` is given), by type and then state.

@@ -149,7 +149,19 @@ public final class StatusStore {
         CREATE INDEX intent_status_by_owner ON intent_status(owner, updated_at, state, type);
         CREATE INDEX intent_status_by_group ON intent_status(group_id) WHERE group_id IS NOT NULL;
         """,
+        // The state index holds only the intents not `success`: most intents end there, and each wrote, moved and
+        // wrote again an entry no lookup asks for (the lists and tallies of `success` read the time index). A query
+        // that looks a state up in it carries the index's own term, `state <> 'success'` (`StatusStore.unsettled`):
+        // SQLite uses a partial index only for a query whose WHERE holds that term as written.
+        """
+        DROP INDEX intent_status_by_state;
+        CREATE INDEX intent_status_unsettled ON intent_status(state, updated_at) WHERE state <> 'success';
+        """,
     ]
+
+    /// The term of the state index's `WHERE` (`intent_status_unsettled`, which holds only the intents not
+    /// `success`): a query looking up another state says it too, or SQLite will not use that index.
+    static let unsettled = "state <> 'success'"
 
     /// How long after its due time the recorder releases a scheduled intent a
     /// worker keeps (`StatusEvent.kept`) and that has not started: the fallback
@@ -656,7 +668,7 @@ public final class StatusStore {
             let questions = try db.query(
                 """
                 SELECT id, type, turn FROM intent_status
-                WHERE state = 'needsInput' AND updated_at < ?1 - ?2 AND coalesce(expire_requested_at, 0) < ?1 - ?3
+                WHERE state = 'needsInput' AND \(Self.unsettled) AND updated_at < ?1 - ?2 AND coalesce(expire_requested_at, 0) < ?1 - ?3
                 ORDER BY updated_at LIMIT ?4
                 """, [.real(now), .real(seconds), .real(resendAfter), .int(limit)]
             ) { row in

@@ -63,12 +63,15 @@ public final class StatusRecorder: Service {
     }
 
     private let configuration: Configuration
+    /// The trusted publishers and the broker URL's own users, as one set made once (see `isTrusted`).
+    private let trustedUsers: Set<String>
     private let logger: Logger
     private let stopping = StopRequest()
 
     /// A recorder with these settings; nothing is opened or connected until `run()`.
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
+        self.trustedUsers = configuration.trustedPublishers.union(configuration.brokerURL.users)
         self.logger = logger.with(["component": "recorder"])
     }
 
@@ -455,7 +458,7 @@ public final class StatusRecorder: Service {
     /// Whether a user's events and republished messages are believed: a worker's, or the recorder's own.
     func isTrusted(_ user: String?) -> Bool {
         guard let user else { return false }
-        return configuration.trustedPublishers.contains(user) || configuration.brokerURL.users.contains(user)
+        return trustedUsers.contains(user)
     }
 
     /// The sender of a submission or a request, as the workers see it: its

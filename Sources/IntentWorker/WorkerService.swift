@@ -21,6 +21,9 @@ import Synchronization
 public final class WorkerService: Service {
     private let registry: IntentRegistry
     private let configuration: WorkerConfiguration
+    /// The users whose republished messages are believed: the configured ones and the broker URL's own (a
+    /// set made once, not on each delivery).
+    private let trustedUsers: Set<String>
     private let logger: Logger
     private let loop: any DeliveryTransport
     private let cancellations = Cancellations()
@@ -45,6 +48,7 @@ public final class WorkerService: Service {
     ) throws {
         self.registry = registry
         self.configuration = configuration
+        self.trustedUsers = configuration.trustedUsers.union(configuration.brokerURL.users)
         self.logger = logger
         let types = registry.typeNames
         if let ledger = configuration.ledger {
@@ -304,7 +308,7 @@ public final class WorkerService: Service {
     }
 
     private func isTrusted(_ user: String?) -> Bool {
-        user.map { configuration.trustedUsers.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
+        user.map { trustedUsers.contains($0) } ?? false
     }
 
     /// The sender of a delivery, as the broker verified it. Two kinds of

@@ -489,6 +489,38 @@ import Testing
         try seedList(store)
 
         #expect(try store.reader.counts() == [.queued: 2, .success: 3, .failure: 1])
+        // `success` is what is left of all intents once the others are counted: none left, none said.
+        #expect(try store.delete(ids: ["m2", "s2", "m4"]) == 3)
+        #expect(try store.reader.counts() == [.queued: 2, .failure: 1])
+        try store.record(
+            [Self.event("m1", .success, response: Self.done), Self.event("s1", .success, type: "OrderSoup", response: Self.done)], now: 70)
+        #expect(try store.reader.counts() == [.success: 2, .failure: 1])
+    }
+
+    @Test func theStateIndexHoldsOnlyIntentsNotSuccessAndEveryStateLookupReadsIt() throws {
+        let store = try StatusStore(path: path)
+        try seedList(store)
+        try store.record([Self.event("q1", .needsInput)], now: 70)
+        let db = store.reader.database
+        func plan(_ sql: String, _ bindings: [SQLValue] = []) throws -> String {
+            try db.query("EXPLAIN QUERY PLAN " + sql, bindings) { $0.string(3) }.joined(separator: "; ")
+        }
+        // The entries are those of the intents not `success`, whatever states the others passed through.
+        let entries = try db.query("SELECT state FROM intent_status INDEXED BY intent_status_unsettled WHERE state <> 'success'") {
+            $0.string(0)
+        }
+        #expect(entries.sorted() == ["failure", "needsInput", "queued", "queued"])
+        #expect(try db.queryFirst("PRAGMA integrity_check") { $0.string(0) } == "ok")
+
+        for state in IntentState.allCases where state != .success {
+            let list = StatusReader.listQuery(state: state, type: nil, owner: "alice", limit: 50)
+            #expect(try plan(list.sql, list.bindings).contains("USING INDEX intent_status_unsettled (state=?)"), "\(state)")
+        }
+        let successes = StatusReader.listQuery(state: .success, type: nil, owner: nil, limit: 50)
+        #expect(try plan(successes.sql, successes.bindings).contains("intent_status_by_time"))
+        #expect(try plan(StatusReader.countsQuery).contains("COVERING INDEX intent_status_unsettled"))
+        #expect(try store.reader.deadLettered().isEmpty)
+        #expect(try store.questionsToExpire(olderThan: 0, resendAfter: 0, now: 100).map(\.id) == ["q1"])
     }
 
     // MARK: Readers
