@@ -2,7 +2,7 @@
 # IntentQueue's fault-injection suite: nothing lost, nothing done twice.
 #
 #   deploy/chaos.sh [--intents N] [--producers P] [--workers W] [--broker-restarts K] [--kill-every MIN-MAX] [--port PORT]
-#                   [--schedule-over S]
+#                   [--schedule-over S] [--keep]
 #
 # On a RabbitMQ node of its own (deploy/broker.sh, node "iqchaos"), it submits N
 # SendMessage intents from P producers (each resubmits an unconfirmed intent with
@@ -26,6 +26,8 @@
 # spread evenly over S seconds once every submission had time to be confirmed, and the faults
 # happen while they come due; the run also prints how late each started after its
 # due time (p50, p99, max) and how many were due while the broker was down.
+# A run that fails keeps its folder of logs and databases (it says where); one that
+# passes removes it, unless --keep.
 #
 # Short run (part of deploy/test.sh):  deploy/chaos.sh --intents 1000
 # Long run:                             deploy/chaos.sh --intents 20000 --broker-restarts 3 --kill-every 2-5
@@ -41,7 +43,8 @@ KILL_EVERY="2-5"
 PORT=5693
 HEARTBEAT=2
 SCHEDULE=0
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+KEEP=0
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 while (($#)); do
     case "$1" in
         --intents) INTENTS="$2"; shift 2 ;;
@@ -51,6 +54,7 @@ while (($#)); do
         --kill-every) KILL_EVERY="$2"; shift 2 ;;
         --port) PORT="$2"; shift 2 ;;
         --schedule-over) SCHEDULE="$2"; shift 2 ;;
+        --keep) KEEP=1; shift ;;
         -h|--help) usage ;;
         *) echo "chaos.sh: unknown option $1" >&2; usage ;;
     esac
@@ -338,10 +342,11 @@ if clear:
     print(f"             due away from the outages ({len(clear)}): p99 {p99 * 1000:.0f} ms, max {clear[-1] * 1000:.0f} ms, {sum(1 for l in clear if l > 1)} more than 1 s late")
 ' "$RUN/outages.log" "$RUN/confirm-times.log"
 fi
-echo "  logs: $RUN"
 if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CONTRADICTED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
+    if ((KEEP)); then echo "  logs: $RUN"; else rm -rf "$RUN"; fi
     echo "1 passed, 0 failed"
     exit 0
 fi
+echo "  logs: $RUN"
 echo "0 passed, 1 failed"
 exit 1
