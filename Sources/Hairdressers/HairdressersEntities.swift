@@ -144,12 +144,15 @@ extension NamedEntity {
     public var spoken: String { name }
     public var displayValue: JSONValue { .string(name) }
 
-    /// One match resolves; several ask `asking`, with each name as an option; none is `none`.
-    static func choose(_ matches: [String], none: ParameterResult<Self>, asking: IntentDialog) -> ParameterResult<Self> {
+    /// One match resolves; several ask `asking`, with each name as an option; none is `none`. The two are
+    /// written only when they are the answer (most names match once, and their sentences would go unread).
+    static func choose(
+        _ matches: [String], none: @autoclosure () -> ParameterResult<Self>, asking: @autoclosure () -> IntentDialog
+    ) -> ParameterResult<Self> {
         switch matches.count {
-        case 0: none
+        case 0: none()
         case 1: .success(Self(name: matches[0]))
-        default: .disambiguation(matches.map { ParameterOption(Self(name: $0), title: $0) }, asking)
+        default: .disambiguation(matches.map { ParameterOption(Self(name: $0), title: $0) }, asking())
         }
     }
 }
