@@ -94,7 +94,10 @@ cleanup() {
     for f in "$RUN"/*.pid; do [[ -e "$f" ]] && kill -9 "$(cat "$f")" 2>/dev/null; done
     wait 2>/dev/null
     deploy/broker.sh stop "$NODE" >/dev/null 2>&1
+    # A run that passed leaves nothing behind, once its processes are gone (unless --keep).
+    if ((PASSED && !KEEP)); then rm -rf "$RUN"; fi
 }
+PASSED=0
 trap cleanup EXIT
 
 # A supervisor restarts its process whenever it dies, as systemd's Restart=always would.
@@ -343,7 +346,8 @@ if clear:
 ' "$RUN/outages.log" "$RUN/confirm-times.log"
 fi
 if [[ $LOST -eq 0 && $DUPLICATED -eq 0 && $CONTRADICTED -eq 0 && $CHANGED -eq 0 && -z "$QUEUES" && "$INTEGRITY_STATUS" == ok && "$INTEGRITY_APP" == ok && $CONFIRMED -eq $INTENTS ]]; then
-    if ((KEEP)); then echo "  logs: $RUN"; else rm -rf "$RUN"; fi
+    PASSED=1
+    if ((KEEP)); then echo "  logs: $RUN"; fi
     echo "1 passed, 0 failed"
     exit 0
 fi

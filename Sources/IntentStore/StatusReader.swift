@@ -131,13 +131,15 @@ public final class StatusReader {
     /// Intents the broker dead-lettered, newest first.
     public func deadLettered(limit: Int = 50) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
-        return try database.query(
-            """
-            SELECT \(Column.selected) FROM intent_status
-            WHERE state = 'failure' AND \(StatusStore.unsettled) AND response_code = '\(FailureCode.deadLettered)'
-            ORDER BY updated_at DESC LIMIT ?
-            """, [.int(limit)], Self.status(from:))
+        return try database.query(Self.deadLetterQuery, [.int(limit)], Self.status(from:))
     }
+
+    /// The dead letters, newest first, looked up in the state index.
+    static let deadLetterQuery = """
+        SELECT \(Column.selected) FROM intent_status
+        WHERE state = 'failure' AND \(StatusStore.unsettled) AND response_code = '\(FailureCode.deadLettered)'
+        ORDER BY updated_at DESC LIMIT ?
+        """
 
     /// How many intents are in each state.
     public func counts() throws -> [IntentState: Int] {

@@ -159,6 +159,13 @@ public final class StatusStore {
         """,
     ]
 
+    /// The questions unanswered for long enough (`questionsToExpire`), looked up in the state index.
+    static let expiryQuery = """
+        SELECT id, type, turn FROM intent_status
+        WHERE state = 'needsInput' AND \(unsettled) AND updated_at < ?1 - ?2 AND coalesce(expire_requested_at, 0) < ?1 - ?3
+        ORDER BY updated_at LIMIT ?4
+        """
+
     /// The term of the state index's `WHERE` (`intent_status_unsettled`, which holds only the intents not
     /// `success`): a query looking up another state says it too, or SQLite will not use that index.
     static let unsettled = "state <> 'success'"
@@ -469,7 +476,7 @@ public final class StatusStore {
                   AND (state = 'scheduled' OR (state = 'cancelRequested' AND release_at <= due_at))
                 """
             ) { $0.optionalDouble(0) } ?? nil
-        // Kept ones begun (or with a cancel requested): few, found by state.
+        // Kept ones begun (or with a cancel requested): few, found through the release index.
         let begun =
             try database.queryFirst(
                 """
@@ -665,13 +672,7 @@ public final class StatusStore {
         olderThan seconds: Double, resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970
     ) throws -> [UnansweredQuestion] {
         return try database.transaction { db in
-            let questions = try db.query(
-                """
-                SELECT id, type, turn FROM intent_status
-                WHERE state = 'needsInput' AND \(Self.unsettled) AND updated_at < ?1 - ?2 AND coalesce(expire_requested_at, 0) < ?1 - ?3
-                ORDER BY updated_at LIMIT ?4
-                """, [.real(now), .real(seconds), .real(resendAfter), .int(limit)]
-            ) { row in
+            let questions = try db.query(Self.expiryQuery, [.real(now), .real(seconds), .real(resendAfter), .int(limit)]) { row in
                 UnansweredQuestion(id: row.string(0), type: row.string(1), turn: row.int(2))
             }
             for question in questions {

@@ -501,6 +501,7 @@ import Testing
         let store = try StatusStore(path: path)
         try seedList(store)
         try store.record([Self.event("q1", .needsInput)], now: 70)
+        try store.record([Self.event("d1", .failure, response: IntentResponse(code: FailureCode.deadLettered))], now: 80)
         let db = store.reader.database
         func plan(_ sql: String, _ bindings: [SQLValue] = []) throws -> String {
             try db.query("EXPLAIN QUERY PLAN " + sql, bindings) { $0.string(3) }.joined(separator: "; ")
@@ -509,8 +510,12 @@ import Testing
         let entries = try db.query("SELECT state FROM intent_status INDEXED BY intent_status_unsettled WHERE state <> 'success'") {
             $0.string(0)
         }
-        #expect(entries.sorted() == ["failure", "needsInput", "queued", "queued"])
+        #expect(entries.sorted() == ["failure", "failure", "needsInput", "queued", "queued"])
         #expect(try db.queryFirst("PRAGMA integrity_check") { $0.string(0) } == "ok")
+        let partial = try db.queryFirst("SELECT partial FROM pragma_index_list('intent_status') WHERE name = 'intent_status_unsettled'") {
+            $0.int(0)
+        }
+        #expect(partial == 1)
 
         for state in IntentState.allCases where state != .success {
             let list = StatusReader.listQuery(state: state, type: nil, owner: "alice", limit: 50)
@@ -519,8 +524,32 @@ import Testing
         let successes = StatusReader.listQuery(state: .success, type: nil, owner: nil, limit: 50)
         #expect(try plan(successes.sql, successes.bindings).contains("intent_status_by_time"))
         #expect(try plan(StatusReader.countsQuery).contains("COVERING INDEX intent_status_unsettled"))
-        #expect(try store.reader.deadLettered().isEmpty)
+        #expect(try plan(StatusReader.deadLetterQuery, [.int(50)]).contains("USING INDEX intent_status_unsettled (state=?)"))
+        #expect(try plan(StatusStore.expiryQuery, [.real(100), .real(0), .real(0), .int(10)]).contains("intent_status_unsettled"))
+        #expect(try store.reader.deadLettered().map(\.id) == ["d1"])
         #expect(try store.questionsToExpire(olderThan: 0, resendAfter: 0, now: 100).map(\.id) == ["q1"])
+    }
+
+    @Test func aStoreFromBeforeThePartialStateIndexIsMigratedWithEveryCountKept() throws {
+        // A store as the version before left it: its full state index and its schema version, and rows written
+        // through that index.
+        do {
+            let store = try StatusStore(path: path)
+            try store.database.execute(
+                "DROP INDEX intent_status_unsettled; CREATE INDEX intent_status_by_state ON intent_status(state, updated_at)")
+            try store.database.execute("PRAGMA user_version=\(StatusStore.migrations.count - 1)")
+            try seedList(store)
+            try store.record([Self.event("q1", .needsInput)], now: 70)
+        }
+        let store = try StatusStore(path: path)
+        let indexes = try store.database.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'intent_status'") {
+            $0.string(0)
+        }
+        #expect(indexes.contains("intent_status_unsettled"))
+        #expect(!indexes.contains("intent_status_by_state"))
+        #expect(try store.reader.counts() == [.queued: 2, .success: 3, .failure: 1, .needsInput: 1])
+        #expect(try store.reader.list(state: .queued).map(\.id) == ["s1", "m1"])
+        #expect(try store.database.queryFirst("PRAGMA integrity_check") { $0.string(0) } == "ok")
     }
 
     // MARK: Readers
