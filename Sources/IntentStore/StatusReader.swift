@@ -97,8 +97,8 @@ public final class StatusReader {
     /// The SQL `list` runs, with its bindings.
     static func listQuery(state: IntentState?, type: String?, owner: String?, limit: Int) -> (sql: String, bindings: [SQLValue]) {
         // A state other than `success` is looked up in the state index, which holds only those (see `StatusStore.unsettled`).
-        let settled = state == nil || state == .success
-        let chosen = filter(["owner": owner, "state": state?.rawValue, "type": type], also: settled ? nil : StatusStore.unsettled)
+        let indexTerm = state.flatMap { $0 == .success ? nil : StatusStore.unsettled }
+        let chosen = filter(["owner": owner, "state": state?.rawValue, "type": type], also: indexTerm)
         return ("SELECT \(Column.selected) FROM intent_status \(chosen.sql) ORDER BY updated_at DESC LIMIT ?", chosen.bindings + [.int(limit)])
     }
 
@@ -146,13 +146,18 @@ public final class StatusReader {
         guard try hasSchema() else { return [:] }
         let rows = try database.query(Self.countsQuery) { row in (row.text(0), row.int(1)) }
         var counts: [IntentState: Int] = [:]
+        var all = 0
         var unsettled = 0
-        for case (let state?, let count) in rows {
+        for (state, count) in rows {
+            // The row with no state is the number of all intents: those not counted by state are `success`.
+            guard let state else {
+                all = count
+                continue
+            }
             unsettled += count
             if let state = IntentState(rawValue: state) { counts[state] = count }
         }
-        // The row with no state is the number of all intents: those not counted by state are `success`.
-        if let all = rows.first(where: { $0.0 == nil })?.1, all > unsettled { counts[.success] = all - unsettled }
+        if all > unsettled { counts[.success] = all - unsettled }
         return counts
     }
 
