@@ -35,6 +35,11 @@ public final class ConsumerLoop: Sendable {
         public var alsoConsumed: [String] = []
         /// Called on the I/O thread with each delivery of `extraQueues`; publishes and acks wait while it runs.
         public var onExtraDelivery: @Sendable (Delivery) -> Void = { _ in }
+        /// When set, called on the I/O thread with each delivery of `queue` and `alsoConsumed` instead of handing
+        /// it to `deliveries` (which then only finishes when consuming stops): a consumer that starts its own
+        /// task per delivery saves the hop through the stream's. It must return at once; publishes and acks wait
+        /// while it runs.
+        public var onDelivery: (@Sendable (Delivery) -> Void)?
         /// Called on the I/O thread when what was sent for a `DeliveryTag.local` is settled: true once the
         /// broker confirmed its publish (or once it was acked, rejected or found unsendable), false when the
         /// publish was refused or its connection was lost before the confirm.
@@ -373,7 +378,11 @@ public final class ConsumerLoop: Sendable {
                 case .delivery(let delivery):
                     if consuming {
                         outstanding.insert(delivery.tag.value)
-                        continuation.yield(delivery)
+                        if let onDelivery = configuration.onDelivery {
+                            onDelivery(delivery)
+                        } else {
+                            continuation.yield(delivery)
+                        }
                     } else {
                         try connection.reject(delivery.tag.value, requeue: true)
                     }

@@ -30,6 +30,7 @@ public final class InMemoryTransport: DeliveryTransport {
         var acked: [UInt64] = []
         var rejected: [(tag: UInt64, requeue: Bool)] = []
         var started = false
+        var stopped = false
     }
 
     /// What `deliver(body:…)` hands in, as the worker under test reads it; finishes at `stopConsuming()` or `shutdown`.
@@ -38,10 +39,12 @@ public final class InMemoryTransport: DeliveryTransport {
     private let state = Mutex(State())
     private let onExtraDelivery: @Sendable (Delivery) -> Void
     private let onLocalSettled: @Sendable (UInt64, Bool) -> Void
+    private let onDelivery: (@Sendable (Delivery) -> Void)?
     private let loopback: Set<String>
 
     /// `configuration` is the one the service would give its `ConsumerLoop`:
-    /// deliveries of its extra queues go to its `onExtraDelivery`. What is
+    /// deliveries of its extra queues go to its `onExtraDelivery`, and those of
+    /// the consumed queue to its `onDelivery` when it has one. What is
     /// published to a `loopback` exchange comes back that way too, as the
     /// cancellation stream (bound to `intents.cancel`) brings it back to a worker.
     public init(configuration: ConsumerLoop.Configuration? = nil, loopback: Set<String> = []) {
@@ -49,9 +52,11 @@ public final class InMemoryTransport: DeliveryTransport {
         if let configuration {
             onExtraDelivery = configuration.onExtraDelivery
             onLocalSettled = configuration.onLocalSettled
+            onDelivery = configuration.onDelivery
         } else {
             onExtraDelivery = { _ in }
             onLocalSettled = { _, _ in }
+            onDelivery = nil
         }
         self.loopback = loopback
     }
@@ -93,11 +98,14 @@ public final class InMemoryTransport: DeliveryTransport {
         }
     }
 
-    /// Finishes `deliveries`, as a canceled consumer would.
-    public func stopConsuming() { continuation.finish() }
+    /// Finishes `deliveries`, as a canceled consumer would: what is delivered later is dropped.
+    public func stopConsuming() {
+        state.withLock { $0.stopped = true }
+        continuation.finish()
+    }
 
     /// Finishes `deliveries` at once: there are no confirms to wait for.
-    public func shutdown(grace: Double) async { continuation.finish() }
+    public func shutdown(grace: Double) async { stopConsuming() }
 
     /// Delivers a message of the consumed queue, as the broker would; returns its tag.
     @discardableResult
@@ -105,16 +113,20 @@ public final class InMemoryTransport: DeliveryTransport {
         body: [UInt8], exchange: String = "intents", routingKey: String = "", messageID: String? = nil, type: String? = nil,
         userID: String? = nil, headers: [String: HeaderValue] = [:], deliveryCount: Int? = nil
     ) -> UInt64 {
-        let tag = state.withLock { state -> UInt64 in
+        state.withLock { state -> UInt64 in
             state.nextTag += 1
+            let delivery = Delivery(
+                tag: DeliveryTag(generation: 1, value: state.nextTag), exchange: exchange, routingKey: routingKey,
+                redelivered: deliveryCount != nil, body: body, messageID: messageID, type: type, userID: userID, replyTo: nil,
+                correlationID: nil, deliveryCount: deliveryCount, headers: headers)
+            // Under the lock, as the I/O thread hands deliveries over in turn: none comes after `stopConsuming()`.
+            if let onDelivery {
+                if !state.stopped { onDelivery(delivery) }
+            } else {
+                continuation.yield(delivery)
+            }
             return state.nextTag
         }
-        continuation.yield(
-            Delivery(
-                tag: DeliveryTag(generation: 1, value: tag), exchange: exchange, routingKey: routingKey, redelivered: deliveryCount != nil,
-                body: body, messageID: messageID, type: type, userID: userID, replyTo: nil, correlationID: nil,
-                deliveryCount: deliveryCount, headers: headers))
-        return tag
     }
 
     /// Delivers a message of an extra queue (the cancellation stream), as the I/O thread would.

@@ -2,10 +2,17 @@ import IntentAMQP
 import IntentKit
 import Synchronization
 
-/// The deliveries a worker holds and has no slot for yet, in two lanes:
+/// The deliveries a worker holds and has no runner for yet, in two lanes:
 /// high-priority intents are taken first, and while both lanes wait, one
 /// normal delivery after every `weight` high ones, so a flood of urgent work
 /// slows the rest but never stops it. Bounded by the broker's prefetch.
+///
+/// The lanes also run them: at most `runners` tasks take deliveries from
+/// them, each one delivery at a time. A delivery added while fewer run starts
+/// one, and a runner that finds the lanes empty ends in the same step, so no
+/// delivery is ever held with no runner to take it. A delivery thus starts one
+/// hop from the thread that brought it (the I/O thread: no task in between),
+/// and a busy runner goes on to the next without a hop at all.
 final class DeliveryLanes: Sendable {
     private struct State {
         var high: [Delivery] = []
@@ -13,8 +20,10 @@ final class DeliveryLanes: Sendable {
         var normal: [Delivery] = []
         var normalHead = 0
         var highInARow = 0
+        var running = 0
+        var run: (@Sendable (Delivery) async -> Void)?
         var finished = false
-        var waiter: UnsafeContinuation<Delivery?, Never>?
+        var idle: UnsafeContinuation<Void, Never>?
 
         /// The next delivery to run, by the lanes' rule; nil when both are empty.
         mutating func take(weight: Int) -> Delivery? {
@@ -41,12 +50,22 @@ final class DeliveryLanes: Sendable {
             }
             return delivery
         }
+
+        /// The continuation waiting for the end, once finished with no runner left (and so nothing held).
+        mutating func idleIfDone() -> UnsafeContinuation<Void, Never>? {
+            guard finished, running == 0 else { return nil }
+            defer { idle = nil }
+            return idle
+        }
     }
 
     private let state = Mutex(State())
     private let weight: Int
+    private let runners: Int
 
-    init(weight: Int = 4) {
+    /// Lanes for at most `runners` runners at once.
+    init(runners: Int, weight: Int = 4) {
+        self.runners = max(1, runners)
         self.weight = max(1, weight)
     }
 
@@ -55,37 +74,68 @@ final class DeliveryLanes: Sendable {
         delivery.routingKey.hasSuffix(IntentPriority.highSuffix)
     }
 
+    /// Runs each delivery held or added from now on with `run`, in at most `runners` tasks at once. Call it once.
+    func start(_ run: @escaping @Sendable (Delivery) async -> Void) {
+        let count = state.withLock { state -> Int in
+            state.run = run
+            let held = (state.high.count - state.highHead) + (state.normal.count - state.normalHead)
+            let count = min(held, runners - state.running)
+            state.running += count
+            return count
+        }
+        for _ in 0..<count { startRunner(run) }
+    }
+
+    /// Holds the delivery for a runner; starts one when fewer than `runners` run.
     func add(_ delivery: Delivery) {
-        let (waiter, taken) = state.withLock { state -> (UnsafeContinuation<Delivery?, Never>?, Delivery?) in
+        let run = state.withLock { state -> (@Sendable (Delivery) async -> Void)? in
             if Self.isHigh(delivery) { state.high.append(delivery) } else { state.normal.append(delivery) }
-            guard let waiter = state.waiter else { return (nil, nil) }
-            state.waiter = nil
-            // A waiter takes by the same rule: the delivery just added need not be the one it gets.
-            return (waiter, state.take(weight: weight))
+            guard let run = state.run, state.running < runners else { return nil }
+            state.running += 1
+            return run
         }
-        waiter?.resume(returning: taken)
+        if let run { startRunner(run) }
     }
 
-    /// No more deliveries will come: `next` returns what is left, then nil.
+    private func startRunner(_ run: @escaping @Sendable (Delivery) async -> Void) {
+        Task {
+            while let delivery = take() { await run(delivery) }
+        }
+    }
+
+    /// A runner's next delivery, by the lanes' rule; nil when there is none, and the runner has then ended.
+    private func take() -> Delivery? {
+        let (delivery, idle) = state.withLock { state -> (Delivery?, UnsafeContinuation<Void, Never>?) in
+            if let delivery = state.take(weight: weight) { return (delivery, nil) }
+            state.running -= 1
+            return (nil, state.idleIfDone())
+        }
+        idle?.resume()
+        return delivery
+    }
+
+    /// How many runners run now.
+    var running: Int { state.withLock { $0.running } }
+
+    /// No more deliveries will come; the runners take what is left.
     func finish() {
-        let waiter = state.withLock { state -> UnsafeContinuation<Delivery?, Never>? in
+        let idle = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             state.finished = true
-            defer { state.waiter = nil }
-            return state.waiter
+            return state.idleIfDone()
         }
-        waiter?.resume(returning: nil)
+        idle?.resume()
     }
 
-    /// The next delivery to run, waiting for one; nil once finished and empty. One caller at a time.
-    func next() async -> Delivery? {
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Delivery?, Never>) in
-            let ready = state.withLock { state -> Delivery?? in
-                if let delivery = state.take(weight: weight) { return .some(delivery) }
-                if state.finished { return .some(nil) }
-                state.waiter = continuation
-                return nil
+    /// Returns once `finish()` was called and the last runner has ended (every delivery held was taken and run).
+    /// One caller at a time.
+    func drained() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.finished, state.running == 0 { return true }
+                state.idle = continuation
+                return false
             }
-            if let ready { continuation.resume(returning: ready) }
+            if done { continuation.resume() }
         }
     }
 }

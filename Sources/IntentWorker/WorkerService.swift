@@ -6,8 +6,8 @@ import Synchronization
 
 /// Consumes submitted intents and runs them through the pipeline.
 ///
-/// Deliveries come from the I/O thread; each runs as a task, at most
-/// `concurrency` at once. A task asks the intent's ledger whether an outcome
+/// Deliveries come from the I/O thread into lanes that at most `concurrency`
+/// runner tasks take them from, one at a time each. A run asks the intent's ledger whether an outcome
 /// is already decided (then only that outcome is published again), publishes
 /// `inProgress`, runs resolve → confirm → handle, has the ledger decide the
 /// outcome (`needsInput`, `success` or `failure`), publishes it and asks for
@@ -31,6 +31,8 @@ public final class WorkerService: Service {
     private let ownLedger: (any OutcomeLedger)?
     private let storageNotices = RateLimitedNotice(interval: 5)
     private let keptRuns = KeptRuns()
+    /// Deliveries wait in two lanes for a runner: a high-priority intent is taken next.
+    private let lanes: DeliveryLanes
 
     /// Opens the worker's own ledger (`configuration.outcomesPath`) when a
     /// served type's handler has none of its own.
@@ -58,6 +60,8 @@ public final class WorkerService: Service {
         } else {
             ownLedger = nil
         }
+        let lanes = DeliveryLanes(runners: configuration.concurrency)
+        self.lanes = lanes
         let topology = configuration.topology
         var loopConfiguration = ConsumerLoop.Configuration(
             url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
@@ -67,6 +71,8 @@ public final class WorkerService: Service {
         loopConfiguration.alsoConsumed = [topology.highPriorityQueue]
         let cancellations = self.cancellations
         loopConfiguration.onExtraDelivery = { delivery in Self.noteCancellation(delivery, in: cancellations) }
+        // Straight from the I/O thread into the lanes, which start a runner's task when one is free.
+        loopConfiguration.onDelivery = { delivery in lanes.add(delivery) }
         let keptRuns = self.keptRuns
         let keptLogger = logger
         loopConfiguration.onLocalSettled = { number, done in
@@ -98,6 +104,7 @@ public final class WorkerService: Service {
                 "worker.types": registry.typeNames.joined(separator: ","),
                 "worker.concurrency": "\(configuration.concurrency)", "amqp.prefetch": "\(configuration.prefetch)",
             ])
+        lanes.start { [self] delivery in await process(delivery) }
         loop.start()
         // Read back from the cancellation stream, this marker says the stream has
         // been read up to the moment the worker started.
@@ -108,29 +115,15 @@ public final class WorkerService: Service {
                         exchange: configuration.topology.cancelExchange, routingKey: "", body: [], persistent: true,
                         headers: [Topology.syncHeader: .string(cancellations.token)])
                 ], thenAck: nil))
-        // Deliveries wait in two lanes for a slot: a high-priority intent takes the next one free.
-        let lanes = DeliveryLanes()
         // Scheduled intents kept in the ledgers join the same lanes when they are due, broker or not.
         let keeper = Task { await self.runKept(into: lanes) }
-        let feeder = Task { [loop] in
-            for await delivery in loop.deliveries { lanes.add(delivery) }
-            keeper.cancel()
-            await keeper.value
-            lanes.finish()
-        }
-        await withTaskGroup(of: Void.self) { group in
-            var running = 0
-            while true {
-                if running >= configuration.concurrency {
-                    await group.next()
-                    running -= 1
-                }
-                guard let delivery = await lanes.next() else { break }
-                group.addTask { await self.process(delivery) }
-                running += 1
-            }
-        }
-        await feeder.value
+        // The broker's deliveries go to the lanes from the I/O thread; a transport that hands them to the
+        // stream instead has them added here. The stream ends when consuming stops.
+        for await delivery in loop.deliveries { lanes.add(delivery) }
+        keeper.cancel()
+        await keeper.value
+        lanes.finish()
+        await lanes.drained()
         await loop.shutdown(grace: 5)
         logger.info("worker stopped")
     }

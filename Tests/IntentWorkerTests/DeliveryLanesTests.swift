@@ -1,5 +1,6 @@
 import Foundation
 import IntentAMQP
+import Synchronization
 import Testing
 
 @testable import IntentWorker
@@ -13,25 +14,102 @@ import Testing
             deliveryCount: nil, headers: [:])
     }
 
-    @Test func highPriorityDeliveriesGoFirstAndOneNormalOnePassesAfterEveryWeightOfThem() async {
-        let lanes = DeliveryLanes(weight: 2)
-        for tag in UInt64(1)...3 { lanes.add(Self.delivery(tag, high: false)) }
-        for tag in UInt64(11)...15 { lanes.add(Self.delivery(tag, high: true)) }
-        var order: [UInt64] = []
-        for _ in 0..<8 { order.append(await lanes.next()!.tag.value) }
-        #expect(order == [11, 12, 1, 13, 14, 2, 15, 3], "two urgent, one normal, while both wait; then the rest in order")
+    /// What the runners ran, in order, and how many ran at once at most.
+    final class Runs: Sendable {
+        private let state = Mutex((order: [UInt64](), now: 0, most: 0))
+        var order: [UInt64] { state.withLock { $0.order } }
+        var most: Int { state.withLock { $0.most } }
+        var now: Int { state.withLock { $0.now } }
+
+        func begin(_ delivery: Delivery) {
+            state.withLock { state in
+                state.order.append(delivery.tag.value)
+                state.now += 1
+                state.most = max(state.most, state.now)
+            }
+        }
+
+        func end() { state.withLock { $0.now -= 1 } }
     }
 
-    @Test func aWaitingTakerGetsTheNextDeliveryAndFinishingEndsItOnceEmpty() async {
-        let lanes = DeliveryLanes()
-        let taken = Task { await lanes.next()?.tag.value }
-        // It may be waiting, or not yet: either way it gets the one delivery.
-        lanes.add(Self.delivery(7, high: false))
-        #expect(await taken.value == 7)
-        lanes.add(Self.delivery(8, high: true))
+    @Test func highPriorityDeliveriesGoFirstAndOneNormalOnePassesAfterEveryWeightOfThem() async {
+        let lanes = DeliveryLanes(runners: 1, weight: 2)
+        for tag in UInt64(1)...3 { lanes.add(Self.delivery(tag, high: false)) }
+        for tag in UInt64(11)...15 { lanes.add(Self.delivery(tag, high: true)) }
+        let runs = Runs()
+        lanes.start { delivery in
+            runs.begin(delivery)
+            runs.end()
+        }
         lanes.finish()
-        #expect(await lanes.next()?.tag.value == 8, "what is left comes out before the end")
-        #expect(await lanes.next() == nil)
+        await lanes.drained()
+        #expect(runs.order == [11, 12, 1, 13, 14, 2, 15, 3], "two urgent, one normal, while both wait; then the rest in order")
+    }
+
+    @Test func noMoreThanItsRunnersRunAtOnceAndWhatIsHeldWaitsForOneToBeFree() async throws {
+        let lanes = DeliveryLanes(runners: 2)
+        let runs = Runs()
+        let gate = Mutex(false)
+        lanes.start { delivery in
+            runs.begin(delivery)
+            // Held until the test opens the gate: the third delivery has no runner meanwhile.
+            while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
+            runs.end()
+        }
+        for tag in UInt64(1)...5 { lanes.add(Self.delivery(tag, high: false)) }
+        while runs.now < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(lanes.running == 2)
+        #expect(runs.order.count == 2, "the other three wait while both runners are busy")
+        gate.withLock { $0 = true }
+        lanes.finish()
+        await lanes.drained()
+        #expect(runs.order.sorted() == [1, 2, 3, 4, 5])
+        #expect(runs.most == 2)
+        #expect(lanes.running == 0)
+    }
+
+    @Test func deliveriesAddedFromManyThreadsWhileRunnersEndAreAllRun() async {
+        // A runner that finds the lanes empty ends in the same step as it looks; a delivery added in between
+        // starts another. Were the two apart, a delivery added just then would be held with no runner to take it.
+        let lanes = DeliveryLanes(runners: 3)
+        let runs = Runs()
+        lanes.start { delivery in
+            runs.begin(delivery)
+            runs.end()
+        }
+        let threads = 4
+        let each = 5_000
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<each {
+                lanes.add(Self.delivery(UInt64(thread * each + index), high: index % 7 == 0))
+                if index % 64 == 0 { usleep(50) }  // now and then let the runners catch up and end
+            }
+        }
+        lanes.finish()
+        await lanes.drained()
+        #expect(runs.order.count == threads * each)
+        #expect(Set(runs.order).count == threads * each)
+        #expect(runs.most <= 3)
+    }
+
+    @Test func drainedWaitsForTheLastRunToEnd() async throws {
+        let lanes = DeliveryLanes(runners: 4)
+        let runs = Runs()
+        let gate = Mutex(false)
+        lanes.start { delivery in
+            runs.begin(delivery)
+            while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
+            runs.end()
+        }
+        lanes.add(Self.delivery(1, high: false))
+        lanes.finish()
+        let drained = Task {
+            await lanes.drained()
+            return runs.now
+        }
+        while runs.now < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        gate.withLock { $0 = true }
+        #expect(await drained.value == 0, "drained only once the run in progress has ended")
     }
 }
 
