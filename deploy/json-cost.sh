@@ -5,6 +5,7 @@
 #   hand        the parser, the envelope, a plain Codable struct through JSONValueDecoder
 #   foundation  Foundation's JSONDecoder on the whole body
 #   parse       IntentKit's parser alone
+#   event       a SendMessage's `success` status event, parsed and read as the recorder reads it
 # The harness is compiled with IntentKit's sources (-O) into one module; each
 # mode runs 2 and 4 rounds of 1,000 real SendMessage envelopes, and the
 # difference over 2,000 envelopes leaves out start-up and set-up.
@@ -15,8 +16,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 swiftc -O -module-name IntentKit Sources/IntentKit/*.swift deploy/json-cost/main.swift -o "$work/json-cost"
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/json-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
-for mode in typed hand foundation parse; do
+for mode in typed hand foundation parse event; do
     two=$(count "$mode" 2)
     four=$(count "$mode" 4)
-    printf '%-11s %7d instructions per envelope\n' "$mode" $(( (four - two) / 2000 ))
+    what=envelope
+    [[ $mode == event ]] && what=event
+    printf '%-11s %7d instructions per %s\n' "$mode" $(( (four - two) / 2000 )) "$what"
 done

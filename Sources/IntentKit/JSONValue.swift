@@ -495,6 +495,9 @@ extension JSONValue {
 private struct _JSONParser {
     let bytes: UnsafeRawBufferPointer
     var index = 0
+    /// The members of the objects being parsed, innermost last: an object's dictionary is made once its
+    /// members are counted, at the size that holds them, instead of grown (and every key hashed again) as they come.
+    var members: [(key: String, offset: Int, value: JSONValue)] = []
 
     init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
@@ -610,12 +613,12 @@ private struct _JSONParser {
     mutating func parseObject(depth: Int) throws -> JSONValue {
         try checkDepth(depth)
         index += 1  // {
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        let first = members.count
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -627,21 +630,29 @@ private struct _JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw unexpected("':'") }
             index += 1
             skipWhitespace()
-            let value = try parseValue(depth: depth)
-            guard members.updateValue(value, forKey: key) == nil else {
-                throw JSONValueError(
-                    kind: .duplicateKey, message: "the key \"\(key.escapingControlCharacters)\" appears twice in one object", offset: keyOffset)
-            }
+            members.append((key, keyOffset, try parseValue(depth: depth)))
             skipWhitespace()
             guard index < bytes.count else { throw unexpected("',' or '}'") }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
                 index += 1
-                return .object(members)
+                return .object(try takeMembers(from: first))
             default: throw unexpected("',' or '}'")
             }
         }
+    }
+
+    /// The members from `first` on, as one object's dictionary; a key given twice is an error.
+    mutating func takeMembers(from first: Int) throws -> [String: JSONValue] {
+        var object = [String: JSONValue](minimumCapacity: members.count - first)
+        for member in members[first...] where object.updateValue(member.value, forKey: member.key) != nil {
+            throw JSONValueError(
+                kind: .duplicateKey, message: "the key \"\(member.key.escapingControlCharacters)\" appears twice in one object",
+                offset: member.offset)
+        }
+        members.removeSubrange(first...)
+        return object
     }
 
     // MARK: Strings
