@@ -23,6 +23,20 @@ public struct IntentResponse: Decodable, Sendable, Hashable {
         return .object(object)
     }
 
+    /// The response `value` holds, read as `Decodable` reads it (other members ignored, a null message or payload
+    /// none); nil when it is not an object or a member is not of its type, for `Decodable` to say why.
+    static func read(_ value: JSONValue) -> IntentResponse? {
+        guard case .object(let fields) = value, case .string(let code)? = fields["code"] else { return nil }
+        var response = IntentResponse(code: code)
+        switch fields["message"] {
+        case nil, .null?: break
+        case .string(let message)?: response.message = message
+        default: return nil
+        }
+        if let payload = fields["payload"], payload != .null { response.payload = payload }
+        return response
+    }
+
     /// The bytes of `jsonValue`, appended to `output` member by member in sorted key order (every outcome's event).
     func write(into output: inout [UInt8]) {
         JSONObjectWriter.write(into: &output) { json in

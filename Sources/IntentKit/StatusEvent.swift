@@ -199,7 +199,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         }
         func decoded<T: Decodable>(_ field: JSONValue) -> T? { try? JSONValueDecoder().decode(T.self, from: field) }
         event.turn = optional("turn") { $0.numberValue.flatMap { Int(exactly: $0) } }
-        event.response = optional("response", decoded)
+        event.response = optional("response", IntentResponse.read)
         event.resolutions = optional("resolutions") { field in
             guard case .array(let elements) = field else { return nil }
             var read: [ParameterResolution] = []

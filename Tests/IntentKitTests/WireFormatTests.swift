@@ -346,6 +346,8 @@ import Testing
         #"{"version":2,"id":"a","type":"T","state":"inProgress","at":1,"attempt":1,"progress":{"fraction":0.5},"view":"v","startedAt":0.5}"#,
         #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"turn":3,"resolutions":[{"parameter":"p","outcome":"needsValue"}]}"#,
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"code":"success","payload":{"n":1}}}"#,
+        #"{"version":1,"id":"a","type":"T","state":"failure","at":1,"attempt":1,"response":{"code":"x","message":null,"payload":null,"more":1}}"#,
+        #"{"version":1,"id":"a","type":"T","state":"failure","at":1,"attempt":1,"response":{"code":"x","message":"m","payload":[1,"two"]}}"#,
         #"""
         {"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[
          {"parameter":"p","index":2,"outcome":"disambiguation","options":["x",{"k":1}],"optionTitles":["X","K"],"prompt":{"full":"Which?","supporting":"W?"}},
@@ -367,6 +369,8 @@ import Testing
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"worker":7}"#,
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"kept":"yes"}"#,
         #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"message":"no code"}}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":{"code":"x","message":7}}"#,
+        #"{"version":1,"id":"a","type":"T","state":"success","at":1,"attempt":1,"response":["x"]}"#,
         #"{"id":"a","type":"T","state":"success","at":1,"attempt":1}"#,
         #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"parameter":"p","outcome":"maybe"}]}"#,
         #"{"version":1,"id":"a","type":"T","state":"needsInput","at":1,"attempt":1,"resolutions":[{"parameter":"p","outcome":"unsupported"}]}"#,
@@ -375,6 +379,23 @@ import Testing
     ])
     func aStatusEventWithAFieldOfTheWrongTypeIsRefusedAsDecodableRefusesIt(_ body: String) {
         #expect(throws: DecodingError.self) { try StatusEvent.decode(Array(body.utf8)) }
+    }
+
+    @Test(arguments: [
+        #"{"code":"success"}"#, #"{"code":"x","message":"m"}"#, #"{"code":"x","message":null,"payload":null}"#,
+        #"{"code":"x","payload":{"a":[1,null]},"other":true}"#, #"{"code":"x","payload":0}"#,
+    ])
+    func aResponseReadsStraightFromTheTreeAsDecodableReadsIt(_ body: String) throws {
+        let value = try JSONValue.parse(Array(body.utf8))
+        let read = try #require(IntentResponse.read(value), "read without Decodable")
+        #expect(read == (try JSONValueDecoder().decode(IntentResponse.self, from: value)))
+    }
+
+    @Test(arguments: [#"{"message":"m"}"#, #"{"code":1}"#, #"{"code":"x","message":2}"#, #"["code"]"#, #""x""#])
+    func aResponseWithAMemberOfTheWrongTypeIsLeftToDecodable(_ body: String) throws {
+        let value = try JSONValue.parse(Array(body.utf8))
+        #expect(IntentResponse.read(value) == nil)
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(IntentResponse.self, from: value) }
     }
 
     @Test func aStatusEventWithAnUnknownStateIsRefused() {
