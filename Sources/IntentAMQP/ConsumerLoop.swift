@@ -163,11 +163,18 @@ public final class ConsumerLoop: Sendable {
     private func sleep(seconds: Double) {
         let deadline = Date().addingTimeInterval(seconds)
         while !shared.withLock({ $0.shutdown }) {
+            finishIfStopped()
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return }
             signal.wait(socket: -1, seconds: min(remaining, 0.5))
             signal.drain()
         }
+    }
+
+    /// Between connections, or on one that consumes nothing: once consuming is to stop, `deliveries` finishes (no
+    /// delivery can come meanwhile), so that a consumer waiting for its end goes on to shut the loop down.
+    private func finishIfStopped() {
+        if shared.withLock({ $0.stopConsuming }) { continuation.finish() }
     }
 
     /// One awaited confirm: the delivery to ack when all messages of its command are confirmed.
@@ -195,6 +202,7 @@ public final class ConsumerLoop: Sendable {
             for queue in configuration.alsoConsumed { extraConsumers.append(try connection.consume(queue)) }
         }
         var consuming = consumerTag != nil
+        if !consuming { finishIfStopped() }
         var outstanding = Set<UInt64>()
         var confirms = ConfirmWindow<Int>()
         var groups: [Int: ConfirmGroup] = [:]

@@ -30,13 +30,15 @@ public final class InMemoryTransport: DeliveryTransport {
         var acked: [UInt64] = []
         var rejected: [(tag: UInt64, requeue: Bool)] = []
         var started = false
-        var stopped = false
     }
 
     /// What `deliver(body:…)` hands in, as the worker under test reads it; finishes at `stopConsuming()` or `shutdown`.
     public let deliveries: AsyncStream<Delivery>
     private let continuation: AsyncStream<Delivery>.Continuation
     private let state = Mutex(State())
+    /// Whether consuming has stopped; held while a delivery is handed to `onDelivery`, so that none is handed over
+    /// after `stopConsuming()`, and apart from `state`, so that `onDelivery` may send, or read what was sent.
+    private let stopped = Mutex(false)
     private let onExtraDelivery: @Sendable (Delivery) -> Void
     private let onLocalSettled: @Sendable (UInt64, Bool) -> Void
     private let onDelivery: (@Sendable (Delivery) -> Void)?
@@ -100,7 +102,7 @@ public final class InMemoryTransport: DeliveryTransport {
 
     /// Finishes `deliveries`, as a canceled consumer would: what is delivered later is dropped.
     public func stopConsuming() {
-        state.withLock { $0.stopped = true }
+        stopped.withLock { $0 = true }
         continuation.finish()
     }
 
@@ -113,20 +115,22 @@ public final class InMemoryTransport: DeliveryTransport {
         body: [UInt8], exchange: String = "intents", routingKey: String = "", messageID: String? = nil, type: String? = nil,
         userID: String? = nil, headers: [String: HeaderValue] = [:], deliveryCount: Int? = nil
     ) -> UInt64 {
-        state.withLock { state -> UInt64 in
+        let tag = state.withLock { state -> UInt64 in
             state.nextTag += 1
-            let delivery = Delivery(
-                tag: DeliveryTag(generation: 1, value: state.nextTag), exchange: exchange, routingKey: routingKey,
-                redelivered: deliveryCount != nil, body: body, messageID: messageID, type: type, userID: userID, replyTo: nil,
-                correlationID: nil, deliveryCount: deliveryCount, headers: headers)
-            // Under the lock, as the I/O thread hands deliveries over in turn: none comes after `stopConsuming()`.
-            if let onDelivery {
-                if !state.stopped { onDelivery(delivery) }
-            } else {
-                continuation.yield(delivery)
-            }
             return state.nextTag
         }
+        let delivery = Delivery(
+            tag: DeliveryTag(generation: 1, value: tag), exchange: exchange, routingKey: routingKey, redelivered: deliveryCount != nil,
+            body: body, messageID: messageID, type: type, userID: userID, replyTo: nil, correlationID: nil,
+            deliveryCount: deliveryCount, headers: headers)
+        if let onDelivery {
+            stopped.withLock { stopped in
+                if !stopped { onDelivery(delivery) }
+            }
+        } else {
+            continuation.yield(delivery)
+        }
+        return tag
     }
 
     /// Delivers a message of an extra queue (the cancellation stream), as the I/O thread would.

@@ -51,9 +51,11 @@ final class DeliveryLanes: Sendable {
             return delivery
         }
 
-        /// The continuation waiting for the end, once finished with no runner left (and so nothing held).
+        /// The continuation waiting for the end, once finished with no runner left (and so nothing held). The
+        /// runners' body goes then too: it holds what the runs need (the worker), which would otherwise hold it.
         mutating func idleIfDone() -> UnsafeContinuation<Void, Never>? {
             guard finished, running == 0 else { return nil }
+            run = nil
             defer { idle = nil }
             return idle
         }
@@ -117,7 +119,8 @@ final class DeliveryLanes: Sendable {
     /// How many runners run now.
     var running: Int { state.withLock { $0.running } }
 
-    /// No more deliveries will come; the runners take what is left.
+    /// No more deliveries will come; the runners take what is left. (One added after all the same is held, not run:
+    /// its broker delivers it again once the connection closes.)
     func finish() {
         let idle = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             state.finished = true

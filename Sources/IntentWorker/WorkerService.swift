@@ -95,8 +95,9 @@ public final class WorkerService: Service {
         loop = transport(loopConfiguration, logger.with(["component": "worker"]))
     }
 
-    /// Consumes and handles intents, at most `concurrency` at once, until `stop()`; then lets the running handlers
-    /// finish, waits up to 5 s for the broker to confirm their last events, and returns.
+    /// Consumes and handles intents, at most `concurrency` at once, until `stop()` (or a cancel of the calling task);
+    /// then runs the deliveries it holds, lets the running handlers finish, waits up to 5 s for the broker to
+    /// confirm their last events, and returns.
     public func run() async throws {
         logger.info(
             "worker starting",
@@ -118,8 +119,16 @@ public final class WorkerService: Service {
         // Scheduled intents kept in the ledgers join the same lanes when they are due, broker or not.
         let keeper = Task { await self.runKept(into: lanes) }
         // The broker's deliveries go to the lanes from the I/O thread; a transport that hands them to the
-        // stream instead has them added here. The stream ends when consuming stops.
-        for await delivery in loop.deliveries { lanes.add(delivery) }
+        // stream instead has them added here. The stream ends when consuming stops, after the last delivery
+        // handed over: read in a task of its own, which a cancel of `run()` does not cut short (a cancel stops
+        // consuming, as `stop()` does), so that no delivery comes after the lanes are finished.
+        await withTaskCancellationHandler {
+            await Task { [loop, lanes] in
+                for await delivery in loop.deliveries { lanes.add(delivery) }
+            }.value
+        } onCancel: { [loop] in
+            loop.stopConsuming()
+        }
         keeper.cancel()
         await keeper.value
         lanes.finish()

@@ -75,6 +75,7 @@ import Testing
         let runs = Runs()
         lanes.start { delivery in
             runs.begin(delivery)
+            await Task.yield()  // a suspension, so that runs overlap and the bound has something to hold
             runs.end()
         }
         let threads = 4
@@ -96,20 +97,40 @@ import Testing
         let lanes = DeliveryLanes(runners: 4)
         let runs = Runs()
         let gate = Mutex(false)
+        let ended = Mutex(false)
         lanes.start { delivery in
             runs.begin(delivery)
             while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
             runs.end()
+            ended.withLock { $0 = true }
         }
         lanes.add(Self.delivery(1, high: false))
         lanes.finish()
         let drained = Task {
             await lanes.drained()
-            return runs.now
+            return ended.withLock { $0 }
         }
         while runs.now < 1 { try await Task.sleep(for: .milliseconds(1)) }
         gate.withLock { $0 = true }
-        #expect(await drained.value == 0, "drained only once the run in progress has ended")
+        #expect(await drained.value, "drained only once the run in progress has ended")
+    }
+
+    /// What the runners' body holds: the worker, in a worker's lanes.
+    final class Held: Sendable {}
+
+    @Test func theRunnersBodyIsLetGoOnceTheLanesAreDrained() async {
+        // A worker's lanes run `process` on the worker: kept after the end, the body would keep the worker
+        // (its ledger's database, its connection) alive for as long as the lanes, which the worker holds.
+        let lanes = DeliveryLanes(runners: 2)
+        var held: Held? = Held()
+        weak let watched = held
+        lanes.start { [held] _ in _ = held }
+        held = nil
+        lanes.add(Self.delivery(1, high: false))
+        #expect(watched != nil, "held while the lanes may still run")
+        lanes.finish()
+        await lanes.drained()
+        #expect(watched == nil)
     }
 }
 

@@ -248,6 +248,26 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    @Test func deliveriesHeldWhenTheWorkerStopsAreRunBeforeItReturnsAndLaterOnesAreNotTaken() async throws {
+        // One runner, held by a late note: the two notes after it wait in the lanes when the worker is told to stop.
+        let harness = try Harness(concurrency: 1)
+        let late = harness.deliver(IntentEnvelope(id: "late", type: LateNote.typeName, parameters: ["text": "milk"], submittedAt: 0))
+        let held = [harness.deliver(Self.note("held-1")), harness.deliver(Self.note("held-2"))]
+        harness.worker.stop()
+        let after = harness.deliver(Self.note("after"))
+        harness.late.open()
+        _ = await harness.running.result
+        // Returned: everything it held was run and acked, nothing handed over after the stop was taken.
+        #expect(harness.transport.acked.contains(late))
+        for tag in held { #expect(harness.transport.acked.contains(tag)) }
+        #expect(try harness.notes("held-1") == 1)
+        #expect(try harness.notes("held-2") == 1)
+        #expect(!harness.transport.acked.contains(after))
+        #expect(try harness.notes("after") == 0)
+        #expect(try harness.events("after").isEmpty)
+        try? FileManager.default.removeItem(at: harness.directory)
+    }
+
     @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
         let harness = try Harness()
         let tag = harness.deliver(Self.note("a"))
