@@ -16,20 +16,37 @@ import Testing
 
     /// What the runners ran, in order, and how many ran at once at most.
     final class Runs: Sendable {
-        private let state = Mutex((order: [UInt64](), now: 0, most: 0))
+        private let state = Mutex(
+            (order: [UInt64](), now: 0, most: 0, waiting: [(count: Int, continuation: CheckedContinuation<Void, Never>)]()))
         var order: [UInt64] { state.withLock { $0.order } }
         var most: Int { state.withLock { $0.most } }
         var now: Int { state.withLock { $0.now } }
 
         func begin(_ delivery: Delivery) {
-            state.withLock { state in
+            let ready = state.withLock { state in
                 state.order.append(delivery.tag.value)
                 state.now += 1
                 state.most = max(state.most, state.now)
+                let begun = state.order.count
+                defer { state.waiting.removeAll { $0.count <= begun } }
+                return state.waiting.filter { $0.count <= begun }.map(\.continuation)
             }
+            for continuation in ready { continuation.resume() }
         }
 
         func end() { state.withLock { $0.now -= 1 } }
+
+        /// Returns once `count` runs have begun.
+        func begun(_ count: Int) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let already = state.withLock { state in
+                    if state.order.count >= count { return true }
+                    state.waiting.append((count, continuation))
+                    return false
+                }
+                if already { continuation.resume() }
+            }
+        }
     }
 
     @Test func highPriorityDeliveriesGoFirstAndOneNormalOnePassesAfterEveryWeightOfThem() async {
@@ -49,18 +66,18 @@ import Testing
     @Test func noMoreThanItsRunnersRunAtOnceAndWhatIsHeldWaitsForOneToBeFree() async throws {
         let lanes = DeliveryLanes(runners: 2)
         let runs = Runs()
-        let gate = Mutex(false)
+        let gate = WorkerServiceTests.Gate()
         lanes.start { delivery in
             runs.begin(delivery)
             // Held until the test opens the gate: the third delivery has no runner meanwhile.
-            while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
+            await gate.wait()
             runs.end()
         }
         for tag in UInt64(1)...5 { lanes.add(Self.delivery(tag, high: false)) }
-        while runs.now < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        await runs.begun(2)
         #expect(lanes.running == 2)
         #expect(runs.order.count == 2, "the other three wait while both runners are busy")
-        gate.withLock { $0 = true }
+        gate.open()
         lanes.finish()
         await lanes.drained()
         #expect(runs.order.sorted() == [1, 2, 3, 4, 5])
@@ -83,7 +100,7 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<each {
                 lanes.add(Self.delivery(UInt64(thread * each + index), high: index % 7 == 0))
-                if index % 64 == 0 { usleep(50) }  // now and then let the runners catch up and end
+                if index % 64 == 0 { sched_yield() }  // now and then give the runners the core, to catch up and end
             }
         }
         lanes.finish()
@@ -96,11 +113,11 @@ import Testing
     @Test func drainedWaitsForTheLastRunToEnd() async throws {
         let lanes = DeliveryLanes(runners: 4)
         let runs = Runs()
-        let gate = Mutex(false)
+        let gate = WorkerServiceTests.Gate()
         let ended = Mutex(false)
         lanes.start { delivery in
             runs.begin(delivery)
-            while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
+            await gate.wait()
             runs.end()
             ended.withLock { $0 = true }
         }
@@ -110,8 +127,8 @@ import Testing
             await lanes.drained()
             return ended.withLock { $0 }
         }
-        while runs.now < 1 { try await Task.sleep(for: .milliseconds(1)) }
-        gate.withLock { $0 = true }
+        await runs.begun(1)
+        gate.open()
         #expect(await drained.value, "drained only once the run in progress has ended")
     }
 
