@@ -168,9 +168,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     public static func decode(_ body: some Collection<UInt8>) throws(EnvelopeError) -> IntentEnvelope {
         let value: JSONValue
         do {
-            // Read in place when the bytes are contiguous (a delivery's body is), copied otherwise.
-            let inPlace = try body.withContiguousStorageIfAvailable { try JSONValue.parse(rawBuffer: UnsafeRawBufferPointer($0)) }
-            value = try inPlace ?? JSONValue.parse(Data(body))
+            value = try JSONValue.parse(bytes: body)
         } catch {
             throw EnvelopeError(id: nil, reason: "the body is not valid JSON: \(error)")
         }

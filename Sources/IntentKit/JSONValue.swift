@@ -484,6 +484,13 @@ extension JSONValue {
         return try string.withUTF8 { try parse(rawBuffer: UnsafeRawBufferPointer($0)) }
     }
 
+    /// Parses strict UTF-8 JSON from any collection of bytes: in place when they are contiguous (a delivery's body
+    /// is), from a copy otherwise. Throws `JSONValueError`.
+    static func parse(bytes: some Collection<UInt8>) throws -> JSONValue {
+        let inPlace = try bytes.withContiguousStorageIfAvailable { try parse(rawBuffer: UnsafeRawBufferPointer($0)) }
+        return try inPlace ?? parse(Data(bytes))
+    }
+
     /// Parses strict UTF-8 JSON from bytes read only during the call (the other `parse` functions come here). Throws
     /// `JSONValueError`.
     public static func parse(rawBuffer: UnsafeRawBufferPointer) throws -> JSONValue {

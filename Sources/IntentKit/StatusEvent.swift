@@ -168,9 +168,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
 
     /// Reads an event from a message body: a `JSONValueError` when it is not JSON, a `DecodingError` when it is not an event.
     public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
-        // Read in place when the bytes are contiguous (a delivery's body is), copied otherwise.
-        let inPlace = try body.withContiguousStorageIfAvailable { try JSONValue.parse(rawBuffer: UnsafeRawBufferPointer($0)) }
-        let value = try inPlace ?? JSONValue.parse(Data(body))
+        let value = try JSONValue.parse(bytes: body)
         // Read straight from the tree (the recorder reads every event); anything unexpected is read
         // again through `Decodable`, whose error says what is wrong.
         if let event = read(value) { return event }

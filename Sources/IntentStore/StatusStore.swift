@@ -168,7 +168,7 @@ public final class StatusStore {
 
     /// The term of the state index's `WHERE` (`intent_status_unsettled`, which holds only the intents not
     /// `success`): a query looking up another state says it too, or SQLite will not use that index.
-    static let unsettled = "state <> 'success'"
+    package static let unsettled = "state <> 'success'"
 
     /// How long after its due time the recorder releases a scheduled intent a
     /// worker keeps (`StatusEvent.kept`) and that has not started: the fallback

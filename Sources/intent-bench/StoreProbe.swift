@@ -51,7 +51,7 @@ final class StoreProbe {
     }
 
     /// The state index's own term, so that SQLite reads that index, which holds only the intents not `success`.
-    private static let unfinishedSQL = "SELECT state, count(*) FROM intent_status WHERE state <> 'success' GROUP BY state"
+    private static let unfinishedSQL = "SELECT state, count(*) FROM intent_status WHERE \(StatusStore.unsettled) GROUP BY state"
 
     /// How many intents the store holds, and how many of them are in each state but `success`; nil until the
     /// recorder has made its tables.
