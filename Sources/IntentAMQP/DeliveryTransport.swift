@@ -69,6 +69,9 @@ public final class InMemoryTransport: DeliveryTransport {
     /// True once `start()` was called, as a connected loop would say.
     public var isConnected: Bool { state.withLock { $0.started } }
 
+    /// False once `stopConsuming()` (or `shutdown`) was called: deliveries from then on are dropped.
+    public var isConsuming: Bool { !stopped.withLock { $0 } }
+
     /// Records the command: a publish (acking its `thenAck` at once, as if confirmed, or settling a local one),
     /// an ack or a reject (of a local tag: settled).
     /// A publish to a `loopback` exchange also comes back as an extra delivery.

@@ -268,6 +268,25 @@ struct WorkerServiceTests {
         try? FileManager.default.removeItem(at: harness.directory)
     }
 
+    @Test func cancelingTheTaskThatRunsTheWorkerStopsItAsStopDoes() async throws {
+        // A cancel stops consuming: what the worker holds is run, and nothing handed over after is taken.
+        let harness = try Harness(concurrency: 1)
+        let late = harness.deliver(IntentEnvelope(id: "late", type: LateNote.typeName, parameters: ["text": "milk"], submittedAt: 0))
+        let held = harness.deliver(Self.note("held"))
+        harness.running.cancel()
+        // The cancel stops consuming while the late note still runs (not only once the worker has returned).
+        #expect(await harness.transport.wait { !$0.isConsuming })
+        let after = harness.deliver(Self.note("after"))
+        harness.late.open()
+        _ = await harness.running.result
+        #expect(harness.transport.acked.contains(late))
+        #expect(harness.transport.acked.contains(held))
+        #expect(try harness.notes("held") == 1)
+        #expect(!harness.transport.acked.contains(after))
+        #expect(try harness.notes("after") == 0)
+        try? FileManager.default.removeItem(at: harness.directory)
+    }
+
     @Test func anIntentIsStartedHandledOnceAndAckedAfterItsOutcome() async throws {
         let harness = try Harness()
         let tag = harness.deliver(Self.note("a"))
