@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "json-cost.sh: needs valgrind (apt-get install valgrind)" >&2; exit 69; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-swiftc -O -module-name IntentKit Sources/IntentKit/*.swift deploy/json-cost/main.swift -o "$work/json-cost"
+swiftc -O -module-name IntentKit -package-name IntentQueue Sources/IntentKit/*.swift deploy/json-cost/main.swift -o "$work/json-cost"
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/json-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
 for mode in typed hand foundation parse event; do
     two=$(count "$mode" 2)

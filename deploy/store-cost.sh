@@ -7,6 +7,7 @@
 # (strace -c, the same difference).
 #   deploy/store-cost.sh [B ...]   (default: 1 5 25); STORE_COST_SOURCES=DIR counts another checkout's Sources
 #   COST_IDS=random deploy/store-cost.sh   with version 4 ids instead of the version 7 ones clients make
+#   STORE_COST_WRITES=alone|held deploy/store-cost.sh 1   a light load without, then with, the hold on submissions
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in valgrind strace; do
@@ -23,7 +24,7 @@ if [[ -d $sources/CStoreVFS ]]; then
     printf 'module CStoreVFS {\n    header "%s"\n    export *\n}\n' "$(realpath "$sources/CStoreVFS/include/CStoreVFS.h")" >"$work/module.modulemap"
     vfs=(-Xcc "-fmodule-map-file=$work/module.modulemap" "$work/vfs.o")
 fi
-swiftc -O -module-name IntentKit -I Sources/CSQLite "${vfs[@]}" "$sources"/IntentKit/*.swift "$sources"/IntentStore/*.swift \
+swiftc -O -module-name IntentKit -package-name IntentQueue -I Sources/CSQLite "${vfs[@]}" "$sources"/IntentKit/*.swift "$sources"/IntentStore/*.swift \
     deploy/store-cost/main.swift -o "$work/store-cost" 2>"$work/warnings" || { grep -A4 "error:" "$work/warnings" >&2; exit 1; }
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/store-cost" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
 writes() {

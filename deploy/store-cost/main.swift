@@ -3,7 +3,10 @@ import Foundation
 // The harness of deploy/store-cost.sh: what the recorder writes for each intent, in its batches (without metrics,
 // so without the transitions they count). Each batch records the submissions of `batch` new intents and the
 // outcomes of the previous `batch` (as the recorder's batches mix them at a steady load), into a real SQLite
-// file, committed as the recorder commits them.
+// file, committed as the recorder commits them. STORE_COST_WRITES picks another pattern:
+//   alone   every update committed by itself: a light load, where each delivery comes alone, without the hold
+//   held    each batch holds `batch` intents' submissions and their outcomes: a light load with the recorder's hold
+//           on submissions (`StatusRecorder.Configuration.submissionHold`), which writes an intent once
 let rounds = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 2
 let batch = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2])! : 5
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("store-cost-\(getpid())")
@@ -32,6 +35,8 @@ func id() -> String {
     return milliseconds.prefix(8) + "-" + milliseconds.suffix(4) + "-7" + uuid.dropFirst(15)
 }
 var previous: [String] = []
+let writes = ProcessInfo.processInfo.environment["STORE_COST_WRITES"] ?? "mixed"
+guard ["mixed", "alone", "held"].contains(writes) else { fatalError("STORE_COST_WRITES: mixed, alone or held, not \(writes)") }
 var now = 1_796_000_000.0
 for _ in 0..<(rounds * 1000 / batch) {
     let fresh = (0..<batch).map { _ in id() }
@@ -40,14 +45,26 @@ for _ in 0..<(rounds * 1000 / batch) {
             IntentEnvelope(id: id, type: "SendMessage", parameters: ["recipients": ["Alice Smith"], "content": "Running late"], submittedAt: now),
             by: owner)
     }
-    updates += previous.map { id in
+    func outcome(_ id: String) -> StatusStore.Update {
         .event(
             StatusEvent(
                 id: id, type: "SendMessage", state: .success, at: now, attempt: 1, response: response, resolutions: resolutions,
                 worker: "worker-1", owner: "guest", startedAt: now - 0.002))
     }
-    _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
-    previous = fresh
+    switch writes {
+    case "alone":
+        for update in updates + previous.map(outcome) {
+            _ = try! store.record([update], now: now, reportingTransitions: false, durable: false)
+        }
+        previous = fresh
+    case "held":
+        updates = zip(updates, fresh.map(outcome)).flatMap { [$0, $1] }
+        _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
+    default:
+        updates += previous.map(outcome)
+        _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
+        previous = fresh
+    }
     now += 0.005
 }
 _ = try! store.record(
