@@ -238,6 +238,15 @@ public final class StatusStore {
         /// another submitter or type, an answer from someone else): kept for
         /// that sender, and the intent is untouched.
         case refusal(StatusEvent)
+
+        /// The intent the update is about.
+        public var intentID: String {
+            switch self {
+            case .queued(let envelope, _), .requeued(let envelope): envelope.id
+            case .event(let event), .refusal(let event): event.id
+            case .cancelRequested(let id, _): id
+            }
+        }
     }
 
     /// A state change the store applied: what metrics count.
@@ -283,12 +292,7 @@ public final class StatusStore {
         return try database.transaction(durable: durable) { db in
             var transitions: [Transition] = []
             for (position, update) in updates.enumerated() {
-                let id: String
-                switch update {
-                case .queued(let envelope, _), .requeued(let envelope): id = envelope.id
-                case .event(let event), .refusal(let event): id = event.id
-                case .cancelRequested(let canceled, _): id = canceled
-                }
+                let id = update.intentID
                 if case .refusal(let event) = update {
                     try recordRefusal(event, now: now, in: db)
                     continue

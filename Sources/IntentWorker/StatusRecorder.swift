@@ -37,6 +37,11 @@ public final class StatusRecorder: Service {
         /// be lost with the machine's power, only once synced. One fsync per this interval at a moderate
         /// load instead of one per batch.
         public var syncInterval = 0.02
+        /// Seconds a submission waits, unwritten, for its intent's next update, so that an intent whose outcome
+        /// follows within it is written once (`queued` and the outcome in one transaction) instead of twice. The
+        /// submission is in the store after at most this long, or with the outcome, or before the recorder answers a
+        /// status request or stops; it is acked only once written and synced, like any delivery. 0 writes each at once.
+        public var submissionHold = 0.02
         /// Where applied state changes are counted, when metrics are on.
         public var metrics: Metrics?
         /// The broker users whose status events count: the workers' (and the
@@ -121,17 +126,19 @@ public final class StatusRecorder: Service {
     }
 
     private func record(from connection: AMQPConnection, into store: StatusStore, requestConsumer: String) throws {
-        var batch: [StatusStore.Update] = []
+        var batch: [SubmissionHold.Read] = []
+        // Submissions waiting for their intent's next update (`Configuration.submissionHold`).
+        var hold = SubmissionHold()
         var lastTag: UInt64 = 0
-        // Deliveries up to `recordedTag` are written to the store, those up to `ackedTag` durably so and acked.
+        // Deliveries up to `takenTag` are written or held, those up to `recordedTag` written to the store, those
+        // up to `ackedTag` durably so and acked.
+        var takenTag: UInt64 = 0
         var recordedTag: UInt64 = 0
         var ackedTag: UInt64 = 0
         // When what is written but not yet durable must be synced (nil: nothing waits).
         var syncDue: Date?
         let intentsExchange = configuration.topology.intentsExchange
 
-        // The updates of this batch whose outcome the recorder decides itself (a dead letter).
-        var decided = Set<Int>()
         // While the store refuses writes (a full disk, an I/O error), the batch
         // is kept, unacked, and written again after a growing pause; the broker
         // holds the rest (prefetch bounds what is read ahead).
@@ -224,17 +231,31 @@ public final class StatusRecorder: Service {
             storeBackoff.reset()
         }
 
-        /// Writes the open batch, visible at once; acks what was written once a commit has made it durable:
-        /// the first commit after `syncInterval` (or after half the prefetch), a sync of its own when no
-        /// batch comes by then, or at once with `sync`.
-        func flush(sync: Bool = false) throws {
+        /// Writes the open batch, visible at once, less the submissions held for their outcome (with the held ones
+        /// that are due or about an intent of the batch; with `sync` or `all`, every one); acks what was written once a
+        /// commit has made it durable: the first commit after `syncInterval` (or after half the prefetch), a sync of
+        /// its own when no batch comes by then, or at once with `sync`.
+        func flush(sync: Bool = false, all: Bool = false) throws {
             guard lastTag > ackedTag else { return }
             if let retryAt = storeRetryAt, Date() < retryAt { return }
             let durable = sync || syncDue.map { Date() >= $0 } ?? false || lastTag &- ackedTag >= UInt64(configuration.batchSize)
-            if batch.isEmpty {
-                // Deliveries that change nothing (skipped events) have nothing to write; what was written may need its sync.
-                recordedTag = lastTag
+            // Taken from a copy, kept only once the write went through: a refused write leaves batch and hold as they were.
+            var holding = hold
+            let writing = holding.take(
+                batch, now: Date().timeIntervalSince1970, hold: configuration.submissionHold, limit: max(1, configuration.batchSize / 4),
+                all: sync || all)
+            if writing.isEmpty {
+                // Deliveries that change nothing (skipped events), or held, have nothing to write; what was written may need its sync.
+                hold = holding
+                batch.removeAll(keepingCapacity: true)
+                takenTag = lastTag
+                recordedTag = hold.writtenThrough(lastTag)
                 guard durable else { return }
+                guard recordedTag > ackedTag else {
+                    // Nothing more to ack before the oldest held submission: its write asks for the next sync.
+                    syncDue = nil
+                    return
+                }
                 do {
                     try store.syncLog()
                 } catch let error as DatabaseError {
@@ -247,33 +268,39 @@ public final class StatusRecorder: Service {
                 syncDue = nil
                 return
             }
+            let updates = writing.map(\.update)
+            // The updates whose outcome the recorder decides itself (dead letters), by their place in the write.
+            let decided = Set(writing.indices.filter { writing[$0].decided })
             let transitions: [StatusStore.Transition]
             do {
                 transitions = try store.record(
-                    batch, reportingTransitions: configuration.metrics != nil || !decided.isEmpty, durable: durable)
+                    updates, reportingTransitions: configuration.metrics != nil || !decided.isEmpty, durable: durable)
             } catch let error as DatabaseError {
-                storeFailed(error, holding: "\(batch.count) events unacked and writing")
+                storeFailed(error, holding: "\(batch.count + hold.count) events unacked and writing")
                 return
             }
             storeWorks()
-            configuration.written?(batch)
+            hold = holding
+            batch.removeAll(keepingCapacity: true)
+            configuration.written?(updates)
             count(transitions)
-            recordedTag = lastTag
+            takenTag = lastTag
+            recordedTag = hold.writtenThrough(lastTag)
             if durable {
-                try connection.ack(lastTag, multiple: true)
-                ackedTag = lastTag
+                if recordedTag > ackedTag {
+                    try connection.ack(recordedTag, multiple: true)
+                    ackedTag = recordedTag
+                }
                 syncDue = nil
             } else if syncDue == nil {
                 syncDue = Date().addingTimeInterval(configuration.syncInterval)
             }
-            batch.removeAll(keepingCapacity: true)
             if let due = batchDue {
                 nextRelease = min(nextRelease ?? due, due)
                 batchDue = nil
             }
             if !decided.isEmpty {
                 try announce(transitions.filter { decided.contains($0.update) }, on: connection)
-                decided.removeAll(keepingCapacity: true)
             }
         }
 
@@ -310,8 +337,9 @@ public final class StatusRecorder: Service {
             var waiting: Double
             if let retryAt = storeRetryAt {
                 waiting = max(0.001, min(0.25, retryAt.timeIntervalSinceNow))
-            } else if lastTag == recordedTag {
+            } else if lastTag == takenTag {
                 waiting = syncDue.map { max(0, min(0.25, $0.timeIntervalSinceNow)) } ?? 0.25
+                if let release = hold.nextRelease { waiting = max(0, min(waiting, release - Date().timeIntervalSince1970)) }
             } else {
                 waiting = 0
             }
@@ -324,20 +352,25 @@ public final class StatusRecorder: Service {
             switch event {
             case .delivery(let delivery):
                 if delivery.consumerTag == requestConsumer {
-                    // What was read so far is written first, so the answer is at least as new as the request.
-                    try flush()
+                    // What was read so far is written first, held submissions too, so the answer is at least as new
+                    // as the request.
+                    try flush(all: true)
                     try answer(delivery, from: store, on: connection)
                     continue
                 }
+                let previous = lastTag
                 lastTag = delivery.tag.value
                 if let update = update(from: delivery, intentsExchange: intentsExchange) {
                     if case .queued(let envelope, _) = update, let due = envelope.dueAt {
                         batchDue = min(batchDue ?? due, due)
                     }
+                    let decided: Bool
                     if case .event = update, delivery.exchange == configuration.topology.deadLetterExchange {
-                        decided.insert(batch.count)
+                        decided = true
+                    } else {
+                        decided = false
                     }
-                    batch.append(update)
+                    batch.append(SubmissionHold.Read(update: update, tag: delivery.tag.value, previous: previous, decided: decided))
                 }
                 if batch.count >= configuration.batchSize { try flush() }
             case .returned(let message) where message.exchange == intentsExchange && releasingIDs.contains(message.messageID ?? ""):

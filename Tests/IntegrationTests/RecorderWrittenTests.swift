@@ -49,4 +49,127 @@ struct RecorderWrittenTests {
             #expect(report.stored == .success, "a reader saw \(id)'s outcome when it was reported")
         }
     }
+
+    /// A submission held for its outcome (`submissionHold`) is written once, in the outcome's transaction and before it.
+    /// The hold here is longer than any test: without it, intents submitted one at a time reach the recorder one
+    /// delivery at a time, and each `queued` is written alone.
+    @Test func aSubmissionIsWrittenOnceWithItsOutcome() async throws {
+        let sandbox = try await Sandbox("recorder-hold")
+        defer { Task { await sandbox.tearDown() } }
+        let binder = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await binder.stop() == 0)
+
+        // Each write the recorder reported, as "queued:<id>" and "<state>:<id>" in order.
+        let writes = Mutex<[[String]]>([])
+        var configuration = StatusRecorder.Configuration(brokerURL: try BrokerURL(sandbox.brokerURL), storePath: sandbox.statusStorePath)
+        configuration.submissionHold = 600
+        configuration.written = { updates in
+            let names = updates.map { update -> String in
+                switch update {
+                case .queued: "queued:\(update.intentID)"
+                case .event(let event): "\(event.state.rawValue):\(event.id)"
+                default: "other:\(update.intentID)"
+                }
+            }
+            writes.withLock { $0.append(names) }
+        }
+        let recorder = StatusRecorder(configuration: configuration, logger: .disabled())
+        let running = Task { try await recorder.run() }
+        defer { recorder.stop() }
+        try await sandbox.startWorker(["--concurrency", "4"], expectedConnections: 1)
+
+        let ids = (0..<4).map { "held-\($0)" }
+        for id in ids {
+            let result = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=\(id)", "--id", id, "--wait"])
+            #expect(result.exitCode == 0, "\(result)")
+        }
+        recorder.stop()
+        try await running.value
+
+        let written = writes.withLock { $0 }
+        for id in ids {
+            let queuedIn = written.indices.filter { written[$0].contains("queued:\(id)") }
+            let succeededIn = written.indices.filter { written[$0].contains("success:\(id)") }
+            #expect(queuedIn.count == 1, "\(id)'s submission written once: \(written)")
+            #expect(succeededIn.count == 1, "\(id)'s outcome written once: \(written)")
+            #expect(queuedIn == succeededIn, "\(id)'s submission written with its outcome: \(written)")
+            if let batch = succeededIn.first {
+                let names = written[batch]
+                #expect(names.firstIndex(of: "queued:\(id)")! < names.firstIndex(of: "success:\(id)")!)
+            }
+            #expect(try sandbox.statusStore().status(id: id)?.state == .success)
+        }
+    }
+
+    /// A held submission is in the store before the recorder answers a remote status request about it; while one is
+    /// held, the recorder acks only the ledger deliveries before it (never a status request's tag, which its channel
+    /// numbers too: acking that is a channel error, and the deliveries after the last ack come again); and none is
+    /// lost when the recorder stops holding one.
+    @Test func aHeldSubmissionIsAnsweredAckedRightAndNotLostAtStop() async throws {
+        let sandbox = try await Sandbox("recorder-hold-stop")
+        defer { Task { await sandbox.tearDown() } }
+        let binder = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await binder.stop() == 0)
+
+        let writes = Mutex<[String]>([])
+        func startRecorder(hold: Double) throws -> (StatusRecorder, Task<Void, any Error>) {
+            var configuration = StatusRecorder.Configuration(brokerURL: try BrokerURL(sandbox.brokerURL), storePath: sandbox.statusStorePath)
+            configuration.submissionHold = hold
+            // Every write synced (and acked) on the recorder's next turn.
+            configuration.syncInterval = 0
+            configuration.written = { updates in writes.withLock { $0 += updates.map(\.intentID) } }
+            let recorder = StatusRecorder(configuration: configuration, logger: .disabled())
+            return (recorder, Task { try await recorder.run() })
+        }
+        /// Asks the recorder about `id` until it has read it (exit 4 before; 3, not terminal, after).
+        func askRemotely(_ id: String) async throws -> ToolResult {
+            let deadline = Date().addingTimeInterval(60)
+            var answer = try await sandbox.status([id, "--remote", "--json"])
+            while answer.exitCode == 4, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                answer = try await sandbox.status([id, "--remote", "--json"])
+            }
+            return answer
+        }
+        func submit(_ id: String, _ extra: [String] = []) async throws {
+            let result = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=\(id)", "--id", id] + extra)
+            #expect(result.exitCode == 0, "\(result)")
+        }
+        let (recorder, running) = try startRecorder(hold: 600)
+        defer { recorder.stop() }
+
+        // No worker: the submission stays queued. The recorder answers once it has read it, and then it is stored.
+        try await submit("asked")
+        let answer = try await askRemotely("asked")
+        #expect(answer.exitCode == 3, "\(answer)")
+        #expect(answer.stdout.contains("\"queued\""), "\(answer)")
+        #expect(try sandbox.statusStore().status(id: "asked")?.state == .queued)
+
+        // Held right after those requests; then a scheduled intent (never held) is written and synced while it is held.
+        try await submit("held")
+        try await submit("scheduled", ["--in", "1h"])
+        #expect(try await askRemotely("scheduled").exitCode == 3)
+
+        // Stopped with a submission it may hold: written at the stop, or never taken from the queue.
+        try await submit("stopped")
+        recorder.stop()
+        try await running.value
+        let (again, runningAgain) = try startRecorder(hold: 0)
+        defer { again.stop() }
+        let end = Date().addingTimeInterval(60)
+        while try sandbox.statusStore().status(id: "stopped") == nil, Date() < end {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try sandbox.statusStore().status(id: "stopped")?.state == .queued)
+        #expect(try sandbox.statusStore().status(id: "held")?.state == .queued)
+        #expect(try sandbox.statusStore().status(id: "scheduled")?.state == .scheduled)
+        #expect(try await settledDepth("intents.ledger", expected: 0, sandbox: sandbox) == 0)
+        again.stop()
+        try await runningAgain.value
+        // Each delivery acked once written: none came again to be written a second time.
+        let written = writes.withLock { $0 }
+        for id in ["asked", "held", "scheduled", "stopped"] {
+            #expect(written.filter { $0 == id }.count == 1, "\(id) written once: \(written)")
+        }
+    }
 }
