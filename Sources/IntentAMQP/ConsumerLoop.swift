@@ -291,7 +291,6 @@ public final class ConsumerLoop: Sendable {
                 defer { state.commands.removeAll(keepingCapacity: true) }
                 return (state.commands, state.stopConsuming, state.shutdown)
             }
-            var busy = !commands.isEmpty
 
             // Should the connection fail partway, the rest of the batch is dropped with it: its local tags are settled
             // (a publish as lost, to be run again; an ack or a reject as done, since nothing was to be published).
@@ -377,7 +376,6 @@ public final class ConsumerLoop: Sendable {
             var budget = readNow ? 512 : 0
             while budget > 0, let event = try connection.nextEvent(timeout: 0) {
                 budget -= 1
-                busy = true
                 switch event {
                 case .delivery(let delivery) where extraTags.contains(delivery.consumerTag):
                     configuration.onExtraDelivery(delivery)
@@ -426,7 +424,10 @@ public final class ConsumerLoop: Sendable {
                 let confirmsDone = groups.isEmpty && commands.isEmpty
                 if confirmsDone || Date() >= shutdownDeadline.withLock({ $0 }) { return }
             }
-            if busy {
+            // Only a read its budget cut short comes straight back. One that found the socket empty, or none, waits:
+            // a frame or a task's command (its wake-up comes after this round's drain) ends the wait at once, so
+            // going round again first would only ask the socket once more, a `recv` and a `poll` for nothing.
+            if readNow, budget == 0 {
                 mayRead = true
             } else {
                 mayRead = signal.wait(
