@@ -36,7 +36,7 @@ public final class Deadlines: DeadlineScheduler {
     /// A deadline thread of its own: `shared` is the process's, and tests make their own, with `wentIdle` called
     /// on the thread each time it is about to sleep.
     init(wentIdle: (@Sendable () -> Void)? = nil) {
-        let thread = Thread { [self] in
+        let thread = Thread.named("iq-deadlines") { [self] in
             while true {
                 // Every 20 ms while actions wait, whatever their number (one wake-up serves a load's thousands);
                 // not at all while none does. Whoever finds `asleep` set clears it and signals, so each sleep
@@ -54,7 +54,6 @@ public final class Deadlines: DeadlineScheduler {
                 fire()
             }
         }
-        thread.name = "intentqueue.deadlines"
         thread.start()
     }
 

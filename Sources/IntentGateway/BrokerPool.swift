@@ -20,7 +20,7 @@ final class BrokerPool: Sendable {
     init(url: BrokerURL, topology: Topology, threads: Int) {
         self.threads = threads
         for index in 0..<threads {
-            let thread = Thread { [self] in
+            let thread = Thread.named("gw-broker-\(index)") { [self] in
                 let session = BrokerSession(url: url, topology: topology)
                 while true {
                     ready.wait()
@@ -30,7 +30,6 @@ final class BrokerPool: Sendable {
                 }
                 session.close()
             }
-            thread.name = "gateway-broker-\(index)"
             thread.stackSize = 1 << 20
             thread.start()
         }

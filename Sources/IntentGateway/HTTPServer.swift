@@ -497,9 +497,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let pointer = CPointer(started)
         daemon.withLock { $0 = pointer }
-        let thread = Thread { [self] in serve(pointer) }
-        thread.name = "gateway-http"
-        thread.start()
+        Thread.named("gw-http") { [self] in serve(pointer) }.start()
     }
 
     /// The server's thread: rounds of libmicrohttpd's callbacks, each when its sockets have work, a

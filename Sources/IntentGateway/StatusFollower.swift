@@ -67,9 +67,7 @@ final class StatusFollower: Sendable {
         self.topology = topology
         self.pool = pool
         self.metrics = metrics
-        let thread = Thread { [self] in follow() }
-        thread.name = "gateway-events"
-        thread.start()
+        Thread.named("gw-events") { [self] in follow() }.start()
     }
 
     /// Whether the follower's broker connection is up.

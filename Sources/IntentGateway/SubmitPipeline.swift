@@ -41,9 +41,7 @@ final class SubmitPipeline: Sendable {
         self.window = window
         self.confirmTimeout = confirmTimeout
         self.logger = logger
-        let thread = Thread { [self] in run() }
-        thread.name = "gateway-submit"
-        thread.start()
+        Thread.named("gw-submit") { [self] in run() }.start()
     }
 
     /// Publishes `message` (persistent, mandatory, with its `user_id`); `done` is called once, from the pipeline's thread.

@@ -44,7 +44,7 @@ public final class MetricsWriter: Service {
     /// Writes the file every `interval` seconds on a thread of its own until `stop()`, then once more;
     /// throws when the file cannot be written at start.
     public func run() async throws {
-        try await runOnThread(named: "intentqueue.metrics") { [self] in
+        try await runOnThread(named: "iq-metrics") { [self] in
             do {
                 try runThread()
             } catch {

@@ -42,7 +42,7 @@ public final class Scheduler: Service {
 
     /// Reads the schedules and submits their intents on a thread of its own until `stop()`.
     public func run() async throws {
-        try await runOnThread(named: "intentqueue.scheduler") { [self] in runThread() }
+        try await runOnThread(named: "iq-scheduler") { [self] in runThread() }
     }
 
     /// Asks the scheduler to return from `run()`; returns at once.

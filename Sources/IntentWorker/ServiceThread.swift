@@ -1,4 +1,5 @@
 import Foundation
+import IntentKit
 import Synchronization
 
 /// What a service that lives on a thread of its own shares with that thread:
@@ -24,7 +25,7 @@ final class StopRequest: Sendable {
 func runOnThread(named name: String, _ body: @escaping @Sendable () throws -> Void) async throws {
     let failure = Mutex<(any Error)?>(nil)
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let thread = Thread {
+        let thread = Thread.named(name) {
             do {
                 try body()
             } catch {
@@ -32,7 +33,6 @@ func runOnThread(named name: String, _ body: @escaping @Sendable () throws -> Vo
             }
             continuation.resume()
         }
-        thread.name = name
         thread.start()
     }
     if let error = failure.withLock({ $0 }) { throw error }

@@ -83,7 +83,7 @@ public final class StatusRecorder: Service {
     /// Opens the store, then records events and answers status requests on a thread of its own, reconnecting to
     /// the broker when it must, until `stop()`; writes what it holds before returning. Throws when the store cannot be opened.
     public func run() async throws {
-        try await runOnThread(named: "intentqueue.recorder") { [self] in try runThread() }
+        try await runOnThread(named: "iq-recorder") { [self] in try runThread() }
     }
 
     /// Asks the recorder to write its last batch and return from `run()`; returns at once.

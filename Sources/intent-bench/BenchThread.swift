@@ -1,4 +1,5 @@
 import Foundation
+import IntentKit
 import Synchronization
 
 /// Something a phase waits for: a thread that finishes or fails.
@@ -16,12 +17,10 @@ final class BenchThread<Value: Sendable>: Joinable {
 
     init(name: String, _ body: @escaping @Sendable () throws -> Value) {
         self.name = name
-        let thread = Thread { [self] in
+        Thread.named(name) { [self] in
             let result = Result { try body() }
             outcome.withLock { $0 = result }
-        }
-        thread.name = name
-        thread.start()
+        }.start()
     }
 
     var isFinished: Bool { outcome.withLock { $0 != nil } }
