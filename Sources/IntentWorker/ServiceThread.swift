@@ -1,5 +1,5 @@
 import Foundation
-import IntentKit
+import IntentAMQP
 import Synchronization
 
 /// What a service that lives on a thread of its own shares with that thread:

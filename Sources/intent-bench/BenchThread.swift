@@ -1,5 +1,5 @@
 import Foundation
-import IntentKit
+import IntentAMQP
 import Synchronization
 
 /// Something a phase waits for: a thread that finishes or fails.

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import IntentKit
+@testable import IntentAMQP
 
 /// The names the project's threads show to the system (`top -H`, `ps -T`, `perf`), where Linux keeps 15 bytes.
 @Suite struct ThreadNameTests {
