@@ -288,11 +288,34 @@ public final class StatusStore {
         reportingTransitions: Bool = true, durable: Bool = true
     ) throws -> [Transition] {
         guard !updates.isEmpty else { return [] }
+        // A first submission and its outcome in the same write (the recorder holds a submission for it) are one row
+        // written once, when the store has no row for the id yet: the row both would have left, in one insert.
+        let pairs = Self.outcomePartners(in: updates)
         // Every other write of the store is a transaction that syncs (`Database.transaction`'s default).
         return try database.transaction(durable: durable) { db in
+            // Marked as written in a copy: a transaction tried again (the database was busy) starts from the pairs.
+            var partners = pairs
             var transitions: [Transition] = []
-            for (position, update) in updates.enumerated() {
+            var merged = false
+            for (position, update) in updates.enumerated() where partners.isEmpty || partners[position] != Self.writtenWithSubmission {
                 let id = update.intentID
+                if !partners.isEmpty, partners[position] >= 0, case .queued(let envelope, let submitter) = update,
+                    case .event(let event) = updates[partners[position]],
+                    try recordQueued(envelope, by: submitter, withOutcome: event, now: now, in: db)
+                {
+                    let partner = partners[position]
+                    partners[partner] = Self.writtenWithSubmission
+                    merged = true
+                    guard reportingTransitions else { continue }
+                    // The changes the two writes would have reported, each at its own update's position.
+                    transitions.append(
+                        Transition(id: id, type: envelope.type, from: nil, to: .queued, code: nil, update: position, owner: submitter?.user))
+                    transitions.append(
+                        Transition(
+                            id: id, type: envelope.type, from: .queued, to: event.state, code: event.response?.code,
+                            message: event.response?.message, update: partner, owner: event.owner ?? submitter?.user))
+                    continue
+                }
                 if case .refusal(let event) = update {
                     try recordRefusal(event, now: now, in: db)
                     continue
@@ -338,9 +361,81 @@ public final class StatusStore {
                             update: position, owner: after.owner))
                 }
             }
-            return transitions
+            // In the order of the updates that made them, as when each is written by itself.
+            return merged ? transitions.sorted { $0.update < $1.update } : transitions
         }
     }
+
+    /// In `outcomePartners`: an outcome written with its submission, not by itself.
+    static let writtenWithSubmission = -2
+
+    /// For each position of `updates`: for a first submission that the next update about its intent ends (`canMerge`),
+    /// that update's position; otherwise -1. Empty when no write could merge (fewer than two updates, or no first submission).
+    static func outcomePartners(in updates: [Update]) -> [Int] {
+        func isFirstSubmission(_ update: Update) -> Bool {
+            guard case .queued(let envelope, _) = update else { return false }
+            return envelope.turn == 0 && envelope.request == nil && envelope.dueAt == nil
+        }
+        guard updates.count > 1, updates.contains(where: isFirstSubmission) else { return [] }
+        var partners = [Int](repeating: -1, count: updates.count)
+        // The last update read about each id, in an open-addressing table keyed by the id's FNV-1a hash: a `Dictionary`
+        // of strings cost more than the rest of this pass together. A write holds at most a batch of updates, so ids
+        // made to collide cost at most a batch's worth of string comparisons.
+        var size = 16
+        while size < updates.count * 2 { size *= 2 }
+        var last = [Int](repeating: -1, count: size)
+        for (position, update) in updates.enumerated() {
+            let id = update.intentID
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            var slot = Int(truncatingIfNeeded: hash) & (size - 1)
+            while last[slot] >= 0, updates[last[slot]].intentID != id { slot = (slot + 1) & (size - 1) }
+            // The update before this one about the intent: a first submission merges with an outcome that follows it.
+            if last[slot] >= 0, case .queued(let envelope, _) = updates[last[slot]], isFirstSubmission(updates[last[slot]]),
+                case .event(let event) = update, canMerge(envelope, event)
+            {
+                partners[last[slot]] = position
+            }
+            last[slot] = position
+        }
+        return partners
+    }
+
+    /// Whether `event`, right after the first submission `envelope` of an intent the store has no row for, is applied
+    /// as a plain outcome: a terminal state of the same type, not a dead letter (whose owner the store checks).
+    static func canMerge(_ envelope: IntentEnvelope, _ event: StatusEvent) -> Bool {
+        event.state.isTerminal && event.type == envelope.type && event.refused != true
+            && event.response?.code != FailureCode.deadLettered
+    }
+
+    /// The row that `envelope`'s `queuedUpsert` followed by `event`'s `eventUpsert` would leave for an id the store
+    /// has no row for, in one insert; false (nothing written) when it has one, for the two to be written in turn.
+    private func recordQueued(
+        _ envelope: IntentEnvelope, by submitter: Submitter?, withOutcome event: StatusEvent, now: Double, in db: Database
+    ) throws -> Bool {
+        let resolutions = event.resolutions.map { String(decoding: ParameterResolution.serialized($0), as: UTF8.self) }
+        try db.run(
+            Self.submissionWithOutcomeInsert,
+            [
+                .text(envelope.id), .text(envelope.type), .text(event.state.rawValue), .int(event.state.rank),
+                .text(JSONValue.object(envelope.parameters).jsonString), .real(envelope.submittedAt), .real(now),
+                .optional(envelope.group), .optional(envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }),
+                .optional(event.owner ?? submitter?.user), .optional(event.response?.code), .optional(event.response?.message),
+                .optional(event.response?.payload?.jsonString), .optional(resolutions), .optional(event.progress?.fraction),
+                .optional(event.progress?.message), .int(max(0, event.attempt)), .optional(event.worker), .optional(event.startedAt),
+                .int(max(0, event.turn ?? 0)), .optional(event.view),
+            ])
+        return db.changes > 0
+    }
+
+    /// A first submission and its outcome as one new row (`recordQueued(_:by:withOutcome:now:in:)`).
+    private static let submissionWithOutcomeInsert = """
+        INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, finished_at, group_id,
+            confirmed, owner, response_code, response_message, response_payload, resolutions, progress_fraction, progress_message,
+            attempts, worker, started_at, turn, view)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+        ON CONFLICT(id) DO NOTHING
+        """
 
     private func recordRefusal(_ event: StatusEvent, now: Double, in db: Database) throws {
         try db.run(

@@ -1,0 +1,114 @@
+import Foundation
+import IntentKit
+import Testing
+
+@testable import IntentStore
+
+/// A first submission and its outcome recorded in one write become one inserted row: every column of it, and every
+/// transition reported, must be what the two updates leave when each is recorded by itself.
+@Suite struct SubmissionWithOutcomeTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    static let alice = StatusStore.Submitter(user: "alice")
+    static let resolutions = [
+        ParameterResolution("recipients", index: 0, .success(.string("Alice Smith"))),
+        ParameterResolution("content", .success(.string("Running late"))),
+        ParameterResolution("groupName", .notRequired),
+    ]
+
+    static func submission(
+        _ id: String, type: String = "SendMessage", group: String? = nil, confirmed: [String]? = nil, by submitter: StatusStore.Submitter? = alice
+    ) -> StatusStore.Update {
+        var envelope = IntentEnvelope(id: id, type: type, parameters: ["recipients": ["Alice Smith"], "content": "Running late"], submittedAt: 990)
+        envelope.group = group
+        envelope.confirmed = confirmed
+        return .queued(envelope, by: submitter)
+    }
+
+    static func outcome(
+        _ id: String, _ state: IntentState = .success, type: String = "SendMessage", code: String? = "success", owner: String? = "alice",
+        turn: Int = 0, view: String? = "To: Alice Smith\nRunning late"
+    ) -> StatusStore.Update {
+        .event(
+            StatusEvent(
+                id: id, type: type, state: state, at: 999, attempt: 2,
+                response: code.map { IntentResponse(code: $0, message: "said \($0)", payload: ["recipients": ["Alice Smith"], "n": 1.5]) },
+                resolutions: resolutions, worker: "worker-1", turn: turn, owner: owner, view: view, startedAt: 998.5))
+    }
+
+    /// Every column of every row of the store's intent table, in id order.
+    static func rows(of store: StatusStore) throws -> [String] {
+        let columns = try store.database.query("SELECT name FROM pragma_table_info('intent_status') ORDER BY cid") { $0.string(0) }
+        let quoted = columns.map { "'\($0)=' || quote(\($0))" }.joined(separator: " || ' ' || ")
+        return try store.database.query("SELECT \(quoted) FROM intent_status ORDER BY id") { $0.string(0) }
+    }
+
+    /// The rows and transitions after `updates` in one `record`, and after each by itself (the same `before` first in both).
+    func compare(_ updates: [StatusStore.Update], before: [StatusStore.Update] = [], _ name: String) throws -> (merged: [String], apart: [String]) {
+        let together = try StatusStore(path: directory.file("\(name)-together.sqlite"))
+        let alone = try StatusStore(path: directory.file("\(name)-alone.sqlite"))
+        for update in before {
+            try together.record([update], now: 1_000)
+            try alone.record([update], now: 1_000)
+        }
+        let mergedTransitions = try together.record(updates, now: 1_000)
+        var apartTransitions: [StatusStore.Transition] = []
+        for (position, update) in updates.enumerated() {
+            for var transition in try alone.record([update], now: 1_000) {
+                transition.update = position
+                apartTransitions.append(transition)
+            }
+        }
+        #expect(mergedTransitions == apartTransitions, "\(name): transitions")
+        let merged = try Self.rows(of: together)
+        let apart = try Self.rows(of: alone)
+        #expect(merged == apart, "\(name): rows")
+        return (merged, apart)
+    }
+
+    @Test func aSubmissionAndItsOutcomeAreTheRowsTheyMakeApart() throws {
+        let (rows, _) = try compare([Self.submission("a"), Self.outcome("a")], "success")
+        #expect(rows.count == 1)
+        #expect(rows[0].contains("state='success'") && rows[0].contains("parameters='{") && rows[0].contains("queued_at=1000.0"))
+        _ = try compare([Self.submission("b", group: "salon", confirmed: ["content"]), Self.outcome("b", .failure, code: "noRecipients")], "failure")
+        _ = try compare([Self.submission("c", by: nil), Self.outcome("c", .canceled, code: nil, owner: nil, view: nil)], "canceled")
+        _ = try compare([Self.submission("d", by: StatusStore.Submitter(user: "ops", isOperator: true)), Self.outcome("d", owner: "bob")], "owners")
+        _ = try compare([Self.submission("e"), Self.outcome("e", turn: 2)], "turn")
+    }
+
+    @Test func otherUpdatesBetweenThemKeepTheirPlace() throws {
+        let updates = [
+            Self.submission("a"), Self.submission("b"), Self.outcome("b"), Self.outcome("a"),
+            Self.submission("c"), .cancelRequested(id: "c", by: Self.alice), Self.outcome("c", .canceled, code: "canceled"),
+            Self.submission("d"), Self.submission("d"), Self.outcome("d"),
+        ]
+        #expect(StatusStore.outcomePartners(in: updates) == [3, 2, -1, -1, -1, -1, -1, -1, 9, -1])
+        let (rows, _) = try compare(updates, "mixed")
+        #expect(rows.count == 4)
+    }
+
+    @Test func anOutcomeThatIsNotPlainIsWrittenByItsOwnRules() throws {
+        // Another type, a dead letter, a state that is not an outcome: each written as it is alone.
+        let cases: [(String, [StatusStore.Update])] = [
+            ("type", [Self.submission("a"), Self.outcome("a", type: "OrderSoup")]),
+            ("dead", [Self.submission("a"), Self.outcome("a", .failure, code: FailureCode.deadLettered, owner: "mallory")]),
+            ("running", [Self.submission("a"), Self.outcome("a", .inProgress, code: nil)]),
+            ("question", [Self.submission("a"), Self.outcome("a", .needsInput, code: nil)]),
+        ]
+        for (name, updates) in cases {
+            #expect(StatusStore.outcomePartners(in: updates) == [-1, -1], "\(name)")
+            _ = try compare(updates, name)
+        }
+    }
+
+    @Test func aRowAlreadyThereIsUpdatedAsBefore() throws {
+        // The outcome came first (the ledger delivered it before the submission), or another submitter took the id.
+        _ = try compare([Self.submission("a"), Self.outcome("a")], before: [Self.outcome("a", .failure, code: "late")], "outcome first")
+        _ = try compare([Self.submission("a"), Self.outcome("a")], before: [Self.submission("a", by: StatusStore.Submitter(user: "bob"))], "taken")
+        _ = try compare([Self.submission("a"), Self.outcome("a")], before: [Self.outcome("a", .inProgress, code: nil)], "started")
+    }
+}
