@@ -372,11 +372,11 @@ public final class StatusStore {
     /// For each position of `updates`: for a first submission that the next update about its intent ends (`canMerge`),
     /// that update's position; otherwise -1. Empty when no write could merge (fewer than two updates, or no first submission).
     static func outcomePartners(in updates: [Update]) -> [Int] {
-        func isFirstSubmission(_ update: Update) -> Bool {
-            guard case .queued(let envelope, _) = update else { return false }
-            return envelope.turn == 0 && envelope.request == nil && envelope.dueAt == nil
+        func firstSubmission(_ update: Update) -> IntentEnvelope? {
+            guard case .queued(let envelope, _) = update, envelope.turn == 0, envelope.request == nil, envelope.dueAt == nil else { return nil }
+            return envelope
         }
-        guard updates.count > 1, updates.contains(where: isFirstSubmission) else { return [] }
+        guard updates.count > 1, updates.contains(where: { firstSubmission($0) != nil }) else { return [] }
         var partners = [Int](repeating: -1, count: updates.count)
         // The last update read about each id, in an open-addressing table keyed by the id's FNV-1a hash: a `Dictionary`
         // of strings cost more than the rest of this pass together. A write holds at most a batch of updates, so ids
@@ -391,9 +391,7 @@ public final class StatusStore {
             var slot = Int(truncatingIfNeeded: hash) & (size - 1)
             while last[slot] >= 0, updates[last[slot]].intentID != id { slot = (slot + 1) & (size - 1) }
             // The update before this one about the intent: a first submission merges with an outcome that follows it.
-            if last[slot] >= 0, case .queued(let envelope, _) = updates[last[slot]], isFirstSubmission(updates[last[slot]]),
-                case .event(let event) = update, canMerge(envelope, event)
-            {
+            if last[slot] >= 0, let envelope = firstSubmission(updates[last[slot]]), case .event(let event) = update, canMerge(envelope, event) {
                 partners[last[slot]] = position
             }
             last[slot] = position
@@ -413,19 +411,31 @@ public final class StatusStore {
     private func recordQueued(
         _ envelope: IntentEnvelope, by submitter: Submitter?, withOutcome event: StatusEvent, now: Double, in db: Database
     ) throws -> Bool {
-        let resolutions = event.resolutions.map { String(decoding: ParameterResolution.serialized($0), as: UTF8.self) }
         try db.run(
             Self.submissionWithOutcomeInsert,
             [
                 .text(envelope.id), .text(envelope.type), .text(event.state.rawValue), .int(event.state.rank),
-                .text(JSONValue.object(envelope.parameters).jsonString), .real(envelope.submittedAt), .real(now),
-                .optional(envelope.group), .optional(envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }),
+                .text(Self.storedParameters(envelope)), .real(envelope.submittedAt), .real(now),
+                .optional(envelope.group), .optional(Self.storedConfirmed(envelope)),
                 .optional(event.owner ?? submitter?.user), .optional(event.response?.code), .optional(event.response?.message),
-                .optional(event.response?.payload?.jsonString), .optional(resolutions), .optional(event.progress?.fraction),
+                .optional(event.response?.payload?.jsonString), .optional(Self.storedResolutions(event)), .optional(event.progress?.fraction),
                 .optional(event.progress?.message), .int(max(0, event.attempt)), .optional(event.worker), .optional(event.startedAt),
                 .int(max(0, event.turn ?? 0)), .optional(event.view),
             ])
         return db.changes > 0
+    }
+
+    /// The `parameters` column of a submission, as both of its writes store it.
+    static func storedParameters(_ envelope: IntentEnvelope) -> String { JSONValue.object(envelope.parameters).jsonString }
+
+    /// The `confirmed` column of a submission (nil: none given).
+    static func storedConfirmed(_ envelope: IntentEnvelope) -> String? {
+        envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
+    }
+
+    /// The `resolutions` column of an event (nil: none given).
+    static func storedResolutions(_ event: StatusEvent) -> String? {
+        event.resolutions.map { String(decoding: ParameterResolution.serialized($0), as: UTF8.self) }
     }
 
     /// A first submission and its outcome as one new row (`recordQueued(_:by:withOutcome:now:in:)`).
@@ -480,10 +490,10 @@ public final class StatusStore {
 
     private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws {
         let owner = submitter?.user
-        let confirmed = envelope.confirmed.map { JSONValue.array($0.map(JSONValue.string)).jsonString }
+        let confirmed = Self.storedConfirmed(envelope)
         let denial = envelope.request == .deny
         // A denial carries no parameters: the intent keeps the ones it had.
-        let parameters: String? = denial ? nil : JSONValue.object(envelope.parameters).jsonString
+        let parameters: String? = denial ? nil : Self.storedParameters(envelope)
         if envelope.turn > 0 {
             // An answer (or a denial): the waiting intent starts its next turn,
             // with the merged parameters; a worker decides what comes of it.
@@ -705,7 +715,7 @@ public final class StatusStore {
         """
 
     private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
-        let resolutions = event.resolutions.map { String(decoding: ParameterResolution.serialized($0), as: UTF8.self) }
+        let resolutions = Self.storedResolutions(event)
         try db.run(
             Self.eventUpsert,
             [
