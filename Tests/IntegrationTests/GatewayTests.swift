@@ -222,9 +222,7 @@ struct GatewayTests {
         let queued = try await world.request(
             "POST", "/v1/intents/SendMessage", token: world.aliceToken, json: #"{"id":"gw-c1","parameters":{"recipients":["Alice"],"content":"x"}}"#)
         #expect(queued.status == 202, "\(queued)")
-        try await eventually(timeout: 30, "the recorder to see gw-c1") {
-            (try? world.secure.sandbox.statusStore().status(id: "gw-c1")) != nil
-        }
+        try await world.waitUntilRecorded("gw-c1")
         let requested = try await world.request("POST", "/v1/intents/gw-c1/cancel?wait=0", token: world.aliceToken)
         #expect(requested.status == 202, "\(requested)")
         try await world.secure.startWorker()
@@ -247,6 +245,7 @@ struct GatewayTests {
             "POST", "/v1/intents/BookAppointment", token: world.aliceToken,
             json: #"{"id":"gw-c3","parameters":{"hairdresser":"Alice","time":"3pm","callSeconds":1}}"#)
         #expect(slow.status == 202, "\(slow)")
+        try await world.waitUntilRecorded("gw-c3")
         let raced = try await world.request("POST", "/v1/intents/gw-c3/cancel?wait=30", token: world.aliceToken)
         #expect(raced.status == 200 && ["canceled", "success"].contains(raced.state ?? ""), "\(raced)")
         let store = try await world.request("GET", "/v1/intents/gw-c3", token: world.aliceToken)
@@ -336,6 +335,7 @@ struct GatewayTests {
                 "POST", "/v1/intents/BookAppointment", token: world.aliceToken,
                 json: #"{"id":"\#(id)","parameters":{"hairdresser":"Alice","time":"3pm","callSeconds":1}}"#)
             #expect(booked.status == 202, "\(booked)")
+            try await world.waitUntilRecorded(id)
             let waited = try await world.request("GET", "/v1/intents/\(id)?wait=30", token: world.aliceToken)
             let answeredAt = Date().timeIntervalSince1970
             #expect(waited.state == "success", "\(waited)")

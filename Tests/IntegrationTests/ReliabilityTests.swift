@@ -112,6 +112,12 @@ struct ReliabilityTests {
         #expect(missing.exitCode == 4, "\(missing)")
         let requeued = try await sandbox.status(["requeue", "poison-1"])
         #expect(requeued.exitCode == 0, "\(requeued)")
+        // The store keeps the dead letter until the requeued run's outcome is recorded (this recorder knows no
+        // operator, so the requeue does not reopen it), and `--wait` ends at once on a stored outcome: the
+        // store is watched until it changes.
+        try await eventually(timeout: 60, "the requeued intent to end again") {
+            try sandbox.statusStore().status(id: "poison-1")?.response?.code != FailureCode.deadLettered
+        }
         let healed = try await sandbox.status(["poison-1", "--wait", "--timeout", "30"])
         #expect(healed.exitCode == 0, "\(healed)")
         #expect(try sandbox.messageCount(intentID: "poison-1") == 1)

@@ -56,6 +56,14 @@ final class GatewaySandbox: @unchecked Sendable {
         }
     }
 
+    /// Waits until the recorder has stored `id`. A 202 means the broker holds the submission; the recorder reads it
+    /// from the ledger queue, and a status request sent at once through another queue may reach it first (404).
+    func waitUntilRecorded(_ id: String) async throws {
+        try await eventually(timeout: 30, "the recorder to store \(id)") {
+            (try? secure.sandbox.statusStore().status(id: id)) != nil
+        }
+    }
+
     private static func healthy(port: Int) -> Bool {
         let semaphore = DispatchSemaphore(value: 0)
         let healthy = LockedFlag()
