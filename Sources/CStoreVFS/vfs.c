@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { FRAME_HEADER_SIZE = 24, LOG_HEADER_SIZE = 32 };
 
@@ -41,6 +42,35 @@ static sqlite3_io_methods otherMethods;
 static pthread_once_t registerOnce = PTHREAD_ONCE_INIT;
 static int registerResult = SQLITE_ERROR;
 static atomic_llong joinedWrites;
+/// Every sync of this process's files through the VFS, timed: how many, how many took over 5 and over 20 ms, their
+/// total time, and the slowest since `iq_store_vfs_reset_slowest_sync`.
+static atomic_llong syncCount;
+static atomic_llong syncsOver5ms;
+static atomic_llong syncsOver20ms;
+static atomic_llong syncNanoseconds;
+static atomic_llong slowestSync;
+
+static long long monotonicNanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/// Syncs `file` and counts the time it took.
+static int timedSync(sqlite3_file *file, int flags) {
+    long long start = monotonicNanoseconds();
+    int rc = file->pMethods->xSync(file, flags);
+    long long took = monotonicNanoseconds() - start;
+    atomic_fetch_add_explicit(&syncCount, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&syncNanoseconds, took, memory_order_relaxed);
+    if (took > 5000000LL) atomic_fetch_add_explicit(&syncsOver5ms, 1, memory_order_relaxed);
+    if (took > 20000000LL) atomic_fetch_add_explicit(&syncsOver20ms, 1, memory_order_relaxed);
+    long long slowest = atomic_load_explicit(&slowestSync, memory_order_relaxed);
+    while (took > slowest &&
+           !atomic_compare_exchange_weak_explicit(&slowestSync, &slowest, took, memory_order_relaxed, memory_order_relaxed)) {
+    }
+    return rc;
+}
 
 static sqlite3_vfs *realVFS(void) { return (sqlite3_vfs *)storeVFS.pAppData; }
 static sqlite3_file *realFile(sqlite3_file *file) { return ((StoreFile *)file)->real; }
@@ -147,7 +177,7 @@ static int storeSync(sqlite3_file *file, int flags) {
         }
     }
     store->syncs += 1;
-    return store->real->pMethods->xSync(store->real, flags);
+    return timedSync(store->real, flags);
 }
 
 static int storeFileSize(sqlite3_file *file, sqlite3_int64 *size) {
@@ -362,6 +392,18 @@ int iq_store_vfs_register(void) {
 }
 
 long long iq_store_vfs_joined_writes(void) { return atomic_load_explicit(&joinedWrites, memory_order_relaxed); }
+
+IQSyncTimes iq_store_vfs_sync_times(void) {
+    IQSyncTimes times;
+    times.count = atomic_load_explicit(&syncCount, memory_order_relaxed);
+    times.over5ms = atomic_load_explicit(&syncsOver5ms, memory_order_relaxed);
+    times.over20ms = atomic_load_explicit(&syncsOver20ms, memory_order_relaxed);
+    times.nanoseconds = atomic_load_explicit(&syncNanoseconds, memory_order_relaxed);
+    times.slowestNanoseconds = atomic_load_explicit(&slowestSync, memory_order_relaxed);
+    return times;
+}
+
+void iq_store_vfs_reset_slowest_sync(void) { atomic_store_explicit(&slowestSync, 0, memory_order_relaxed); }
 
 /// The database file of `db`'s main schema, when it is one of this VFS's.
 static StoreFile *databaseFile(sqlite3 *db) {

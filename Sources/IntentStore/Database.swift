@@ -68,6 +68,37 @@ public final class Database {
     /// How many log frames this process wrote with their header in the same call (for tests).
     static var joinedFrameWrites: Int64 { iq_store_vfs_joined_writes() }
 
+    /// The syncs this process's databases made so far (`Database.syncTimes`): a benchmark tells a slow disk from
+    /// slow code with them.
+    public struct SyncTimes: Sendable, Equatable {
+        /// How many syncs, and how many took over 5 and over 20 ms.
+        public var count: Int64
+        public var over5ms: Int64
+        public var over20ms: Int64
+        /// Their time in all, and the slowest since `resetSlowestSync()`, in seconds.
+        public var seconds: Double
+        public var slowestSeconds: Double
+
+        /// The syncs since `earlier`; the slowest is this one's (since the last reset).
+        public func since(_ earlier: SyncTimes) -> SyncTimes {
+            SyncTimes(
+                count: count - earlier.count, over5ms: over5ms - earlier.over5ms, over20ms: over20ms - earlier.over20ms,
+                seconds: seconds - earlier.seconds, slowestSeconds: slowestSeconds)
+        }
+    }
+
+    /// Every sync of this process's databases and their logs so far, commits' and checkpoints' alike.
+    public static var syncTimes: SyncTimes {
+        _ = storeVFSRegistered
+        let times = iq_store_vfs_sync_times()
+        return SyncTimes(
+            count: times.count, over5ms: times.over5ms, over20ms: times.over20ms, seconds: Double(times.nanoseconds) / 1e9,
+            slowestSeconds: Double(times.slowestNanoseconds) / 1e9)
+    }
+
+    /// Starts `syncTimes.slowestSeconds` over.
+    public static func resetSlowestSync() { iq_store_vfs_reset_slowest_sync() }
+
     /// Finalizes every statement and closes the connection. Safe to call twice.
     public func close() {
         statements = StatementCache()

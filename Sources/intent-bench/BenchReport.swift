@@ -93,6 +93,13 @@ struct BenchReport {
                 "  \(phase.name), p50 / p99 ms: submitted → started \(legs(split.toStart)), started → finished \(legs(split.running)), "
                     + "finished → in the store \(legs(split.toStore))")
         }
+        for phase in [endToEnd, latency].compactMap({ $0 }) {
+            guard let syncs = phase.syncs else { continue }
+            lines.append(
+                "  \(phase.name), SQLite syncs (workers' database and store): \(syncs.count), "
+                    + "\(Self.number(syncs.seconds * 1000 / Double(max(syncs.count, 1)), 2)) ms on average, \(syncs.over5ms) over 5 ms, "
+                    + "\(syncs.over20ms) over 20 ms, the slowest \(Self.number(syncs.slowestSeconds * 1000, 1)) ms")
+        }
         let m = memory
         var memoryParts = ["start \(Self.mb(m.start))"]
         if let afterCeiling = m.afterCeiling { memoryParts.append("after ceiling \(Self.mb(afterCeiling))") }
@@ -210,6 +217,13 @@ struct BenchReport {
             func legs(_ summary: LatencySummary) -> JSONValue { .object(["p50": round(summary.p50), "p99": round(summary.p99)]) }
             object["latencySplitMs"] = .object([
                 "toStart": legs(split.toStart), "running": legs(split.running), "toStore": legs(split.toStore),
+            ])
+        }
+        if let syncs = phase.syncs {
+            object["syncs"] = .object([
+                "count": .number(Double(syncs.count)), "over5ms": .number(Double(syncs.over5ms)),
+                "over20ms": .number(Double(syncs.over20ms)), "seconds": round(syncs.seconds),
+                "slowestMs": round(syncs.slowestSeconds * 1000),
             ])
         }
         if let rate = phase.offeredRate { object["offeredRate"] = .number(rate) }

@@ -1,6 +1,7 @@
 import Foundation
 import IntentAMQP
 import IntentKit
+import IntentStore
 
 /// Phases 2 and 3: SendMessage intents through IntentQueue with every guarantee
 /// on — in-process workers and recorder, producers with `IntentPublisher` — first
@@ -90,8 +91,11 @@ struct EndToEndPhase {
 
         let metricsBefore = ProcessMetrics.sample(broker: broker)
         let probeCPUBefore = ProcessMetrics.threadCPUSeconds()
+        let syncsBefore = Database.syncTimes
+        Database.resetSlowestSync()
         let start = gate.open()
         try probe.waitForSuccess(total: before + count, control: control, threads: threads, services: services)
+        let syncs = Database.syncTimes.since(syncsBefore)
         let probeCPU = ProcessMetrics.threadCPUSeconds() - probeCPUBefore
         let metricsAfter = ProcessMetrics.sample(broker: broker)
         let used = metricsAfter.since(metricsBefore)
@@ -131,6 +135,7 @@ struct EndToEndPhase {
             processCPUSeconds: used.cpuSeconds, machineCPUSeconds: used.machineBusySeconds,
             servicesCPUSeconds: max(0, used.cpuSeconds - producersCPU - probeCPU), brokerCPUSeconds: used.brokerCPUSeconds)
         result.residentBytesAtEnd = metricsAfter.residentBytes
+        result.syncs = syncs
         if let toStart = LatencySummary(seconds: toStart), let running = LatencySummary(seconds: running),
             let toStore = LatencySummary(seconds: toStore)
         {

@@ -1,3 +1,5 @@
+import IntentStore
+
 /// What one phase measured.
 struct PhaseResult: Sendable {
     var name: String
@@ -22,6 +24,9 @@ struct PhaseResult: Sendable {
     /// For a paced phase: the offered rate and how far behind schedule a publish fell.
     var offeredRate: Double?
     var maxScheduleLagMilliseconds: Double?
+    /// The syncs of this process's SQLite files during the phase (the workers' app database and the recorder's
+    /// store): a p99 set by a slow disk shows here as syncs over 20 ms.
+    var syncs: Database.SyncTimes?
     /// VmRSS of this process when the phase's last intent was seen done, before
     /// the benchmark read the store for latencies.
     var residentBytesAtEnd: Int?

@@ -214,6 +214,27 @@ import Testing
         try database.setDurable(true)
     }
 
+    /// Every sync the VFS makes is timed in the process's totals (which intent-bench reports per phase): at least
+    /// this connection's syncs are added, with their time, and the slowest since a reset is one of them. (Other
+    /// tests running meanwhile add theirs; run alone, a sync left out of the totals fails it.)
+    @Test func everySyncIsCountedAndTimedInTheProcessTotals() throws {
+        try database.execute("PRAGMA wal_autocheckpoint=0")
+        try database.execute("CREATE TABLE item(n INTEGER)")
+        let before = Database.syncTimes
+        let ownBefore = try #require(database.logSyncs)
+        Database.resetSlowestSync()
+        for n in 0..<3 {
+            try database.transaction { db in try db.run("INSERT INTO item(n) VALUES (?)", [.integer(Int64(n))]) }
+        }
+        let own = try #require(database.logSyncs) - ownBefore
+        let added = Database.syncTimes.since(before)
+        #expect(own >= 3, "each durable commit synced the log")
+        #expect(added.count >= own)
+        #expect(added.seconds > 0)
+        #expect(added.slowestSeconds > 0 && added.slowestSeconds <= added.seconds)
+        #expect(added.over20ms <= added.over5ms && added.over5ms <= added.count)
+    }
+
     /// A commit that need not be durable makes no sync, and the checkpoint after it does.
     @Test func anUnsyncedCommitSkipsItsOwnSyncAndNoOther() throws {
         try database.execute("PRAGMA wal_autocheckpoint=0")

@@ -50,4 +50,16 @@ long long iq_store_vfs_commit_syncs(sqlite3 *db);
 /// through it or has no log open (for tests).
 long long iq_store_vfs_log_syncs(sqlite3 *db);
 
+/// The syncs this process made through the VFS (every file's: logs and databases, commits and checkpoints): how
+/// many, how many took over 5 and over 20 ms, their total time, and the slowest since the last reset.
+typedef struct {
+    long long count;
+    long long over5ms;
+    long long over20ms;
+    long long nanoseconds;
+    long long slowestNanoseconds;
+} IQSyncTimes;
+IQSyncTimes iq_store_vfs_sync_times(void);
+/// Starts the slowest sync over (a benchmark's phase).
+void iq_store_vfs_reset_slowest_sync(void);
 #endif
