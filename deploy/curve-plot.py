@@ -36,6 +36,9 @@ def load(runs):
             "p50": phase["latencyMs"]["p50"],
             "p99": phase["latencyMs"]["p99"],
             "cpuMicrosPerIntent": None if cpu is None else 1e6 * cpu / phase["intents"],
+            # A p99 set by the disk: the workers' and recorder's SQLite syncs over 20 ms, and the slowest.
+            "slowSyncs": phase.get("syncs", {}).get("over20ms"),
+            "slowestSyncMs": phase.get("syncs", {}).get("slowestMs"),
         })
     throughput.sort(key=lambda row: row["workers"])
     latency.sort(key=lambda row: row["offered"])
@@ -57,12 +60,12 @@ def write_csv(path, throughput, latency):
     def cell(value):
         return "" if value is None else f"{value:.3f}".rstrip("0").rstrip(".")
     with open(path, "w") as out:
-        out.write("kind,workers,offered_per_s,achieved_per_s,p50_ms,p99_ms,cpu_us_per_intent\n")
+        out.write("kind,workers,offered_per_s,achieved_per_s,p50_ms,p99_ms,cpu_us_per_intent,syncs_over_20_ms,slowest_sync_ms\n")
         for row in throughput:
-            out.write(f"full_speed,{row['workers']},,{cell(row['perSecond'])},,,{cell(row['cpuMicrosPerIntent'])}\n")
+            out.write(f"full_speed,{row['workers']},,{cell(row['perSecond'])},,,{cell(row['cpuMicrosPerIntent'])},,\n")
         for row in latency:
             out.write(f"fixed_load,1,{cell(row['offered'])},{cell(row['achieved'])},{cell(row['p50'])},"
-                      f"{cell(row['p99'])},{cell(row['cpuMicrosPerIntent'])}\n")
+                      f"{cell(row['p99'])},{cell(row['cpuMicrosPerIntent'])},{cell(row['slowSyncs'])},{cell(row['slowestSyncMs'])}\n")
 
 
 def svg(throughput, latency):
@@ -155,7 +158,9 @@ def main():
     for row in latency:
         cpu = row["cpuMicrosPerIntent"]
         print(f"{row['offered']:>6,.0f}/s offered: {row['achieved']:,.0f}/s achieved, p50 {row['p50']:.1f} ms, p99 {row['p99']:.1f} ms"
-              + ("" if cpu is None else f", {cpu:.0f} µs CPU per intent"))
+              + ("" if cpu is None else f", {cpu:.0f} µs CPU per intent")
+              + (f", {row['slowSyncs']:.0f} SQLite syncs over 20 ms (the slowest {row['slowestSyncMs']:.1f} ms)"
+                 if row["slowSyncs"] else ""))
     cross = crossing(latency)
     print("p99 crosses 10 ms at " + ("no measured load" if cross is None else f"≈{cross:,.0f} intents/s"))
     print(f"wrote {os.path.join(out, 'curve.csv')} and {os.path.join(out, 'curve.svg')}")
