@@ -7,6 +7,10 @@ public final class WakeSignal: Sendable {
     private let readEnd: Int32
     private let writeEnd: Int32
     private let pending = Atomic<Bool>(false)
+    /// The last `wait` found the pipe readable: the next `drain` reads it even with `pending` clear. (A `wake()` whose
+    /// flag a drain cleared before its byte was written leaves a byte with no flag; unread, it would end every
+    /// later wait at once, a busy loop until the next `wake()`.)
+    private let pipeReadable = Atomic<Bool>(false)
 
     /// A new pipe.
     public init() {
@@ -43,12 +47,28 @@ public final class WakeSignal: Sendable {
     /// such a `wake()` finds the flag still set and returns; what it woke for is
     /// already queued, and the waiter looks at it after this call.
     public func drain() {
-        // Nothing was written since the last drain: no system call needed.
-        guard pending.load(ordering: .acquiring) else { return }
+        // Nothing was written since the last drain, and the last wait found the pipe empty: no system call needed.
+        let readable = pipeReadable.exchange(false, ordering: .relaxed)
+        guard pending.load(ordering: .acquiring) || readable else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
-            while read(readEnd, buffer.baseAddress, buffer.count) > 0 {}
+            // A read that returns less than it asked for emptied the pipe (one more would only say EAGAIN).
+            while read(readEnd, buffer.baseAddress, buffer.count) == buffer.count {}
         }
         pending.store(false, ordering: .releasing)
+    }
+
+    /// For tests: the interleaving in which a drain runs between a `wake()`'s flag and its byte.
+    func wakeAroundADrain() {
+        _ = pending.exchange(true, ordering: .acquiringAndReleasing)
+        drain()
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    /// For tests: whether a byte waits in the pipe.
+    var pipeHoldsData: Bool {
+        var descriptor = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
     }
 
     /// Waits until `socket` is readable, `wake()` is called, or `timeout` passes.
@@ -61,6 +81,7 @@ public final class WakeSignal: Sendable {
             pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
         ]
         let ready = poll(&descriptors, socket >= 0 ? 2 : 1, timeoutMilliseconds)
+        if ready > 0, descriptors[0].revents != 0 { pipeReadable.store(true, ordering: .relaxed) }
         return ready <= 0 || socket < 0 || descriptors[1].revents != 0
     }
 

@@ -49,6 +49,29 @@ struct WakeSignalTests {
         #expect(lost.load(ordering: .relaxed) == 0, "a wait slept through work queued before it")
     }
 
+    /// A drain that runs between a `wake()`'s flag and its byte leaves the byte with the flag clear: the next wait
+    /// ends at once on it, and the drain after that reads it, so the wait after that waits (unread, it would end
+    /// every wait at once: a busy loop until the next wake).
+    @Test func aByteLeftByAWakeAroundADrainIsReadAfterTheWaitItEnds() {
+        let signal = WakeSignal()
+        signal.wakeAroundADrain()
+        #expect(signal.pipeHoldsData)
+        signal.wait(socket: -1, timeoutMilliseconds: 60_000)
+        signal.drain()
+        #expect(!signal.pipeHoldsData, "the byte was read")
+        // Wakes go on working, and a drain with nothing written reads nothing.
+        signal.wake()
+        #expect(signal.pipeHoldsData)
+        signal.wait(socket: -1, timeoutMilliseconds: 60_000)
+        signal.drain()
+        #expect(!signal.pipeHoldsData)
+        signal.drain()
+        signal.wake()
+        signal.wake()
+        signal.drain()
+        #expect(!signal.pipeHoldsData, "two wakes before a drain write one byte, which the drain reads")
+    }
+
     @Test func aWaitInSecondsLastsAtLeastAsLongAsAskedUnlessWoken() {
         let signal = WakeSignal()
         // Waits shorter than poll's millisecond, and between two of them: rounded down, they would not wait at all.
