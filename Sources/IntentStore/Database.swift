@@ -71,12 +71,15 @@ public final class Database {
     /// The syncs this process's databases made so far (`Database.syncTimes`): a benchmark tells a slow disk from
     /// slow code with them.
     public struct SyncTimes: Sendable, Equatable {
-        /// How many syncs, and how many took over 5 and over 20 ms.
+        /// How many syncs.
         public var count: Int64
+        /// How many of them took over 5 ms.
         public var over5ms: Int64
+        /// How many of them took over 20 ms.
         public var over20ms: Int64
-        /// Their time in all, and the slowest since `resetSlowestSync()`, in seconds.
+        /// Their time in all, in seconds.
         public var seconds: Double
+        /// The slowest since `resetSlowestSync()`, in seconds.
         public var slowestSeconds: Double
 
         /// The syncs since `earlier`; the slowest is this one's (since the last reset).
