@@ -497,6 +497,18 @@ extension JSONValue {
         var parser = _JSONParser(bytes: rawBuffer)
         return try parser.parseDocument()
     }
+
+    /// For a reader of one known shape (the recorder, of every status event): hands each member of the document's
+    /// object to `member` as the parser meets it — its key's bytes and its value — without building the object.
+    /// True when the document was one object, every key was plain (ASCII, no escape) and `member` took every
+    /// member; false as soon as one of these fails; and throws, as `parse` would, for JSON that is not well formed.
+    /// A caller that gets false or an error reads the document again with `parse`.
+    static func forEachMember(
+        in bytes: UnsafeRawBufferPointer, _ member: (_ key: UnsafeRawBufferPointer, _ value: JSONValue) -> Bool
+    ) throws -> Bool {
+        var parser = _JSONParser(bytes: bytes)
+        return try parser.forEachMember(member)
+    }
 }
 
 private struct _JSONParser {
@@ -646,6 +658,49 @@ private struct _JSONParser {
                 index += 1
                 return .object(try takeMembers(from: first))
             default: throw unexpected("',' or '}'")
+            }
+        }
+    }
+
+    /// `JSONValue.forEachMember`: the document's object, member by member.
+    mutating func forEachMember(_ member: (UnsafeRawBufferPointer, JSONValue) -> Bool) throws -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return false }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            skipWhitespace()
+            return index == bytes.count
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
+            let start = index + 1
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20,
+                bytes[end] < 0x80
+            {
+                end += 1
+            }
+            guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return false }
+            index = end + 1
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+            index += 1
+            skipWhitespace()
+            // The members of the document's object are at depth 1, as `parseObject` parses them.
+            let value = try parseValue(depth: 1)
+            guard member(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), value) else { return false }
+            skipWhitespace()
+            guard index < bytes.count else { return false }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"):
+                index += 1
+                skipWhitespace()
+                return index == bytes.count
+            default: return false
             }
         }
     }

@@ -168,54 +168,173 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
 
     /// Reads an event from a message body: a `JSONValueError` when it is not JSON, a `DecodingError` when it is not an event.
     public static func decode(_ body: some Collection<UInt8>) throws -> StatusEvent {
+        // The recorder reads every event: its members are taken as the parser meets them, without the object's
+        // dictionary. Anything that path does not take (JSON not well formed, a key escaped, unknown or given
+        // twice, a field of another type) is read again through the tree, whose errors say what is wrong.
+        if let event = body.withContiguousStorageIfAvailable({ readMembers(UnsafeRawBufferPointer($0)) }) ?? nil {
+            return event
+        }
         let value = try JSONValue.parse(bytes: body)
-        // Read straight from the tree (the recorder reads every event); anything unexpected is read
-        // again through `Decodable`, whose error says what is wrong.
         if let event = read(value) { return event }
         return try JSONValueDecoder().decode(StatusEvent.self, from: value)
     }
 
-    /// The event `value` holds, the fields as `Decodable` would read them; nil when a field is missing or not of its type.
-    private static func read(_ value: JSONValue) -> StatusEvent? {
-        guard case .object(let fields) = value,
-            case .number(let version)? = fields["version"], let version = Int(exactly: version),
-            case .string(let id)? = fields["id"], case .string(let type)? = fields["type"],
-            case .string(let stateName)? = fields["state"], let state = IntentState(rawValue: stateName),
-            case .number(let at)? = fields["at"], case .number(let attempt)? = fields["attempt"], let attempt = Int(exactly: attempt)
-        else { return nil }
-        var event = StatusEvent(id: id, type: type, state: state, at: at, attempt: attempt)
-        event.version = version
-        // Each optional field: nil when absent or null; the whole read fails when one is of another type.
-        var mismatched = false
-        func optional<T>(_ key: String, _ take: (JSONValue) -> T?) -> T? {
-            guard let field = fields[key], field != .null else { return nil }
-            guard let taken = take(field) else {
-                mismatched = true
-                return nil
-            }
-            return taken
-        }
-        func decoded<T: Decodable>(_ field: JSONValue) -> T? { try? JSONValueDecoder().decode(T.self, from: field) }
-        event.turn = optional("turn") { $0.numberValue.flatMap { Int(exactly: $0) } }
-        event.response = optional("response", IntentResponse.read)
-        event.resolutions = optional("resolutions") { field in
-            guard case .array(let elements) = field else { return nil }
-            var read: [ParameterResolution] = []
-            for element in elements {
-                guard let resolution = ParameterResolution.read(element) else { return decoded(field) }
-                read.append(resolution)
-            }
-            return read
-        }
-        event.progress = optional("progress", decoded)
-        event.worker = optional("worker") { $0.stringValue }
-        event.owner = optional("owner") { $0.stringValue }
-        event.view = optional("view") { $0.stringValue }
-        event.refused = optional("refused") { $0.boolValue }
-        event.startedAt = optional("startedAt") { $0.numberValue }
-        event.dueAt = optional("dueAt") { $0.numberValue }
-        event.kept = optional("kept") { $0.boolValue }
-        return mismatched ? nil : event
+    /// The event in `bytes` read member by member; nil when that path does not take it.
+    static func readMembers(_ bytes: UnsafeRawBufferPointer) -> StatusEvent? {
+        var draft = Draft()
+        var seen: UInt32 = 0
+        let taken =
+            (try? JSONValue.forEachMember(in: bytes) { key, value in
+                guard let member = Member(key) else { return false }
+                let bit = UInt32(1) << member.rawValue
+                guard seen & bit == 0 else { return false }
+                seen |= bit
+                return draft.take(member, value)
+            }) ?? false
+        return taken ? draft.event : nil
     }
 
+    /// The event `value` holds, the fields as `Decodable` would read them; nil when a field is missing or not of its type.
+    static func read(_ value: JSONValue) -> StatusEvent? {
+        guard case .object(let fields) = value else { return nil }
+        var draft = Draft()
+        // Other members are left alone, as `Decodable` leaves them.
+        for (key, field) in fields {
+            guard let member = key.utf8.withContiguousStorageIfAvailable({ Member(UnsafeRawBufferPointer($0)) }) ?? nil else { continue }
+            guard draft.take(member, field) else { return nil }
+        }
+        return draft.event
+    }
+
+    /// An event's members as JSON names them.
+    enum Member: UInt32, CaseIterable {
+        case version, id, type, state, at, attempt, turn, response, resolutions, progress, worker, owner, view, refused, startedAt, dueAt,
+            kept
+
+        /// The member named by `key`'s bytes, if any.
+        init?(_ key: UnsafeRawBufferPointer) {
+            guard let first = key.first else { return nil }
+            let candidate: Member
+            switch (key.count, first) {
+            case (2, UInt8(ascii: "i")): candidate = .id
+            case (2, UInt8(ascii: "a")): candidate = .at
+            case (4, UInt8(ascii: "t")): candidate = key[1] == UInt8(ascii: "y") ? .type : .turn
+            case (4, UInt8(ascii: "v")): candidate = .view
+            case (4, UInt8(ascii: "k")): candidate = .kept
+            case (5, UInt8(ascii: "s")): candidate = .state
+            case (5, UInt8(ascii: "o")): candidate = .owner
+            case (5, UInt8(ascii: "d")): candidate = .dueAt
+            case (6, UInt8(ascii: "w")): candidate = .worker
+            case (7, UInt8(ascii: "v")): candidate = .version
+            case (7, UInt8(ascii: "a")): candidate = .attempt
+            case (7, UInt8(ascii: "r")): candidate = .refused
+            case (8, UInt8(ascii: "r")): candidate = .response
+            case (8, UInt8(ascii: "p")): candidate = .progress
+            case (9, UInt8(ascii: "s")): candidate = .startedAt
+            case (11, UInt8(ascii: "r")): candidate = .resolutions
+            default: return nil
+            }
+            let name = candidate.name
+            guard name.utf8CodeUnitCount == key.count, memcmp(name.utf8Start, key.baseAddress!, key.count) == 0 else { return nil }
+            self = candidate
+        }
+
+        /// The member's JSON name.
+        var name: StaticString {
+            switch self {
+            case .version: "version"
+            case .id: "id"
+            case .type: "type"
+            case .state: "state"
+            case .at: "at"
+            case .attempt: "attempt"
+            case .turn: "turn"
+            case .response: "response"
+            case .resolutions: "resolutions"
+            case .progress: "progress"
+            case .worker: "worker"
+            case .owner: "owner"
+            case .view: "view"
+            case .refused: "refused"
+            case .startedAt: "startedAt"
+            case .dueAt: "dueAt"
+            case .kept: "kept"
+            }
+        }
+    }
+
+    /// An event being read member by member, each member as `Decodable` reads it.
+    private struct Draft {
+        var version: Int?
+        var id: String?
+        var type: String?
+        var state: IntentState?
+        var at: Double?
+        var attempt: Int?
+        /// The optional members land here.
+        var optional = StatusEvent(id: "", type: "", state: .queued, at: 0, attempt: 0)
+
+        /// The event, once every required member was taken.
+        var event: StatusEvent? {
+            guard let version, let id, let type, let state, let at, let attempt else { return nil }
+            var event = optional
+            event.version = version
+            event.id = id
+            event.type = type
+            event.state = state
+            event.at = at
+            event.attempt = attempt
+            return event
+        }
+
+        /// Takes `value` as `member`; false when it is not of the member's type (a required one must be there; an
+        /// optional one may be null, which is as absent).
+        mutating func take(_ member: Member, _ value: JSONValue) -> Bool {
+            switch member {
+            case .version: Self.store(value.numberValue.flatMap { Int(exactly: $0) }, in: &version)
+            case .id: Self.store(value.stringValue, in: &id)
+            case .type: Self.store(value.stringValue, in: &type)
+            case .state: Self.store(value.stringValue.flatMap(IntentState.init(rawValue:)), in: &state)
+            case .at: Self.store(value.numberValue, in: &at)
+            case .attempt: Self.store(value.numberValue.flatMap { Int(exactly: $0) }, in: &attempt)
+            default: takeOptional(member, value)
+            }
+        }
+
+        /// Stores `read` in `field`; false when there is nothing to store (the value was of another type).
+        private static func store<T>(_ read: T?, in field: inout T?) -> Bool {
+            guard let read else { return false }
+            field = read
+            return true
+        }
+
+        private mutating func takeOptional(_ member: Member, _ value: JSONValue) -> Bool {
+            guard value != .null else { return true }
+            func decoded<T: Decodable>(_ field: JSONValue) -> T? { try? JSONValueDecoder().decode(T.self, from: field) }
+            switch member {
+            case .turn: return Self.store(value.numberValue.flatMap { Int(exactly: $0) }, in: &optional.turn)
+            case .response: return Self.store(IntentResponse.read(value), in: &optional.response)
+            case .resolutions:
+                guard case .array(let elements) = value else { return false }
+                var read: [ParameterResolution] = []
+                read.reserveCapacity(elements.count)
+                for element in elements {
+                    // One the quick reading does not take: the whole list as `Decodable` reads it.
+                    guard let resolution = ParameterResolution.read(element) else { return Self.store(decoded(value), in: &optional.resolutions) }
+                    read.append(resolution)
+                }
+                optional.resolutions = read
+                return true
+            case .progress: return Self.store(decoded(value), in: &optional.progress)
+            case .worker: return Self.store(value.stringValue, in: &optional.worker)
+            case .owner: return Self.store(value.stringValue, in: &optional.owner)
+            case .view: return Self.store(value.stringValue, in: &optional.view)
+            case .refused: return Self.store(value.boolValue, in: &optional.refused)
+            case .startedAt: return Self.store(value.numberValue, in: &optional.startedAt)
+            case .dueAt: return Self.store(value.numberValue, in: &optional.dueAt)
+            case .kept: return Self.store(value.boolValue, in: &optional.kept)
+            case .version, .id, .type, .state, .at, .attempt: return false
+            }
+        }
+    }
 }
