@@ -207,7 +207,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     }
 
     /// An event's members as JSON names them.
-    enum Member: UInt32, CaseIterable {
+    enum Member: UInt32 {
         case version, id, type, state, at, attempt, turn, response, resolutions, progress, worker, owner, view, refused, startedAt, dueAt,
             kept
 

@@ -139,14 +139,9 @@ struct RecorderWrittenTests {
         defer { recorder.stop() }
         // The recorder declares, binds and consumes its queue of status requests once connected; asked before, the
         // broker refuses the request (no exchange, or unroutable), which is not the answer this test is about.
-        let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
         try await eventually(timeout: 60, "the recorder to consume its status request queue") {
             // A rabbitmqctl that fails on a busy machine is asked again.
-            let listed = (try? await TestBroker.shared.control(["list_queues", "-q", "-p", vhost, "name", "consumers"])) ?? ""
-            return listed.split(separator: "\n").contains { line in
-                let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
-                return fields.count == 2 && fields[0] == "intents.status.requests" && (Int(fields[1]) ?? 0) > 0
-            }
+            ((try? await queueConsumers("intents.status.requests", sandbox: sandbox)) ?? 0) > 0
         }
 
         // No worker: the submission stays queued. The recorder answers once it has read it, and then it is stored.

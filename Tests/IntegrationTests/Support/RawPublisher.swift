@@ -27,8 +27,18 @@ func publishRaw(
 
 /// How many messages a queue of the sandbox's virtual host holds, from rabbitmqctl.
 func queueDepth(_ queue: String, sandbox: Sandbox, broker: TestBroker = .shared) async throws -> Int? {
+    try await queueFigure("messages", of: queue, sandbox: sandbox, broker: broker)
+}
+
+/// How many consumers a queue of the sandbox's virtual host has, from rabbitmqctl.
+func queueConsumers(_ queue: String, sandbox: Sandbox, broker: TestBroker = .shared) async throws -> Int? {
+    try await queueFigure("consumers", of: queue, sandbox: sandbox, broker: broker)
+}
+
+/// One of rabbitmqctl's `list_queues` figures for a queue of the sandbox's virtual host; nil when it has no such queue.
+private func queueFigure(_ figure: String, of queue: String, sandbox: Sandbox, broker: TestBroker) async throws -> Int? {
     let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
-    let listed = try await broker.control(["list_queues", "-q", "-p", vhost, "name", "messages"])
+    let listed = try await broker.control(["list_queues", "-q", "-p", vhost, "name", figure])
     for line in listed.split(separator: "\n") {
         let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
         if fields.count == 2, fields[0] == queue { return Int(fields[1]) }
