@@ -65,6 +65,14 @@ for _ in 0..<rounds {
             let event = try! StatusEvent.decode(events[nextEvent])
             nextEvent = (nextEvent + 1) % events.count
             checksum &+= event.id.utf8.count
+        case "envelope":
+            // The envelope alone: its members read, the parameters kept as their tree.
+            let envelope = try! IntentEnvelope.decode(body)
+            checksum &+= envelope.id.utf8.count
+        case "ledger":
+            // What the recorder does with each submission's copy: read the envelope, write its parameters for the store.
+            let envelope = try! IntentEnvelope.decode(body)
+            checksum &+= envelope.id.utf8.count + JSONValue.object(envelope.parameters).jsonString.utf8.count
         case "serialization":
             let object = try! JSONSerialization.jsonObject(with: Data(body)) as! [String: Any]
             checksum &+= (object["id"] as! String).utf8.count
