@@ -69,12 +69,13 @@ struct ConversationTests {
     @Test func aSlowHandlerReportsProgressAndItsTimeLimitHolds() async throws {
         let sandbox = try await Sandbox("slow")
         defer { Task { await sandbox.tearDown() } }
-        // Heartbeat 2 s, a 5 s call (longer than two missed heartbeats); its limit far above it, however busy the machine,
-        // and 1 s for the second worker's type, whose call lasts 10 s so that the limit wins however busy the machine.
-        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "2", "--time-limit", "BookAppointment=60"])
+        // Heartbeat 5 s, an 11 s call (longer than two missed heartbeats, and than a machine's starving the process for
+        // a few seconds); its limit far above it, however busy the machine, and 1 s for the second worker's type, whose
+        // call lasts 10 s so that the limit wins however busy the machine.
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "5", "--time-limit", "BookAppointment=60"])
         let slow = try await sandbox.submit(
-            ["BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=5", "--id", "slow-call", "--wait", "--timeout", "60"],
-            timeout: 90)
+            ["BookAppointment", "hairdresser=Alice", "time=15:00", "callSeconds=11", "--id", "slow-call", "--wait", "--timeout", "90"],
+            timeout: 120)
         #expect(slow.exitCode == 0, "\(slow)")
         let status = try #require(try sandbox.statusStore().status(id: "slow-call"))
         #expect(status.attempts == 1, "no redelivery")

@@ -347,11 +347,13 @@ struct ReliabilityTests {
     @Test func aHandlerLongerThanTheHeartbeatIsNotRedelivered() async throws {
         let sandbox = try await Sandbox("long-handler")
         defer { Task { await sandbox.tearDown() } }
-        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "2"])
+        // Heartbeat 5 s and a 12 s call, longer than two missed heartbeats: the connection must outlive it. (With 2 s, a
+        // machine that starved the process for 4 s would fail the test for a reason of its own.)
+        try await sandbox.startWorker(["--with-recorder", "--heartbeat", "5"])
         let result = try await sandbox.submit(
             [
-                "BookAppointment", "hairdresser=Erin", "time=9:00", "callSeconds=6", "--id", "long-call", "--wait", "--timeout", "60",
-            ], timeout: 90)
+                "BookAppointment", "hairdresser=Erin", "time=9:00", "callSeconds=12", "--id", "long-call", "--wait", "--timeout", "90",
+            ], timeout: 120)
         #expect(result.exitCode == 0, "\(result)")
         let status = try #require(try sandbox.statusStore().status(id: "long-call"))
         #expect(status.attempts == 1)
