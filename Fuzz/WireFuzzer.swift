@@ -3,7 +3,8 @@
 // IntentKit sources by deploy/fuzz.sh:
 //   swiftc -sanitize=fuzzer,address -parse-as-library Sources/IntentKit/*.swift Fuzz/WireFuzzer.swift
 // Any input must end as a value or a thrown error: a crash, a hang (over
-// libFuzzer's -timeout) or a leak (AddressSanitizer's leak check) is a bug.
+// libFuzzer's -timeout) or a leak (AddressSanitizer's leak check) is a bug; so
+// is a status event the member-by-member reading takes and the tree reads otherwise.
 // Fuzz/corpus holds the seeds; Tests/IntentKitTests/FuzzCorpusTests runs them
 // through the same decoders on every test run.
 
@@ -17,6 +18,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let event = try? StatusEvent.decode(bytes) {
         _ = event.encoded()
         _ = event.routingKey
+    }
+    if let members = bytes.withUnsafeBytes({ StatusEvent.readMembers($0) }) {
+        // What the recorder's member-by-member reading takes must be what the tree reads (parse, read, `Decodable`).
+        let tree = (try? JSONValue.parse(bytes)).flatMap { value in
+            StatusEvent.read(value) ?? (try? JSONValueDecoder().decode(StatusEvent.self, from: value))
+        }
+        precondition(members == tree, "an event read member by member is not the tree's")
     }
     if let value = try? JSONValue.parse(bytes) {
         precondition((try? JSONValue.parse(value.serialized())) == value, "a JSON value did not survive a round trip")

@@ -26,14 +26,32 @@ public struct IntentResponse: Decodable, Sendable, Hashable {
     /// The response `value` holds, read as `Decodable` reads it (other members ignored, a null message or payload
     /// none); nil when it is not an object or a member is not of its type, for `Decodable` to say why.
     static func read(_ value: JSONValue) -> IntentResponse? {
-        guard case .object(let fields) = value, case .string(let code)? = fields["code"] else { return nil }
+        guard case .object(let fields) = value else { return nil }
+        return read { fields[$0.key] }
+    }
+
+    /// Its JSON members, each in the place of its name in `names`.
+    enum Field: Int {
+        case code, message, payload
+
+        /// The members' JSON names, by raw value.
+        static let names: [StaticString] = ["code", "message", "payload"]
+
+        /// The member's JSON name.
+        var key: String { KnownMembers.key(Self.names[rawValue]) }
+    }
+
+    /// The response an object with these members holds, as `read(_:)` reads it from its tree: the recorder reads
+    /// every event's response with it, member by member (`KnownMembers` with `Field.names`).
+    static func read(_ field: (Field) -> JSONValue?) -> IntentResponse? {
+        guard case .string(let code)? = field(.code) else { return nil }
         var response = IntentResponse(code: code)
-        switch fields["message"] {
+        switch field(.message) {
         case nil, .null?: break
         case .string(let message)?: response.message = message
         default: return nil
         }
-        if let payload = fields["payload"], payload != .null { response.payload = payload }
+        if let payload = field(.payload), payload != .null { response.payload = payload }
         return response
     }
 

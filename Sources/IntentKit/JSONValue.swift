@@ -499,19 +499,67 @@ extension JSONValue {
     }
 
     /// For a reader of one known shape (the recorder, of every status event): hands each member of the document's
-    /// object to `member` as the parser meets it — its key's bytes and its value — without building the object.
-    /// True when the document was one object, every key was plain (ASCII, no escape) and `member` took every
-    /// member; false as soon as one of these fails; and throws, as `parse` would, for JSON that is not well formed.
-    /// A caller that gets false or an error reads the document again with `parse`.
+    /// object to `member` as the parser meets it — its key's bytes, and the parser at its value, which `member`
+    /// reads (whole with `parseValue(depth: 1)`, or member by member with `forEachMember(depth: 2)` when it is an
+    /// object) — without building the object. True when the document was one object, every key was plain (ASCII,
+    /// no escape) and `member` took every member; false as soon as one of these fails; and throws, as `parse`
+    /// would, for JSON that is not well formed. A caller that gets false or an error reads the document again with
+    /// `parse`.
     static func forEachMember(
-        in bytes: UnsafeRawBufferPointer, _ member: (_ key: UnsafeRawBufferPointer, _ value: JSONValue) -> Bool
+        in bytes: UnsafeRawBufferPointer, _ member: (_ key: UnsafeRawBufferPointer, _ value: inout _JSONParser) throws -> Bool
     ) throws -> Bool {
         var parser = _JSONParser(bytes: bytes)
-        return try parser.forEachMember(member)
+        parser.skipWhitespace()
+        // The document's object is at depth 1, as `parseObject` parses it.
+        guard try parser.forEachMember(depth: 1, member) else { return false }
+        parser.skipWhitespace()
+        return parser.index == bytes.count
     }
 }
 
-private struct _JSONParser {
+/// An object of a few members of known names, read member by member with no dictionary: each value kept in
+/// the place of its name. Any other key, or one given twice, and the reading is not taken (the reader reads the
+/// object again from a tree), so whatever it takes is what the tree holds. Not generic, so that nothing in it
+/// asks the runtime for a type's metadata.
+struct KnownMembers {
+    /// The names, each in its place.
+    private let names: [StaticString]
+    private var values: [JSONValue?]
+
+    init(names: [StaticString]) {
+        self.names = names
+        values = Array(repeating: nil, count: names.count)
+    }
+
+    /// The value of the member named `names[place]`, if the object had it.
+    subscript(place: Int) -> JSONValue? { values[place] }
+
+    /// Reads the object at `parser` (at `depth`, as `parseObject` counts), in place of what was read before; false
+    /// when it is not an object, or has a key that is not plain, not one of the names or given twice.
+    mutating func read(from parser: inout _JSONParser, depth: Int) throws -> Bool {
+        for place in values.indices { values[place] = nil }
+        return try parser.forEachMember(depth: depth) { key, parser in
+            guard let place = Self.place(of: key, in: names), values[place] == nil else { return false }
+            values[place] = try parser.parseValue(depth: depth)
+            return true
+        }
+    }
+
+    /// The place of the name whose bytes `key` holds, if any.
+    static func place(of key: UnsafeRawBufferPointer, in names: [StaticString]) -> Int? {
+        guard let start = key.baseAddress, !key.isEmpty else { return nil }
+        for (place, name) in names.enumerated()
+        where name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, start, key.count) == 0 {
+            return place
+        }
+        return nil
+    }
+
+    /// `name` as a dictionary of the tree keys it.
+    static func key(_ name: StaticString) -> String { name.withUTF8Buffer { String(decoding: $0, as: UTF8.self) } }
+}
+
+struct _JSONParser {
     let bytes: UnsafeRawBufferPointer
     var index = 0
     /// The members of the objects being parsed, innermost last: an object's dictionary is made once its
@@ -662,16 +710,18 @@ private struct _JSONParser {
         }
     }
 
-    /// `JSONValue.forEachMember`: the document's object, member by member.
-    mutating func forEachMember(_ member: (UnsafeRawBufferPointer, JSONValue) -> Bool) throws -> Bool {
-        skipWhitespace()
+    /// The object at `index`, nested at `depth` as `parseObject(depth:)` counts, member by
+    /// member: each member's key (plain ASCII, no escape) and the parser at its value, which `member` reads (at
+    /// `depth`, as `parseObject` reads its members' values). False when it is not an object, a key is not plain or
+    /// `member` does not take one (the reading stops there); throws as `parseObject` would.
+    mutating func forEachMember(depth: Int, _ member: (UnsafeRawBufferPointer, inout _JSONParser) throws -> Bool) throws -> Bool {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return false }
+        try checkDepth(depth)
         index += 1
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            skipWhitespace()
-            return index == bytes.count
+            return true
         }
         while true {
             skipWhitespace()
@@ -689,21 +739,48 @@ private struct _JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
             index += 1
             skipWhitespace()
-            // The members of the document's object are at depth 1, as `parseObject` parses them.
-            let value = try parseValue(depth: 1)
-            guard member(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), value) else { return false }
+            guard try member(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), &self) else { return false }
             skipWhitespace()
             guard index < bytes.count else { return false }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
             case UInt8(ascii: "}"):
                 index += 1
-                skipWhitespace()
-                return index == bytes.count
+                return true
             default: return false
             }
         }
     }
+
+    /// The array at `index`, nested at `depth` as `parseArray(depth:)` counts, element by element: the parser at
+    /// each element, which `element` reads (at `depth`, as `parseArray` reads its elements). False when it is not
+    /// an array or `element` does not take one; throws as `parseArray` would.
+    mutating func forEachElement(depth: Int, _ element: (inout _JSONParser) throws -> Bool) throws -> Bool {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "[") else { return false }
+        try checkDepth(depth)
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return true
+        }
+        while true {
+            skipWhitespace()
+            guard try element(&self) else { return false }
+            skipWhitespace()
+            guard index < bytes.count else { return false }
+            switch bytes[index] {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"):
+                index += 1
+                return true
+            default: return false
+            }
+        }
+    }
+
+    /// The byte the value at `index` starts with, if any.
+    var nextByte: UInt8? { index < bytes.count ? bytes[index] : nil }
 
     /// The members from `first` on, as one object's dictionary; a key given twice is an error.
     mutating func takeMembers(from first: Int) throws -> [String: JSONValue] {

@@ -124,15 +124,31 @@ extension ParameterResolution {
     /// reads those of every event); nil when anything is missing, null or of another type, for `init(from:)`
     /// to say what.
     static func read(_ value: JSONValue) -> ParameterResolution? {
-        guard case .object(let fields) = value, case .string(let parameter)? = fields["parameter"],
-            case .string(let outcome)? = fields["outcome"]
-        else { return nil }
+        guard case .object(let fields) = value else { return nil }
+        return read { fields[$0.key] }
+    }
+
+    /// Its JSON members, each in the place of its name in `names`.
+    enum Field: Int {
+        case parameter, index, outcome, value, options, reason, prompt, optionTitles
+
+        /// The members' JSON names, by raw value.
+        static let names: [StaticString] = ["parameter", "index", "outcome", "value", "options", "reason", "prompt", "optionTitles"]
+
+        /// The member's JSON name.
+        var key: String { KnownMembers.key(Self.names[rawValue]) }
+    }
+
+    /// The resolution an object with these members holds, as `read(_:)` reads it from its tree: the recorder reads
+    /// every event's resolutions with it, member by member (`KnownMembers` with `Field.names`).
+    static func read(_ field: (Field) -> JSONValue?) -> ParameterResolution? {
+        guard case .string(let parameter)? = field(.parameter), case .string(let outcome)? = field(.outcome) else { return nil }
         var resolution = ParameterResolution(parameter, .needsValue)
-        if let index = fields["index"], index != .null {
+        if let index = field(.index), index != .null {
             guard case .number(let number) = index, let index = Int(exactly: number) else { return nil }
             resolution.index = index
         }
-        if let prompt = fields["prompt"], prompt != .null {
+        if let prompt = field(.prompt), prompt != .null {
             guard case .object(let dialog) = prompt, case .string(let full)? = dialog["full"] else { return nil }
             var read = IntentDialog(full: full)
             if let supporting = dialog["supporting"], supporting != .null {
@@ -141,7 +157,7 @@ extension ParameterResolution {
             }
             resolution.prompt = read
         }
-        if let titles = fields["optionTitles"], titles != .null {
+        if let titles = field(.optionTitles), titles != .null {
             guard case .array(let elements) = titles else { return nil }
             var read: [String] = []
             for element in elements {
@@ -152,15 +168,15 @@ extension ParameterResolution {
         }
         switch outcome {
         case "success", "confirmationRequired":
-            guard let found = fields["value"], found != .null else { return nil }
+            guard let found = field(.value), found != .null else { return nil }
             resolution.result = outcome == "success" ? .success(found) : .confirmationRequired(found)
         case "needsValue": resolution.result = .needsValue
         case "disambiguation":
-            guard case .array(let options)? = fields["options"], !options.contains(.null) else { return nil }
+            guard case .array(let options)? = field(.options), !options.contains(.null) else { return nil }
             resolution.result = .disambiguation(options)
         case "notRequired": resolution.result = .notRequired
         case "unsupported":
-            guard case .string(let reason)? = fields["reason"] else { return nil }
+            guard case .string(let reason)? = field(.reason) else { return nil }
             resolution.result = .unsupported(reason: reason)
         default: return nil
         }

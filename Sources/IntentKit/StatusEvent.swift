@@ -184,12 +184,12 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         var draft = Draft()
         var seen: UInt32 = 0
         let taken =
-            (try? JSONValue.forEachMember(in: bytes) { key, value in
+            (try? JSONValue.forEachMember(in: bytes) { key, parser in
                 guard let member = Member(key) else { return false }
                 let bit = UInt32(1) << member.rawValue
                 guard seen & bit == 0 else { return false }
                 seen |= bit
-                return draft.take(member, value)
+                return try draft.read(member, from: &parser)
             }) ?? false
         return taken ? draft.event : nil
     }
@@ -285,6 +285,35 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
             event.at = at
             event.attempt = attempt
             return event
+        }
+
+        /// Reads `member` from the document at `parser` (a member of its object): the response and the resolutions
+        /// member by member when they are an object and an array (`KnownMembers`), anything else whole, as `take`
+        /// takes it; false when this path does not take it.
+        mutating func read(_ member: Member, from parser: inout _JSONParser) throws -> Bool {
+            switch (member, parser.nextByte) {
+            case (.response, UInt8(ascii: "{")):
+                var fields = KnownMembers(names: IntentResponse.Field.names)
+                guard try fields.read(from: &parser, depth: 2), let response = IntentResponse.read({ fields[$0.rawValue] }) else { return false }
+                optional.response = response
+                return true
+            case (.resolutions, UInt8(ascii: "[")):
+                var fields = KnownMembers(names: ParameterResolution.Field.names)
+                var read: [ParameterResolution] = []
+                let taken = try parser.forEachElement(depth: 2) { parser in
+                    guard try fields.read(from: &parser, depth: 3), let resolution = ParameterResolution.read({ fields[$0.rawValue] }) else {
+                        return false
+                    }
+                    read.append(resolution)
+                    return true
+                }
+                guard taken else { return false }
+                optional.resolutions = read
+                return true
+            default:
+                // Members of the document's object are read at depth 1, as `parseObject` reads them.
+                return take(member, try parser.parseValue(depth: 1))
+            }
         }
 
         /// Takes `value` as `member`; false when it is not of the member's type (a required one must be there; an

@@ -39,7 +39,19 @@ import Testing
             id: "c-3", type: "SendMessage", state: .success, at: 1_796_005_522, attempt: 1,
             response: IntentResponse(code: "success", message: "sent", payload: ["messageID": 7]), worker: "w", owner: "bob",
             view: "To Bob", startedAt: 1_796_005_521.9)
-        return [plain, full, outcome]
+        // Resolutions of every outcome, with their titles, reasons and values of several kinds.
+        let resolved = StatusEvent(
+            id: "d-4", type: "OrderSoup", state: .needsInput, at: 1_796_005_523, attempt: 2,
+            response: IntentResponse(code: "needsValue"),
+            resolutions: [
+                ParameterResolution("soup", .disambiguation(["tomato", ["leek", 2]]), optionTitles: ["Tomato", "Leek"]),
+                ParameterResolution("when", .confirmationRequired(["hour": 9, "late": true])),
+                ParameterResolution("size", .unsupported(reason: "no such size")),
+                ParameterResolution("note", .success("see me")),
+                ParameterResolution("count", index: 3, .success(2.5), prompt: IntentDialog(full: "How many?", supporting: "Count")),
+            ],
+            owner: "carol")
+        return [plain, full, outcome, resolved]
     }()
 
     @Test func encodedEventsAreReadByMembersAsTheTreeReadsThem() throws {
@@ -77,6 +89,41 @@ import Testing
             "{\"resolutions\":[{\"parameter\":\"x\"}]," + body,
             "{\"progress\":{\"fraction\":\"half\"}," + body,
         ]
+        // Inside the response and the resolutions, which the members' path also reads member by member.
+        let nested = String(decoding: Self.events[1].encoded(), as: UTF8.self)
+        let response = #""response":{"code":"success","message":"sent","payload":{"messageID":7}}"#
+        for replacement in [
+            #""response":null"#, #""response":"x""#, #""response":{}"#, #""response":{"code":7}"#,
+            #""response":{"code":"success","message":5}"#, #""response":{"code":"success","code":"x"}"#,
+            #""response":{"code":"success","payload":null}"#, #""response":{"code":"success","code2":1}"#,
+            #""response":{"code":"success","payload":"# + String(repeating: "[", count: 62) + String(repeating: "]", count: 62) + "}",
+            #""response":{"code":"success","payload":"# + String(repeating: "[", count: 63) + String(repeating: "]", count: 63) + "}",
+        ] {
+            cases.append(Self.edited(base, response, replacement))
+        }
+        for (old, new) in [
+            (#""parameter":"soup""#, #""parameter":"soup","extra":1"#),  // a member the reading does not know
+            (#""parameter":"soup""#, #""parameter":"soup","parameter":"x""#),  // a member twice
+            (#""parameter":"soup""#, #""parameter":"soup""#),  // an escaped key
+            (#""resolutions":["#, #""resolutions":[1,"#),  // an element that is not an object
+            (#""resolutions":["#, #""resolutions":[null,"#),
+            (#""resolutions":["#, #""resolutions":{"a":["#),
+            (#""value":"Alice Smith""#, #""value":null"#),
+            (#""value":"Alice Smith""#, #""value":"# + String(repeating: "[", count: 61) + String(repeating: "]", count: 61)),
+            (#""value":"Alice Smith""#, #""value":"# + String(repeating: "[", count: 62) + String(repeating: "]", count: 62)),
+            (#""index":0"#, #""index":0.5"#),
+            (#""prompt":{"full":"Which soup?"}"#, #""prompt":"Which soup?""#),
+            (#""prompt":{"full":"Which soup?"}"#, #""prompt":{"supporting":"Soup?"}"#),
+            (#""outcome":"needsValue""#, #""outcome":"bogus""#),
+            (#""outcome":"needsValue""#, #""outcome":"unsupported""#),  // no reason
+            (#""outcome":"needsValue""#, #""outcome":"disambiguation","options":["a",null]"#),
+            (#""outcome":"needsValue""#, #""outcome":"disambiguation","options":["a"],"optionTitles":["A",2]"#),
+            (#""outcome":"needsValue""#, #""outcome":"success""#),  // no value
+        ] {
+            cases.append(Self.edited(nested, old, new))
+        }
+        cases.append("{\"resolutions\":[]," + body)
+        cases.append("{\"resolutions\":[ { } ]," + body)
         // Every prefix of an event: cut anywhere, it is the tree's error.
         let full = String(decoding: Self.events[1].encoded(), as: UTF8.self)
         for length in stride(from: 0, to: full.utf8.count, by: 7) { cases.append(String(decoding: Array(full.utf8.prefix(length)), as: UTF8.self)) }
@@ -84,6 +131,12 @@ import Testing
             let (members, tree) = Self.answers(Array(text.utf8))
             #expect(members == tree, "\(text)")
         }
+    }
+
+    /// `text` with `old` replaced by `new`, which it must hold (or the case would test nothing new).
+    static func edited(_ text: String, _ old: String, _ new: String) -> String {
+        #expect(text.contains(old), "\(old) is not in \(text)")
+        return text.replacingOccurrences(of: old, with: new)
     }
 
     /// Every body of the fuzzer's corpus gets the tree's answer too.
