@@ -439,8 +439,27 @@ enum _JSONValueUnbox {
         if T.self == Int.self { return try integer(value, as: Int.self, codingPath()) as! T }
         if T.self == Double.self { return try double(value, codingPath()) as! T }
         if T.self == Bool.self { return try bool(value, codingPath()) as! T }
+        // What most parameters say (a name, a list of names, either of them optional), read as `init(from:)` would
+        // read them, without a decoder and its containers; any other shape goes through them, for their errors.
+        if T.self == String?.self { return try (value == .null ? nil : string(value, codingPath())) as String? as! T }
+        if T.self == [String].self || T.self == [String]?.self {
+            if value == .null, T.self == [String]?.self { return (nil as [String]?) as! T }
+            if let strings = plainStrings(value) { return T.self == [String].self ? strings as! T : (strings as [String]?) as! T }
+        }
         if let special = try special(value, as: T.self, codingPath()) { return special }
         return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath()))
+    }
+
+    /// The strings of an array of strings only, as `[String]`'s `init(from:)` reads them; nil for anything else.
+    static func plainStrings(_ value: JSONValue) -> [String]? {
+        guard case .array(let elements) = value else { return nil }
+        var strings: [String] = []
+        strings.reserveCapacity(elements.count)
+        for element in elements {
+            guard case .string(let string) = element else { return nil }
+            strings.append(string)
+        }
+        return strings
     }
 
     static func bool(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {

@@ -684,3 +684,36 @@ extension JSONValueDecoderTests {
         }
     }
 }
+
+// MARK: - The leaves read without a decoder
+
+/// `String?`, `[String]` and `[String]?` (what most parameters say) are read without a decoder and its containers;
+/// whatever the value, strict or lenient, the answer is the one their own `init(from:)` gives: the same value, or an
+/// error that says the same.
+@Suite struct PlainLeafTests {
+    static let values: [JSONValue] = [
+        .null, "Alice", "Alice, Bob,", "", ["a", "b"], [], ["a", 1], ["a", .null], [["a"]], 5, 1.5, true, ["a": 1],
+    ]
+
+    /// An answer as text: the value, or the error.
+    static func answer<T: Decodable>(_ read: () throws -> T) -> String {
+        do { return "value \(try read())" } catch { return "error \(error)" }
+    }
+
+    static func check<T: Decodable>(_ type: T.Type) {
+        for lenient in [false, true] {
+            let decoder = JSONValueDecoder(lenient: lenient)
+            for value in values {
+                let quick = answer { try decoder.decodeTree(T.self, from: value) }
+                let whole = answer {
+                    try JSONValueDecoder.$current.withValue(decoder) { try T(from: _JSONValueTreeDecoder(value: value, codingPath: [])) }
+                }
+                #expect(quick == whole, "\(T.self) from \(value), lenient \(lenient)")
+            }
+        }
+    }
+
+    @Test func anOptionalStringIsReadAsItsDecoderReadsIt() { Self.check(String?.self) }
+    @Test func aListOfStringsIsReadAsItsDecoderReadsIt() { Self.check([String].self) }
+    @Test func anOptionalListOfStringsIsReadAsItsDecoderReadsIt() { Self.check([String]?.self) }
+}
