@@ -166,6 +166,17 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
 
     /// Reads an envelope from a message body, with an error an operator can act on.
     public static func decode(_ body: some Collection<UInt8>) throws(EnvelopeError) -> IntentEnvelope {
+        // Member by member as the parser meets them, without the object's dictionary, when every key is one of an
+        // envelope's, given once and plainly (what IntentQueue's clients write); anything else is read from the tree.
+        if let members = body.withContiguousStorageIfAvailable({ Self.members(UnsafeRawBufferPointer($0)) }) ?? nil {
+            return try read(Fields(members))
+        }
+        return try decodeTree(body)
+    }
+
+    /// `decode` through the body's tree: for any body the member path does not take, and the answer that path must
+    /// give.
+    static func decodeTree(_ body: some Collection<UInt8>) throws(EnvelopeError) -> IntentEnvelope {
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes: body)
@@ -175,67 +186,80 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         guard case .object(let object) = value else {
             throw EnvelopeError(id: nil, reason: "the body is not a JSON object")
         }
-        var fields = Fields(object)
-        let id = fields["id"]?.stringValue
+        return try read(Fields(object))
+    }
+
+    /// The members of the envelope in `bytes`, read as the parser meets them; nil when that path does not take
+    /// them (JSON not well formed, not one object, a key that is not an envelope's, escaped or given twice).
+    static func members(_ bytes: UnsafeRawBufferPointer) -> KnownMembers? {
+        var members = KnownMembers(names: Field.names)
+        guard (try? members.readDocument(bytes)) == true else { return nil }
+        return members
+    }
+
+    /// The envelope its members hold, checked as `decode` checks them.
+    private static func read(_ members: Fields) throws(EnvelopeError) -> IntentEnvelope {
+        var fields = members
+        let id = fields[.id]?.stringValue
         guard let id, !id.isEmpty else {
             throw EnvelopeError(id: nil, reason: "the envelope has no string 'id'")
         }
         if let problem = Self.problem(withID: id) {
             throw EnvelopeError(id: nil, reason: problem)
         }
-        guard case .number(let version)? = fields["version"] else {
+        guard case .number(let version)? = fields[.version] else {
             throw EnvelopeError(id: id, reason: "the envelope has no numeric 'version'")
         }
         guard version == Double(currentVersion) else {
             throw EnvelopeError(
                 id: id, reason: "envelope version \(JSONValue.formatNumber(version)) is not supported (this worker reads version \(currentVersion))")
         }
-        guard let type = fields["type"]?.stringValue, !type.isEmpty else {
+        guard let type = fields[.type]?.stringValue, !type.isEmpty else {
             throw EnvelopeError(id: id, reason: "the envelope has no string 'type'")
         }
         if let problem = Self.problem(withType: type) {
             throw EnvelopeError(id: id, reason: problem)
         }
         let parameters: [String: JSONValue]
-        switch fields["parameters"] {
+        switch fields[.parameters] {
         case .object(let object)?: parameters = object
         case .null?, nil: parameters = [:]
         default: throw EnvelopeError(id: id, reason: "'parameters' is not a JSON object")
         }
         // Optional fields are optional, not loose: one of the wrong type is refused, not dropped.
         var submittedAt = 0.0
-        switch fields["submittedAt"] {
+        switch fields[.submittedAt] {
         case nil, .null?: break
         case .number(let seconds)? where seconds.isFinite: submittedAt = seconds
         default: throw EnvelopeError(id: id, reason: "'submittedAt' must be a number of seconds since 1970")
         }
         var turn = 0
-        switch fields["turn"] {
+        switch fields[.turn] {
         case nil, .null?: break
         case .number(let number)? where number >= 0 && number < 1_000_000 && number.rounded() == number: turn = Int(number)
         default: throw EnvelopeError(id: id, reason: "'turn' must be a whole number from 0")
         }
         var answers: [String: JSONValue]?
-        switch fields["answers"] {
+        switch fields[.answers] {
         case nil, .null?: break
         case .object(let object)?: answers = object
         default: throw EnvelopeError(id: id, reason: "'answers' must be an object")
         }
         var confirmed: [String]?
-        switch fields["confirmed"] {
+        switch fields[.confirmed] {
         case nil, .null?: break
         case .array(let names)? where names.allSatisfy({ $0.stringValue != nil }) && names.count <= 1_000:
             confirmed = names.compactMap(\.stringValue)
         default: throw EnvelopeError(id: id, reason: "'confirmed' must be an array of parameter names")
         }
         var group: String?
-        switch fields["group"] {
+        switch fields[.group] {
         case nil, .null?: break
         case .string(let name)? where !name.isEmpty && name.utf8.count <= 255: group = name
         default: throw EnvelopeError(id: id, reason: "'group' must be a string of 1 to 255 bytes")
         }
         var request: IntentRequest?
-        switch fields["request"] {
+        switch fields[.request] {
         case nil, .null?:
             break
         case .string(let name)?:
@@ -248,25 +272,25 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             throw EnvelopeError(id: id, reason: "'request' must be a string")
         }
         var lenient = false
-        switch fields["lenientParameters"] {
+        switch fields[.lenientParameters] {
         case nil, .null?: break
         case .bool(let flag)?: lenient = flag
         default: throw EnvelopeError(id: id, reason: "'lenientParameters' must be true or false")
         }
         var expiresAt: Double?
-        switch fields["expiresAt"] {
+        switch fields[.expiresAt] {
         case nil, .null?: break
         case .number(let seconds)? where seconds.isFinite: expiresAt = seconds
         default: throw EnvelopeError(id: id, reason: "'expiresAt' must be a number of seconds since 1970")
         }
         var dueAt: Double?
-        switch fields["dueAt"] {
+        switch fields[.dueAt] {
         case nil, .null?: break
         case .number(let seconds)? where seconds.isFinite: dueAt = seconds
         default: throw EnvelopeError(id: id, reason: "'dueAt' must be a number of seconds since 1970")
         }
         var priority = IntentPriority.normal
-        switch fields["priority"] {
+        switch fields[.priority] {
         case nil, .null?: break
         case .string(let name)?:
             guard let known = IntentPriority(rawValue: name) else { throw EnvelopeError(id: id, reason: "'priority' must be normal or high") }
@@ -282,19 +306,40 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             dueAt: dueAt, priority: priority)
     }
 
-    /// An envelope's members, each name looked up once; once every member was found, the rest are known to be
-    /// absent without a lookup (most envelopes carry five of the fourteen names).
+    /// An envelope's members as JSON names them, each in the place of its name in `names`.
+    enum Field: Int {
+        case version, id, type, parameters, submittedAt, turn, answers, confirmed, group, request, lenientParameters, expiresAt,
+            dueAt, priority
+
+        /// The members' JSON names, by raw value.
+        static let names: [StaticString] = [
+            "version", "id", "type", "parameters", "submittedAt", "turn", "answers", "confirmed", "group", "request",
+            "lenientParameters", "expiresAt", "dueAt", "priority",
+        ]
+    }
+
+    /// An envelope's members: from its object's dictionary, each name looked up once (once every member was
+    /// found, the rest are known to be absent without a lookup: most envelopes carry five of the fourteen names),
+    /// or as read member by member.
     private struct Fields {
-        let object: [String: JSONValue]
-        var found = 0
+        private let object: [String: JSONValue]?
+        private let members: KnownMembers?
+        private var found = 0
 
         init(_ object: [String: JSONValue]) {
             self.object = object
+            members = nil
         }
 
-        subscript(name: String) -> JSONValue? {
+        init(_ members: KnownMembers) {
+            object = nil
+            self.members = members
+        }
+
+        subscript(field: Field) -> JSONValue? {
             mutating get {
-                guard found < object.count, let value = object[name] else { return nil }
+                if let members { return members[field.rawValue] }
+                guard let object, found < object.count, let value = object[KnownMembers.key(Field.names[field.rawValue])] else { return nil }
                 found += 1
                 return value
             }

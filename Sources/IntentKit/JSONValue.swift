@@ -545,6 +545,18 @@ struct KnownMembers {
         }
     }
 
+    /// Reads the document in `bytes`, which must be one such object (whitespace around it aside), in place of what
+    /// was read before; false when it is not, and throws, as `JSONValue.parse` would, for JSON that is not well
+    /// formed.
+    mutating func readDocument(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        var parser = _JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        // The document's object is at depth 1, as `parseObject` parses it.
+        guard try read(from: &parser, depth: 1) else { return false }
+        parser.skipWhitespace()
+        return parser.index == bytes.count
+    }
+
     /// The place of the name whose bytes `key` holds, if any.
     static func place(of key: UnsafeRawBufferPointer, in names: [StaticString]) -> Int? {
         guard let start = key.baseAddress, !key.isEmpty else { return nil }
