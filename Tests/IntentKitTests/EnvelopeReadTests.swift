@@ -59,17 +59,17 @@ import Testing
             "{\"request\":\"bogus\"," + body, "{\"request\":\"deny\"," + body, "{\"request\":7," + body,
             "{\"lenientParameters\":\"yes\"," + body, "{\"expiresAt\":\"soon\"," + body, "{\"dueAt\":true," + body,
             "{\"priority\":\"urgent\"," + body, "{\"priority\":1," + body,
-            Self.edited(base, "\"version\":1", "\"version\":2"),
-            Self.edited(base, "\"version\":1", "\"version\":\"1\""),
-            Self.edited(base, "\"id\":\"a-1\"", "\"id\":\"\""),
-            Self.edited(base, "\"id\":\"a-1\"", "\"id\":\"a b\""),
-            Self.edited(base, "\"type\":\"SendMessage\"", "\"type\":\"Send.Message\""),
-            Self.edited(base, "\"parameters\":{", "\"parameters\":[{"),
-            Self.edited(base, "\"submittedAt\":1796005520.5", "\"submittedAt\":null"),
-            Self.edited(base, "\"submittedAt\":1796005520.5", "\"submittedAt\":\"now\""),
-            Self.edited(base, "\"parameters\":{", "\"parameters\":{\"deep\":" + Self.nested(62) + ","),
-            Self.edited(base, "\"parameters\":{", "\"parameters\":{\"deep\":" + Self.nested(63) + ","),
-            Self.edited(base, "\"parameters\":{", "\"parameters\":{\"content\":1,"),  // a key twice inside the parameters
+            BodyEdits.edited(base, "\"version\":1", "\"version\":2"),
+            BodyEdits.edited(base, "\"version\":1", "\"version\":\"1\""),
+            BodyEdits.edited(base, "\"id\":\"a-1\"", "\"id\":\"\""),
+            BodyEdits.edited(base, "\"id\":\"a-1\"", "\"id\":\"a b\""),
+            BodyEdits.edited(base, "\"type\":\"SendMessage\"", "\"type\":\"Send.Message\""),
+            BodyEdits.edited(base, "\"parameters\":{", "\"parameters\":[{"),
+            BodyEdits.edited(base, "\"submittedAt\":1796005520.5", "\"submittedAt\":null"),
+            BodyEdits.edited(base, "\"submittedAt\":1796005520.5", "\"submittedAt\":\"now\""),
+            BodyEdits.edited(base, "\"parameters\":{", "\"parameters\":{\"deep\":" + BodyEdits.nested(62) + ","),
+            BodyEdits.edited(base, "\"parameters\":{", "\"parameters\":{\"deep\":" + BodyEdits.nested(63) + ","),
+            BodyEdits.edited(base, "\"parameters\":{", "\"parameters\":{\"content\":1,"),  // a key twice inside the parameters
             base.replacingOccurrences(of: ",", with: " ,\n\t").replacingOccurrences(of: ":", with: " : "),  // spaces
             base + "x", base + " ", " " + base, base + "}", "[" + base + "]", "{}", "[]", "\"text\"", "", "{", "null",
         ]
@@ -80,15 +80,6 @@ import Testing
             let (members, tree) = Self.answers(Array(text.utf8))
             #expect(members == tree, "\(text)")
         }
-    }
-
-    /// `depth` arrays, one inside the other.
-    static func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
-
-    /// `text` with `old` replaced by `new`, which it must hold (or the case would test nothing new).
-    static func edited(_ text: String, _ old: String, _ new: String) -> String {
-        #expect(text.contains(old), "\(old) is not in \(text)")
-        return text.replacingOccurrences(of: old, with: new)
     }
 
     /// Every body of the fuzzer's corpus gets the tree's answer too.

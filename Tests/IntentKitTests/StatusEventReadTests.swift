@@ -96,10 +96,10 @@ import Testing
             #""response":null"#, #""response":"x""#, #""response":{}"#, #""response":{"code":7}"#,
             #""response":{"code":"success","message":5}"#, #""response":{"code":"success","code":"x"}"#,
             #""response":{"code":"success","payload":null}"#, #""response":{"code":"success","code2":1}"#,
-            #""response":{"code":"success","payload":"# + String(repeating: "[", count: 62) + String(repeating: "]", count: 62) + "}",
-            #""response":{"code":"success","payload":"# + String(repeating: "[", count: 63) + String(repeating: "]", count: 63) + "}",
+            #""response":{"code":"success","payload":"# + BodyEdits.nested(62) + "}",
+            #""response":{"code":"success","payload":"# + BodyEdits.nested(63) + "}",
         ] {
-            cases.append(Self.edited(base, response, replacement))
+            cases.append(BodyEdits.edited(base, response, replacement))
         }
         for (old, new) in [
             (#""parameter":"soup""#, #""parameter":"soup","extra":1"#),  // a member the reading does not know
@@ -109,8 +109,8 @@ import Testing
             (#""resolutions":["#, #""resolutions":[null,"#),
             (#""resolutions":["#, #""resolutions":{"a":["#),
             (#""value":"Alice Smith""#, #""value":null"#),
-            (#""value":"Alice Smith""#, #""value":"# + String(repeating: "[", count: 61) + String(repeating: "]", count: 61)),
-            (#""value":"Alice Smith""#, #""value":"# + String(repeating: "[", count: 62) + String(repeating: "]", count: 62)),
+            (#""value":"Alice Smith""#, #""value":"# + BodyEdits.nested(61)),
+            (#""value":"Alice Smith""#, #""value":"# + BodyEdits.nested(62)),
             (#""index":0"#, #""index":0.5"#),
             (#""prompt":{"full":"Which soup?"}"#, #""prompt":"Which soup?""#),
             (#""prompt":{"full":"Which soup?"}"#, #""prompt":{"supporting":"Soup?"}"#),
@@ -120,7 +120,7 @@ import Testing
             (#""outcome":"needsValue""#, #""outcome":"disambiguation","options":["a"],"optionTitles":["A",2]"#),
             (#""outcome":"needsValue""#, #""outcome":"success""#),  // no value
         ] {
-            cases.append(Self.edited(nested, old, new))
+            cases.append(BodyEdits.edited(nested, old, new))
         }
         cases.append("{\"resolutions\":[]," + body)
         cases.append("{\"resolutions\":[ { } ]," + body)
@@ -131,12 +131,6 @@ import Testing
             let (members, tree) = Self.answers(Array(text.utf8))
             #expect(members == tree, "\(text)")
         }
-    }
-
-    /// `text` with `old` replaced by `new`, which it must hold (or the case would test nothing new).
-    static func edited(_ text: String, _ old: String, _ new: String) -> String {
-        #expect(text.contains(old), "\(old) is not in \(text)")
-        return text.replacingOccurrences(of: old, with: new)
     }
 
     /// Every body of the fuzzer's corpus gets the tree's answer too.
