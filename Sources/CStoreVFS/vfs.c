@@ -358,6 +358,10 @@ static void fillMethods(sqlite3_io_methods *methods, int log) {
 }
 
 static void registerVFS(void) {
+    // Before SQLite initializes (finding the default VFS does it): no count of the memory SQLite holds, which
+    // IntentQueue never asks for and which took a process-wide mutex around every allocation SQLite made. When
+    // something in the process initialized SQLite first, this is refused (SQLITE_MISUSE) and changes nothing.
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     sqlite3_vfs *real = sqlite3_vfs_find(NULL);
     if (real == NULL || real->iVersion < 2) {
         registerResult = SQLITE_ERROR;

@@ -40,37 +40,58 @@ public final class Statement {
         parameterCount = sqlite3_bind_parameter_count(statement)
     }
 
-    deinit { sqlite3_finalize(handle) }
+    deinit {
+        sqlite3_finalize(handle)
+        texts.deallocate()
+    }
 
-    /// Whether a parameter holds a text of more than `keptTextLimit` bytes, which the reset lets go of.
-    private var holdsLargeText = false
-    /// The longest text a kept statement may go on holding between runs (SQLite keeps its own copy of each).
-    private static let keptTextLimit = 4_096
+    /// The bytes of the texts bound for the current run, one after another: SQLite reads them where they are
+    /// (each bound as `SQLITE_STATIC`) instead of copying every text into memory of its own (an allocation, a copy
+    /// and a free per text, run after run). Rewritten only by `bind`, which every run calls after the reset that
+    /// ends the run before, so SQLite never reads a text of another run.
+    /// Allocated by the first bind (an init that throws runs no deinit to free it).
+    private var texts = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    private static let initialTextBytes = 256
+    /// The most text bytes a kept statement goes on holding between runs: past it, the reset lets go of them.
+    private static let keptTextLimit = 16_384
 
-    /// Ready to run again. Its parameters are bound anew by `bind`, which every run calls; a large text bound
-    /// last time is let go of now rather than held until the statement's next run.
+    /// Ready to run again. Its parameters are bound anew by `bind`, which every run calls; the room of a large
+    /// text bound last time is let go of now (its binding cleared first) rather than held until the next run.
     func reset() {
         sqlite3_reset(handle)
-        if holdsLargeText {
+        if texts.count > Self.keptTextLimit {
             sqlite3_clear_bindings(handle)
-            holdsLargeText = false
+            texts.deallocate()
+            texts = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         }
     }
 
     func bind(_ values: [SQLValue]) throws(DatabaseError) {
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
+        var textBytes = 0
+        for case .text(let text) in values { textBytes += text.utf8.count }
+        if textBytes > texts.count || texts.baseAddress == nil {
+            // Every binding of the last run pointing into the old room goes before it does (none is read before
+            // this run binds it again, but none is left pointing at freed memory either).
+            sqlite3_clear_bindings(handle)
+            texts.deallocate()
+            texts = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: max(textBytes, 2 * texts.count, Self.initialTextBytes), alignment: 1)
+        }
+        var offset = 0
+        for (position, value) in values.enumerated() {
+            let index = Int32(position + 1)
             let rc: Int32
             switch value {
             case .null: rc = sqlite3_bind_null(handle, index)
             case .integer(let number): rc = sqlite3_bind_int64(handle, index, number)
             case .real(let number): rc = sqlite3_bind_double(handle, index, number)
             case .text(let text):
-                let length = text.utf8.count
-                if length > Self.keptTextLimit { holdsLargeText = true }
-                rc = text.withCString { chars in
-                    iq_sqlite3_bind_text(handle, index, chars, Int32(length))
-                }
+                let start = texts.baseAddress! + offset
+                let length = Self.copyUTF8(of: text, to: start)
+                offset += length
+                // A nil destructor is SQLITE_STATIC: the bytes stay where they are until the next bind. The
+                // address is never NULL (the room is always allocated), so an empty text binds as '' and not NULL.
+                rc = sqlite3_bind_text(handle, index, start.assumingMemoryBound(to: CChar.self), Int32(length), nil)
             }
             try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))")
         }
@@ -80,6 +101,21 @@ public final class Statement {
             for index in Int32(values.count + 1)...parameterCount {
                 try database.check(sqlite3_bind_null(handle, index), "binding parameter \(index) of \(sql.prefix(80))")
             }
+        }
+    }
+
+    /// Copies a text's UTF-8 bytes to `destination` (room for `text.utf8.count` of them) and returns how many.
+    private static func copyUTF8(of text: String, to destination: UnsafeMutableRawPointer) -> Int {
+        if let count = text.utf8.withContiguousStorageIfAvailable({ bytes -> Int in
+            if let source = bytes.baseAddress { destination.copyMemory(from: source, byteCount: bytes.count) }
+            return bytes.count
+        }) {
+            return count
+        }
+        var copy = text
+        return copy.withUTF8 { bytes in
+            if let source = bytes.baseAddress { destination.copyMemory(from: source, byteCount: bytes.count) }
+            return bytes.count
         }
     }
 

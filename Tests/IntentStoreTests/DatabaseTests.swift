@@ -377,6 +377,40 @@ import Testing
         #expect(row.4 == nil)
     }
 
+    /// Texts are bound where the statement keeps them, without SQLite's own copy: each run of one statement must
+    /// read its own texts, whatever the runs before bound — an empty text (still not NULL), texts of many lengths
+    /// side by side, a text larger than the room kept between runs, and small ones after it.
+    @Test func eachRunOfAStatementReadsTheTextsItBound() throws {
+        try database.execute("CREATE TABLE bound(run INTEGER, a TEXT, b TEXT, c TEXT)")
+        let insert = "INSERT INTO bound(run, a, b, c) VALUES (?, ?, ?, ?)"
+        let runs: [[String?]] = [
+            ["", "x", nil],
+            [String(repeating: "α", count: 100), "Zoë 👋🏽", ""],
+            [String(repeating: "b", count: 40_000), "", String(repeating: "c", count: 300)],
+            ["short", nil, "a text of its own"],
+            [String(repeating: "d", count: 255), String(repeating: "e", count: 256), String(repeating: "f", count: 257)],
+            ["", "", ""],
+        ]
+        for (run, texts) in runs.enumerated() {
+            try database.run(insert, [.int(run)] + texts.map { SQLValue.optional($0) })
+            // A query of the same texts through another cached statement, read back while the insert's are held.
+            let echoed = try database.queryFirst("SELECT ?1, ?2, ?3", texts.map { SQLValue.optional($0) }) {
+                [$0.text(0), $0.text(1), $0.text(2)]
+            }
+            #expect(echoed == texts, "run \(run), read at once")
+        }
+        let stored = try database.query("SELECT a, b, c FROM bound ORDER BY run") { [$0.text(0), $0.text(1), $0.text(2)] }
+        #expect(stored == runs)
+        // The same statement many times with texts of every length up to past the kept room's limit, in turn.
+        for length in stride(from: 0, through: 20_000, by: 997) {
+            let text = String(repeating: "g", count: length)
+            let back = try database.queryFirst("SELECT ?1 || '|' || length(?2), ?3 IS NULL", [.text(text), .text(text)]) {
+                ($0.string(0), $0.int(1))
+            }
+            #expect(back?.0 == "\(text)|\(length)" && back?.1 == 1, "length \(length)")
+        }
+    }
+
     // MARK: OnceOnly
 
     /// Counts how often `effects` ran.
