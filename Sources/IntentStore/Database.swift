@@ -32,9 +32,12 @@ public final class Database {
         case .readOnly: flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
         }
         let creating = mode == .readWrite && !FileManager.default.fileExists(atPath: path)
+        // Registered before any connection opens, a reader's too: the registration is the process's first call into
+        // SQLite, and sets what must be set before SQLite initializes (see `iq_store_vfs_register`).
+        let registered = Self.storeVFSRegistered
         // A writer opens through IntentQueue's VFS, which writes a log frame's header and page in one call (the
         // file format is SQLite's own); should it fail to register, through the platform's default.
-        let vfs: String? = mode == .readWrite && Self.storeVFSRegistered ? IQ_STORE_VFS_NAME : nil
+        let vfs: String? = mode == .readWrite && registered ? IQ_STORE_VFS_NAME : nil
         let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -64,6 +67,10 @@ public final class Database {
 
     /// Whether the "intentqueue" VFS is registered (once per process, on first use).
     static let storeVFSRegistered = iq_store_vfs_register() == SQLITE_OK
+
+    /// Whether SQLite counts the memory it holds in this process (for tests: it should not, see
+    /// `iq_store_vfs_register`, since the count took a process-wide lock around each of its allocations).
+    static var countsMemory: Bool { sqlite3_memory_used() > 0 }
 
     /// How many log frames this process wrote with their header in the same call (for tests).
     static var joinedFrameWrites: Int64 { iq_store_vfs_joined_writes() }

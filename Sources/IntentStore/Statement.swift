@@ -67,15 +67,21 @@ public final class Statement {
     }
 
     func bind(_ values: [SQLValue]) throws(DatabaseError) {
+        var texted = false
         var textBytes = 0
-        for case .text(let text) in values { textBytes += text.utf8.count }
-        if textBytes > texts.count || texts.baseAddress == nil {
+        for case .text(let text) in values {
+            texted = true
+            textBytes += text.utf8.count
+        }
+        // A statement that binds no text keeps no room; one that does has a room even for empty texts.
+        if texted, textBytes > texts.count || texts.baseAddress == nil {
             // Every binding of the last run pointing into the old room goes before it does (none is read before
-            // this run binds it again, but none is left pointing at freed memory either).
+            // this run binds it again, but none is left pointing at freed memory either). Doubling stops at the
+            // size a reset keeps, so a room that grows by steps is not let go of and made again at every run.
             sqlite3_clear_bindings(handle)
             texts.deallocate()
             texts = UnsafeMutableRawBufferPointer.allocate(
-                byteCount: max(textBytes, 2 * texts.count, Self.initialTextBytes), alignment: 1)
+                byteCount: max(textBytes, min(2 * texts.count, Self.keptTextLimit), Self.initialTextBytes), alignment: 1)
         }
         var offset = 0
         for (position, value) in values.enumerated() {

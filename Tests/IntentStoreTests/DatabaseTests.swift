@@ -377,6 +377,18 @@ import Testing
         #expect(row.4 == nil)
     }
 
+    /// SQLite's count of its memory is off in every process that opens a database through `Database`: nothing
+    /// reads it, and it took a process-wide lock around each allocation SQLite made.
+    @Test func sqliteKeepsNoCountOfTheMemoryItHolds() throws {
+        try database.execute("CREATE TABLE filler(t TEXT)")
+        for round in 0..<50 {
+            try database.run("INSERT INTO filler(t) VALUES (?)", [.text(String(repeating: "m", count: 1_000 + round))])
+        }
+        let reader = try Database(path: directory.file("test.sqlite"), mode: .readOnly)
+        #expect(try reader.queryFirst("SELECT count(*) FROM filler") { $0.int(0) } == 50)
+        #expect(!Database.countsMemory)
+    }
+
     /// Texts are bound where the statement keeps them, without SQLite's own copy: each run of one statement must
     /// read its own texts, whatever the runs before bound — an empty text (still not NULL), texts of many lengths
     /// side by side, a text larger than the room kept between runs, and small ones after it.

@@ -33,7 +33,9 @@
 /// The name to open a database with (`sqlite3_open_v2`'s last argument).
 #define IQ_STORE_VFS_NAME "intentqueue"
 
-/// Registers the VFS (not as the default) once per process; SQLITE_OK, or SQLite's error.
+/// Registers the VFS (not as the default) once per process; SQLITE_OK, or SQLite's error. Called before the
+/// process's first connection opens: it first turns off SQLite's count of its memory (SQLITE_CONFIG_MEMSTATUS),
+/// which only a call before SQLite initializes can do.
 int iq_store_vfs_register(void);
 
 /// How many headers went out in one write with their page, in this process (for tests).
