@@ -4,11 +4,8 @@
 #include <sqlite3.h>
 
 /// SQLITE_TRANSIENT is a macro casting -1 to a function pointer, which Swift
-/// cannot import: bind text and blobs through these wrappers instead.
-static inline int iq_sqlite3_bind_text(sqlite3_stmt *stmt, int index, const char *text, int length) {
-    return sqlite3_bind_text(stmt, index, text, length, SQLITE_TRANSIENT);
-}
-
+/// cannot import: bind a blob SQLite must copy through this wrapper instead.
+/// (Texts are bound as SQLITE_STATIC, a nil destructor: see `Statement.bind`.)
 static inline int iq_sqlite3_bind_blob(sqlite3_stmt *stmt, int index, const void *bytes, int length) {
     return sqlite3_bind_blob(stmt, index, bytes, length, SQLITE_TRANSIENT);
 }

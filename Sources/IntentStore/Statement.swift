@@ -112,14 +112,9 @@ public final class Statement {
 
     /// Copies a text's UTF-8 bytes to `destination` (room for `text.utf8.count` of them) and returns how many.
     private static func copyUTF8(of text: String, to destination: UnsafeMutableRawPointer) -> Int {
-        if let count = text.utf8.withContiguousStorageIfAvailable({ bytes -> Int in
-            if let source = bytes.baseAddress { destination.copyMemory(from: source, byteCount: bytes.count) }
-            return bytes.count
-        }) {
-            return count
-        }
-        var copy = text
-        return copy.withUTF8 { bytes in
+        // A native string's bytes are read where they are (the `var` is a reference, not a copy of them).
+        var text = text
+        return text.withUTF8 { bytes in
             if let source = bytes.baseAddress { destination.copyMemory(from: source, byteCount: bytes.count) }
             return bytes.count
         }

@@ -10,4 +10,9 @@ enum BodyEdits {
 
     /// `depth` arrays, one inside the other.
     static func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+
+    /// Every `step`-th prefix of `text` (the empty one first): a body cut anywhere.
+    static func prefixes(of text: String, every step: Int) -> [String] {
+        stride(from: 0, to: text.utf8.count, by: step).map { String(decoding: Array(text.utf8.prefix($0)), as: UTF8.self) }
+    }
 }

@@ -74,8 +74,7 @@ import Testing
             base + "x", base + " ", " " + base, base + "}", "[" + base + "]", "{}", "[]", "\"text\"", "", "{", "null",
         ]
         // Every prefix of an envelope: cut anywhere, it is the tree's error.
-        let full = String(decoding: Self.envelopes[1].encoded(), as: UTF8.self)
-        for length in stride(from: 0, to: full.utf8.count, by: 5) { cases.append(String(decoding: Array(full.utf8.prefix(length)), as: UTF8.self)) }
+        cases += BodyEdits.prefixes(of: String(decoding: Self.envelopes[1].encoded(), as: UTF8.self), every: 5)
         for text in cases {
             let (members, tree) = Self.answers(Array(text.utf8))
             #expect(members == tree, "\(text)")

@@ -125,8 +125,7 @@ import Testing
         cases.append("{\"resolutions\":[]," + body)
         cases.append("{\"resolutions\":[ { } ]," + body)
         // Every prefix of an event: cut anywhere, it is the tree's error.
-        let full = String(decoding: Self.events[1].encoded(), as: UTF8.self)
-        for length in stride(from: 0, to: full.utf8.count, by: 7) { cases.append(String(decoding: Array(full.utf8.prefix(length)), as: UTF8.self)) }
+        cases += BodyEdits.prefixes(of: String(decoding: Self.events[1].encoded(), as: UTF8.self), every: 7)
         for text in cases {
             let (members, tree) = Self.answers(Array(text.utf8))
             #expect(members == tree, "\(text)")
