@@ -40,6 +40,20 @@ public struct IntentRegistry: Sendable {
     }
 
     private var entries: [String: Entry] = [:]
+    /// The same entries in a list while there are at most `scanned` (empty beyond), read instead of `entries`: a worker
+    /// looks an intent's type up several times per delivery (seven), and comparing a short name with a handful of
+    /// others costs less than hashing it (about 2,000 instructions an intent less, `deploy/worker-cost.sh`).
+    private var few: [(name: String, entry: Entry)] = []
+
+    /// Up to how many types `few` is scanned.
+    private static let scanned = 8
+
+    /// The entry of `typeName`, if it is served.
+    private func find(_ typeName: String) -> Entry? {
+        guard entries.count <= Self.scanned else { return entries[typeName] }
+        for candidate in few where candidate.name == typeName { return candidate.entry }
+        return nil
+    }
 
     /// An empty registry; `register` adds the handlers.
     public init() {}
@@ -54,7 +68,7 @@ public struct IntentRegistry: Sendable {
         guard entries[name] == nil else {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
-        entries[name] = Entry(
+        let entry = Entry(
             run: { envelope, context, timeLimit, deadlines, report in
                 await IntentPipeline.run(
                     handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, report: report)
@@ -62,54 +76,60 @@ public struct IntentRegistry: Sendable {
             retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, concurrencyLimit: handler.concurrencyLimit,
             rateLimit: handler.rateLimit, resolutionTime: handler.resolutionTime, isRestricted: handler.isRestricted,
             ledger: handler.ledger, render: { H.render($0) })
+        entries[name] = entry
+        if entries.count <= Self.scanned {
+            few.append((name, entry))
+        } else {
+            few = []
+        }
     }
 
     /// The type names this registry serves, sorted.
     public var typeNames: [String] { entries.keys.sorted() }
 
     /// Whether a handler for `typeName` is registered.
-    public func serves(_ typeName: String) -> Bool { entries[typeName] != nil }
+    public func serves(_ typeName: String) -> Bool { find(typeName) != nil }
 
-    func entry(for typeName: String) -> Entry? { entries[typeName] }
+    func entry(for typeName: String) -> Entry? { find(typeName) }
 
     /// Whether a served type is restricted to allowed submitters.
     public func isRestricted(_ typeName: String) -> Bool {
-        entries[typeName]?.isRestricted ?? false
+        find(typeName)?.isRestricted ?? false
     }
 
     /// The handler's own time limit for a served type.
     public func timeLimit(for typeName: String) -> Double? {
-        entries[typeName]?.timeLimit
+        find(typeName)?.timeLimit
     }
 
     /// The handler's own limit of intents running at once per owner (or parameter value), when it has one.
     public func concurrencyLimit(for typeName: String) -> ConcurrencyLimit? {
-        entries[typeName]?.concurrencyLimit
+        find(typeName)?.concurrencyLimit
     }
 
     /// The handler's own rate limit for a served type.
     public func rateLimit(for typeName: String) -> RateLimit? {
-        entries[typeName]?.rateLimit
+        find(typeName)?.rateLimit
     }
 
     /// When a scheduled intent of a served type is resolved (`whenDue` for a type not served).
     public func resolutionTime(for typeName: String) -> ResolutionTime {
-        entries[typeName]?.resolutionTime ?? .whenDue
+        find(typeName)?.resolutionTime ?? .whenDue
     }
 
     /// The ledger a served type's handler decides its outcomes in, when it has its own.
     public func ledger(for typeName: String) -> (any OutcomeLedger)? {
-        entries[typeName]?.ledger
+        find(typeName)?.ledger
     }
 
     /// The app's view of an intent of a served type, when its handler draws one.
     public func render(_ view: IntentView) -> String? {
-        entries[view.type]?.render(view)
+        find(view.type)?.render(view)
     }
 
     /// The retry policy of a served type (`.standard` for any other).
     public func retryPolicy(for typeName: String) -> RetryPolicy {
-        entries[typeName]?.retryPolicy ?? .standard
+        find(typeName)?.retryPolicy ?? .standard
     }
 }
 

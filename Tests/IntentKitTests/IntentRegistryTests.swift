@@ -119,4 +119,44 @@ import Testing
         #expect(await Self.run("Zeta", in: registry).response?.message == "zeta handler")
         #expect(await Self.run("Mid-Range_2", in: registry).response?.code == FailureCode.unknownIntentType)
     }
+
+    /// One of many types, by number; the odd ones with a name too long to be stored inline in a `String`.
+    struct Numbered<let number: Int>: Intent {
+        static var typeName: String { number % 2 == 0 ? "Numbered-\(number)" : "A-Much-Longer-Type-Name-Numbered-\(number)" }
+    }
+
+    /// A registry looks a type up among a few by comparing names, and among more in its dictionary: each registered type
+    /// reaches its own handler and its own settings either way, before and after the registry grows past the few.
+    @Test func eachOfManyTypesRunsItsOwnHandler() async throws {
+        var registry = IntentRegistry()
+        let registrations: [(String, (inout IntentRegistry) throws -> Void)] = [
+            (Numbered<0>.typeName, { try $0.register(Handler<Numbered<0>>(name: "handler 0")) }),
+            (Numbered<1>.typeName, { try $0.register(Handler<Numbered<1>>(name: "handler 1")) }),
+            (Numbered<2>.typeName, { try $0.register(Handler<Numbered<2>>(name: "handler 2")) }),
+            (Numbered<3>.typeName, { try $0.register(Handler<Numbered<3>>(name: "handler 3")) }),
+            (Numbered<4>.typeName, { try $0.register(Handler<Numbered<4>>(name: "handler 4")) }),
+            (Numbered<5>.typeName, { try $0.register(Handler<Numbered<5>>(name: "handler 5")) }),
+            (Numbered<6>.typeName, { try $0.register(Handler<Numbered<6>>(name: "handler 6")) }),
+            (Numbered<7>.typeName, { try $0.register(Handler<Numbered<7>>(name: "handler 7")) }),
+            (Numbered<8>.typeName, { try $0.register(Handler<Numbered<8>>(name: "handler 8")) }),
+            (Numbered<9>.typeName, { try $0.register(Handler<Numbered<9>>(name: "handler 9")) }),
+            (Numbered<10>.typeName, { try $0.register(Handler<Numbered<10>>(name: "handler 10")) }),
+        ]
+        for (count, (_, register)) in registrations.enumerated() {
+            try register(&registry)
+            for (index, (name, _)) in registrations.enumerated() {
+                let registered = index <= count
+                #expect(registry.serves(name) == registered, "\(name) after \(count + 1) types")
+                let outcome = await Self.run(name, in: registry)
+                if registered {
+                    #expect(outcome.response?.message == "handler \(index)", "\(name) after \(count + 1) types")
+                } else {
+                    #expect(outcome.response?.code == FailureCode.unknownIntentType, "\(name) after \(count + 1) types")
+                }
+            }
+            #expect(!registry.serves("Numbered-"))
+            #expect(!registry.serves(""))
+        }
+        #expect(registry.typeNames == registrations.map(\.0).sorted())
+    }
 }
