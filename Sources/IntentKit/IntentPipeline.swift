@@ -278,7 +278,7 @@ extension Result where Failure == any Error {
 }
 
 /// A parameter of a decoded intent, whatever its value type.
-protocol ResolvableParameter: Sendable {
+@usableFromInline protocol ResolvableParameter: Sendable {
     /// Resolves the parameter and keeps its value, for the intent it was decoded in.
     func resolveParameter(context: IntentContext) async throws -> [ParameterResolution]
     /// Its name on the wire.
@@ -288,9 +288,9 @@ protocol ResolvableParameter: Sendable {
 }
 
 extension Parameter: ResolvableParameter {
-    var parameterName: String { name }
+    @usableFromInline var parameterName: String { name }
 
-    func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
+    @usableFromInline func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
         let (resolutions, value) = try await resolve(context: context)
         if let value { resolveInPlace(value) }
         return resolutions

@@ -361,7 +361,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
 
 /// The conversions from a `JSONValue` to each primitive (the lenient ones
 /// only when the decode under way is lenient), with the errors.
-enum _JSONValueUnbox {
+@usableFromInline enum _JSONValueUnbox {
     // MARK: Containers
 
     static func keyedContainer<Key: CodingKey>(
@@ -433,7 +433,9 @@ enum _JSONValueUnbox {
     }
 
     @inline(__always)
-    static func decodable<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]) throws -> T {
+    @usableFromInline static func decodable<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]) throws
+        -> T
+    {
         // Common leaves of arrays and dictionaries, without a decoder per element.
         if T.self == String.self { return try string(value, codingPath()) as! T }
         if T.self == Int.self { return try integer(value, as: Int.self, codingPath()) as! T }

@@ -208,15 +208,15 @@ extension Optional: ParameterValue where Wrapped: ParameterValue {
 public struct Parameter<Value: ParameterValue>: Sendable {
     /// What the user is asked when the value is missing or unclear.
     public let prompt: IntentDialog?
-    let check: (@Sendable (Value) -> String?)?
-    let choices: (@Sendable (IntentContext) async throws -> [String])?
+    @usableFromInline let check: (@Sendable (Value) -> String?)?
+    @usableFromInline let choices: (@Sendable (IntentContext) async throws -> [String])?
     /// The parameter's name on the wire (its property's name), known once decoded.
     public internal(set) var name = ""
-    var spokenValue: Value.Spoken?
+    @usableFromInline var spokenValue: Value.Spoken?
     /// The resolved value, in a box the pipeline fills while it resolves the
     /// intent it decoded (every copy of that intent sees it): one decode per
     /// delivery. Setting `resolved` puts it in a box of its own.
-    private var storage = ResolvedValue()
+    @usableFromInline var storage = ResolvedValue()
 
     var resolved: Value? {
         get { storage.value as? Value }
@@ -224,7 +224,10 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     }
 
     /// The identity of the box its resolved value goes in.
-    var box: ObjectIdentifier { ObjectIdentifier(storage) }
+    @usableFromInline var box: ObjectIdentifier { ObjectIdentifier(storage) }
+
+    /// Sets `name`, for `read`: inlinable code may not use the internal setter.
+    @usableFromInline mutating func setName(_ name: String) { self.name = name }
 
     /// Fills the box this parameter shares with the intent it was decoded in.
     func resolveInPlace(_ value: Value) {
@@ -232,7 +235,7 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     }
 
     /// A parameter resolved by its type alone, asked in `prompt`'s words when it needs the user.
-    public init(_ prompt: IntentDialog? = nil) {
+    @inlinable public init(_ prompt: IntentDialog? = nil) {
         self.prompt = prompt
         check = nil
         choices = nil
@@ -244,7 +247,9 @@ public struct Parameter<Value: ParameterValue>: Sendable {
         self.init(prompt: prompt, check: check, choices: nil)
     }
 
-    init(prompt: IntentDialog?, check: (@Sendable (Value) -> String?)?, choices: (@Sendable (IntentContext) async throws -> [String])?) {
+    @usableFromInline init(
+        prompt: IntentDialog?, check: (@Sendable (Value) -> String?)?, choices: (@Sendable (IntentContext) async throws -> [String])?
+    ) {
         self.prompt = prompt
         self.check = check
         self.choices = choices
@@ -389,13 +394,13 @@ extension Parameter: Codable {
     /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it (`null`
     /// and a missing key are nothing said; errors name `codingPath + [key]`), without that decoder and its
     /// containers. `template` is what the intent declares for `key`, a `Parameter<Value>`.
-    static func read(
+    @inlinable static func read(
         from parameters: [String: JSONValue], template: any Sendable, key: some CodingKey, codingPath: [any CodingKey],
         in decoding: ParameterDecoding.Decoding
     ) throws -> Parameter {
         var parameter = template as! Parameter<Value>
         parameter.storage = ResolvedValue()
-        parameter.name = key.stringValue
+        parameter.setName(key.stringValue)
         if let said = parameters[key.stringValue], !said.isNull {
             parameter.spokenValue = try _JSONValueUnbox.decodable(said, as: Value.Spoken.self, codingPath: codingPath + [key])
         }
@@ -417,7 +422,11 @@ extension Parameter: Codable {
 extension KeyedDecodingContainer {
     /// A parameter whose key is missing decodes as one with nothing said (the
     /// synthesized `init(from:)` would otherwise refuse it as a missing key).
-    public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
+    ///
+    /// Inlinable, as `Parameter.read` and `Parameter.init(_:)` are, so that the module declaring an intent specializes
+    /// them for its own parameter types: unspecialized, every decode looked `Parameter<Value>`'s metadata up in the
+    /// runtime's cache three times per parameter (about 7,000 instructions an intent, `deploy/worker-cost.sh`).
+    @inlinable public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         // The pipeline's decode of an intent, at the top of its tree, where the submission's parameters are (a
         // decode of another tree inside it sees no `ParameterDecoding`), and a parameter the intent declares.
         // Checked with `is` and returned as is, not as an optional: unspecialized, a `Parameter<Value>?` costs a
@@ -431,8 +440,8 @@ extension KeyedDecodingContainer {
     }
 
     /// Any other parameter: through the decoder the keyed container makes for it, or as nothing said when absent.
-    @inline(never)
-    private func decodeThroughDecoder<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
+    @inline(never) @usableFromInline
+    func decodeThroughDecoder<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         if let decoded = try decodeIfPresent(type, forKey: key) { return decoded }
         return try Parameter<Value>(from: _MissingParameterDecoder(codingPath: codingPath + [key]))
     }
@@ -449,17 +458,17 @@ extension KeyedEncodingContainer {
 /// What the pipeline hands `Parameter.init(from:)` while it decodes an
 /// intent: each parameter as its type declares it (prompt and rules), by name.
 /// A task-local rather than `userInfo`, which every read would copy.
-enum ParameterDecoding {
-    @TaskLocal static var current: Decoding?
+@usableFromInline enum ParameterDecoding {
+    @usableFromInline @TaskLocal static var current: Decoding?
 
     /// One decode of an intent: the templates it reads from, and the parameters it made, in the order it made them.
-    final class Decoding: @unchecked Sendable {
+    @usableFromInline final class Decoding: @unchecked Sendable {
         // @unchecked: made, filled and read by one decode, on one thread, before anything else sees it.
-        let templates: [String: any Sendable]
+        @usableFromInline let templates: [String: any Sendable]
         /// The submission's parameters, which the decode reads through a keyed container at the top level
         /// of its tree: a parameter decoded there is read from them directly. Nil: only through the decoder.
-        let parameters: [String: JSONValue]?
-        var decoded: [any ResolvableParameter] = []
+        @usableFromInline let parameters: [String: JSONValue]?
+        @usableFromInline var decoded: [any ResolvableParameter] = []
 
         init(templates: [String: any Sendable], parameters: [String: JSONValue]? = nil) {
             self.templates = templates
@@ -471,10 +480,10 @@ enum ParameterDecoding {
 /// A parameter's resolved value, shared by the copies of one decoded intent.
 /// Not generic: a box made for every parameter of every delivery would
 /// otherwise look its generic metadata up each time.
-final class ResolvedValue: Sendable {
+@usableFromInline final class ResolvedValue: Sendable {
     private let stored: Mutex<(any Sendable)?>
 
-    init(_ value: (any Sendable)? = nil) {
+    @usableFromInline init(_ value: (any Sendable)? = nil) {
         stored = Mutex(value)
     }
 
