@@ -287,10 +287,31 @@ extension Result where Failure == any Error {
     var box: ObjectIdentifier { get }
 }
 
+/// A parameter the pipeline's decode made, resolved by a closure its `Parameter.read` made: inlined into the module
+/// that declares the intent, where it runs specialized for the parameter's type (through `any ResolvableParameter`,
+/// the generic witness would look the type's metadata up on every step).
+@usableFromInline final class DecodedParameter: ResolvableParameter {
+    @usableFromInline let parameterName: String
+    @usableFromInline let box: ObjectIdentifier
+    @usableFromInline let resolve: @Sendable (IntentContext) async throws -> [ParameterResolution]
+
+    @usableFromInline init(
+        parameterName: String, box: ObjectIdentifier, resolve: @escaping @Sendable (IntentContext) async throws -> [ParameterResolution]
+    ) {
+        self.parameterName = parameterName
+        self.box = box
+        self.resolve = resolve
+    }
+
+    @usableFromInline func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
+        try await resolve(context)
+    }
+}
+
 extension Parameter: ResolvableParameter {
     @usableFromInline var parameterName: String { name }
 
-    @usableFromInline func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
+    @inlinable func resolveParameter(context: IntentContext) async throws -> [ParameterResolution] {
         let (resolutions, value) = try await resolve(context: context)
         if let value { resolveInPlace(value) }
         return resolutions

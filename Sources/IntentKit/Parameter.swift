@@ -56,7 +56,7 @@ public protocol ParameterValue: Sendable {
 
 extension ParameterValue {
     /// One resolution, by `resolve(_:context:)`; nothing said needs a value, asked in `prompt`'s words.
-    public static func _resolveParameter(
+    @inlinable public static func _resolveParameter(
         _ spoken: Spoken?, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: Self?) {
         guard let spoken else {
@@ -117,7 +117,7 @@ extension Array: ParameterValue where Element: ParameterValue {
     public typealias Spoken = [Element.Spoken]
 
     /// Each element by its type: the list resolves when every element does, and needs a value otherwise.
-    public static func resolve(_ spoken: [Element.Spoken], context: IntentContext) async throws -> ParameterResult<[Element]> {
+    @inlinable public static func resolve(_ spoken: [Element.Spoken], context: IntentContext) async throws -> ParameterResult<[Element]> {
         var values: [Element] = []
         for item in spoken {
             guard case .success(let value) = try await Element.resolve(item, context: context) else { return .needsValue() }
@@ -133,7 +133,7 @@ extension Array: ParameterValue where Element: ParameterValue {
 
     /// One resolution per element (`recipients[0]`, `recipients[1]`…), with the value only when every element resolved. An
     /// absent or empty list needs a value; one longer than `IntentPipeline.maximumResolutions` fails with `outcomeTooLarge`.
-    public static func _resolveParameter(
+    @inlinable public static func _resolveParameter(
         _ spoken: [Element.Spoken]?, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: [Element]?) {
         guard let spoken, !spoken.isEmpty else {
@@ -164,7 +164,7 @@ extension Optional: ParameterValue where Wrapped: ParameterValue {
     public typealias Spoken = Wrapped.Spoken?
 
     /// Nothing said resolves to nil; anything else resolves as the wrapped type resolves it.
-    public static func resolve(_ spoken: Wrapped.Spoken?, context: IntentContext) async throws -> ParameterResult<Wrapped?> {
+    @inlinable public static func resolve(_ spoken: Wrapped.Spoken?, context: IntentContext) async throws -> ParameterResult<Wrapped?> {
         guard let spoken else { return .success(nil) }
         switch try await Wrapped.resolve(spoken, context: context) {
         case .success(let value): return .success(value)
@@ -183,7 +183,7 @@ extension Optional: ParameterValue where Wrapped: ParameterValue {
     public var displayValue: JSONValue { self?.displayValue ?? .null }
 
     /// Absent or `null` is `notRequired` and resolves to nil; a value is resolved as a parameter of the wrapped type.
-    public static func _resolveParameter(
+    @inlinable public static func _resolveParameter(
         _ spoken: Wrapped.Spoken??, name: String, prompt: IntentDialog?, context: IntentContext
     ) async throws -> (resolutions: [ParameterResolution], value: Wrapped??) {
         guard let present = spoken ?? nil else { return ([ParameterResolution(name, .notRequired)], .some(nil)) }
@@ -230,7 +230,7 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     @usableFromInline mutating func setName(_ name: String) { self.name = name }
 
     /// Fills the box this parameter shares with the intent it was decoded in.
-    func resolveInPlace(_ value: Value) {
+    @inlinable func resolveInPlace(_ value: Value) {
         storage.value = value
     }
 
@@ -281,7 +281,7 @@ public struct Parameter<Value: ParameterValue>: Sendable {
     public var projectedValue: Parameter<Value> { self }
 
     /// Resolves it: among its choices, or by its type; then against its range.
-    func resolve(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: Value?) {
+    @inlinable func resolve(context: IntentContext) async throws -> (resolutions: [ParameterResolution], value: Value?) {
         if let choices {
             // Only a `String` parameter is declared with choices.
             guard let said = spokenValue.map({ $0 as Any }) as? String, !said.trimmingWhitespace().isEmpty else {
@@ -404,7 +404,10 @@ extension Parameter: Codable {
         if let said = parameters[key.stringValue], !said.isNull {
             parameter.spokenValue = try _JSONValueUnbox.decodable(said, as: Value.Spoken.self, codingPath: codingPath + [key])
         }
-        decoding.decoded.append(parameter)
+        // Resolved through a closure made here, where the intent's module specializes it for `Value`.
+        let decoded = parameter
+        decoding.decoded.append(
+            DecodedParameter(parameterName: decoded.name, box: decoded.box) { context in try await decoded.resolveParameter(context: context) })
         return parameter
     }
 
@@ -487,7 +490,7 @@ extension KeyedEncodingContainer {
         stored = Mutex(value)
     }
 
-    var value: (any Sendable)? {
+    @usableFromInline var value: (any Sendable)? {
         get { stored.withLock { $0 } }
         set { stored.withLock { $0 = newValue } }
     }
@@ -527,7 +530,7 @@ public struct ParameterRequest: Error, Sendable {
     }
 
     /// A typed result as the resolution the status carries, with the value when it resolved.
-    static func resolution<Value>(
+    @inlinable static func resolution<Value>(
         of result: ParameterResult<Value>, name: String, index: Int?, prompt: IntentDialog?
     ) -> (ParameterResolution, Value?) where Value: ParameterValue {
         switch result {
