@@ -432,8 +432,8 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return nil
     }
 
-    @inline(__always)
-    @usableFromInline static func decodable<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]) throws
+    @inlinable @inline(__always)
+    static func decodable<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]) throws
         -> T
     {
         // Common leaves of arrays and dictionaries, without a decoder per element.
@@ -448,12 +448,18 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
             if value == .null, T.self == [String]?.self { return (nil as [String]?) as! T }
             if let strings = plainStrings(value) { return T.self == [String].self ? strings as! T : (strings as [String]?) as! T }
         }
-        if let special = try special(value, as: T.self, codingPath()) { return special }
-        return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath()))
+        return try decodedThroughTree(value, as: T.self, codingPath: codingPath())
+    }
+
+    /// Any other type: the types `JSONEncoder` writes specially, else through a decoder of the tree (for `decodable`,
+    /// whose body is inlined into the modules that declare intents, where this decoder is not visible).
+    @usableFromInline static func decodedThroughTree<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: [any CodingKey]) throws -> T {
+        if let special = try special(value, as: T.self, codingPath) { return special }
+        return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath))
     }
 
     /// The strings of an array of strings only, as `[String]`'s `init(from:)` reads them; nil for anything else.
-    static func plainStrings(_ value: JSONValue) -> [String]? {
+    @usableFromInline static func plainStrings(_ value: JSONValue) -> [String]? {
         guard case .array(let elements) = value else { return nil }
         var strings: [String] = []
         strings.reserveCapacity(elements.count)
@@ -464,7 +470,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return strings
     }
 
-    static func bool(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    @usableFromInline static func bool(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Bool {
         switch value {
         case .bool(let bool):
             return bool
@@ -483,7 +489,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         throw mismatch(Bool.self, "a boolean", value, codingPath())
     }
 
-    static func string(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
+    @usableFromInline static func string(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
         switch value {
         case .string(let string): return string
         case .number where JSONValueDecoder.current.lenient, .bool where JSONValueDecoder.current.lenient: return value.displayString
@@ -491,7 +497,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         }
     }
 
-    static func double(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Double {
+    @usableFromInline static func double(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch value {
         case .number(let number):
             return number
@@ -515,7 +521,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return Float(number)
     }
 
-    static func integer<T: FixedWidthInteger>(
+    @usableFromInline static func integer<T: FixedWidthInteger>(
         _ value: JSONValue, as type: T.Type, _ codingPath: @autoclosure () -> [any CodingKey]
     ) throws -> T {
         let number: Double
