@@ -451,11 +451,14 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return try decodedThroughTree(value, as: T.self, codingPath: codingPath())
     }
 
-    /// Any other type: the types `JSONEncoder` writes specially, else through a decoder of the tree (for `decodable`,
-    /// whose body is inlined into the modules that declare intents, where this decoder is not visible).
-    @usableFromInline static func decodedThroughTree<T: Decodable>(_ value: JSONValue, as type: T.Type, codingPath: [any CodingKey]) throws -> T {
-        if let special = try special(value, as: T.self, codingPath) { return special }
-        return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath))
+    /// Any other type: `JSONValue` and the types `JSONEncoder` writes specially, else through a decoder of the tree
+    /// (for `decodable`, whose body is inlined into the modules that declare intents, where this decoder is not
+    /// visible). The coding path is made only when it is used, as it was before the split.
+    @usableFromInline static func decodedThroughTree<T: Decodable>(
+        _ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]
+    ) throws -> T {
+        if let special = try special(value, as: T.self, codingPath()) { return special }
+        return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath()))
     }
 
     /// The strings of an array of strings only, as `[String]`'s `init(from:)` reads them; nil for anything else.

@@ -458,8 +458,9 @@ extension KeyedEncodingContainer {
     }
 }
 
-/// What the pipeline hands `Parameter.init(from:)` while it decodes an
-/// intent: each parameter as its type declares it (prompt and rules), by name.
+/// What the pipeline hands `Parameter.read` (and `Parameter.init(from:)`) while it decodes an
+/// intent: each parameter as its type declares it (prompt and rules), by name. `Decoding.decoded`
+/// collects what they made: a `DecodedParameter` from `read`, the `Parameter` itself from `init(from:)`.
 /// A task-local rather than `userInfo`, which every read would copy.
 @usableFromInline enum ParameterDecoding {
     @usableFromInline @TaskLocal static var current: Decoding?

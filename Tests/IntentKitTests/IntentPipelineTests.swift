@@ -138,7 +138,7 @@ import Testing
     var handler: ScriptedHandler { ScriptedHandler(journal: journal) }
 
     /// An errand whose own `init(from:)` reads its parameters in another order than it declares them.
-    struct BackwardsErrand: Intent {
+    struct BackwardsErrand: FetchingErrand {
         static let typeName = "BackwardsErrand"
         @Parameter("What should I fetch?") var item: Item
         @Parameter("How many?", in: 1...10) var quantity: Int?
@@ -154,30 +154,102 @@ import Testing
         }
     }
 
-    struct BackwardsHandler: IntentHandler {
+    /// An errand with an item and a quantity, whatever its own `init(from:)` does.
+    protocol FetchingErrand: Intent {
+        var item: Item { get }
+        var quantity: Int? { get }
+    }
+
+    /// Says what it fetched: the resolved values, as the intent holds them when handled.
+    struct FetchHandler<Errand: FetchingErrand>: IntentHandler {
         var catalog = Catalog()
         var dependencies: [any Sendable] { [catalog] }
 
-        func handle(_ intent: BackwardsErrand, context: IntentContext) async throws -> IntentResponse {
+        func handle(_ intent: Errand, context: IntentContext) async throws -> IntentResponse {
             .success("fetched \(intent.quantity ?? 0) \(intent.item.name)")
         }
     }
 
-    @Test func anIntentThatDecodesItsParametersItsOwnWayIsResolvedInDeclarationOrderEveryTime() async throws {
+    /// Runs `Self.parameters` as an `Errand` twice (its type's first decode and a later one), each to success with
+    /// what the handler saw of the resolved values; the outcomes, for more checks.
+    static func runTwice<Errand: FetchingErrand>(_ type: Errand.Type) async throws -> [PipelineOutcome] {
         var registry = IntentRegistry()
-        try registry.register(BackwardsHandler())
+        try registry.register(FetchHandler<Errand>())
+        var outcomes: [PipelineOutcome] = []
         for run in 1...2 {
             let envelope = IntentEnvelope(
-                id: "backwards-\(run)", type: BackwardsErrand.typeName, parameters: Self.parameters, submittedAt: 1_700_000_000)
+                id: "\(Errand.typeName)-\(run)", type: Errand.typeName, parameters: Self.parameters, submittedAt: 1_700_000_000)
             let context = IntentContext(intentID: envelope.id, intentType: envelope.type, attempt: 1, submittedAt: 1_700_000_000)
             let outcome = await IntentPipeline.run(envelope, registry: registry, context: context)
             #expect(outcome.state == .success, "run \(run)")
             #expect(outcome.response?.message == "fetched 2 Deluxe Widget", "run \(run): the handler sees the resolved values")
-            #expect(outcome.resolutions.map(\.parameter) == ["item", "quantity"], "run \(run)")
+            outcomes.append(outcome)
+        }
+        return outcomes
+    }
+
+    @Test func anIntentThatDecodesItsParametersItsOwnWayIsResolvedInDeclarationOrderEveryTime() async throws {
+        for (run, outcome) in try await Self.runTwice(BackwardsErrand.self).enumerated() {
+            #expect(outcome.resolutions.map(\.parameter) == ["item", "quantity"], "run \(run + 1)")
         }
     }
 
-    // MARK: Success path    // MARK: Success path
+    // MARK: Decoded parameters
+
+    /// An errand of every parameter shape, a type of its own so that its first decode is this suite's.
+    struct ShapedErrand: Intent {
+        static let typeName = "ShapedErrand"
+        @Parameter("What should I fetch?") var item: Item
+        @Parameter("How many?", in: 1...10) var quantity: Int?
+        @Parameter("Who is it for?") var recipients: [String]?
+        @Parameter("Which room?", choices: { _ in ["Kitchen", "Hall"] }) var room: String
+    }
+
+    /// From its second decode on, a synthesized `init(from:)`'s parameters are resolved through what the decode
+    /// handed over (the closures made where the parameter's type is known), and those are the intent's own: what
+    /// they resolve is what the intent reads.
+    @Test func theDecodeHandsOverTheIntentsOwnParametersAndTheyResolveIntoIt() async throws {
+        let said: [String: JSONValue] = ["item": "widget", "quantity": 2, "recipients": ["Ann"], "room": "kitchen"]
+        var context = IntentContext(intentID: "shaped", intentType: ShapedErrand.typeName)
+        context.dependencies = [Catalog()]
+        for decode in 1...2 {
+            let (intent, parameters) = try ParameterReading.decode(ShapedErrand.self, from: said, lenient: false)
+            #expect(parameters.map(\.parameterName) == ["item", "quantity", "recipients", "room"], "decode \(decode)")
+            #expect(
+                parameters.map(\.box) == ParameterReading.parameters(of: intent).map(\.box), "decode \(decode): the intent's own boxes")
+            if decode == 2 {
+                #expect(parameters.allSatisfy { $0 is DecodedParameter }, "the decode's own, once the first decode showed they are the intent's")
+            }
+            for parameter in parameters { _ = try await parameter.resolveParameter(context: context) }
+            #expect(intent.item.name == "Deluxe Widget", "decode \(decode)")
+            #expect(intent.quantity == 2, "decode \(decode)")
+            #expect(intent.recipients == ["Ann"], "decode \(decode)")
+            #expect(intent.room == "Kitchen", "decode \(decode)")
+        }
+    }
+
+    /// An errand whose own `init(from:)` decodes its parameters in order, then sets one, which gives it a box of its
+    /// own: the decode's parameters are then not the intent's, and it is resolved by reflection every time.
+    struct ReboxingErrand: FetchingErrand {
+        static let typeName = "ReboxingErrand"
+        @Parameter("What should I fetch?") var item: Item
+        @Parameter("How many?", in: 1...10) var quantity: Int?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            _item = try container.decode(Parameter<Item>.self, forKey: .item)
+            _quantity = try container.decode(Parameter<Int?>.self, forKey: .quantity)
+            quantity = nil
+        }
+    }
+
+    @Test func anIntentThatReplacesADecodedParametersBoxIsResolvedIntoItsOwnEveryTime() async throws {
+        _ = try await Self.runTwice(ReboxingErrand.self)
+    }
+
+    // MARK: Success path
 
     @Test func aParameterReadsAsWhatWasSetAndAnOptionalOneNeverSetReadsAsNil() {
         var errand = Errand()
