@@ -326,9 +326,20 @@ enum ParameterReading {
     private struct Declared: Sendable {
         var templates: [String: any Sendable]
         var order: [String]
-        /// Whether the type's decode makes exactly the parameters the intent then holds (its boxes, in
-        /// order), as a synthesized `init(from:)` does: found on its first decode; nil before.
-        var decodeMakesThem: Bool?
+        /// Whether the type's decode made exactly the parameters the intent then held (its boxes, in order), as a
+        /// synthesized `init(from:)` does: found on its first decode.
+        var holding = Holding.unknown
+    }
+
+    /// What a type's first decode showed of the parameters its later decodes make.
+    private enum Holding: Sendable {
+        /// Not decoded yet.
+        case unknown
+        /// They were the intent's own, and each box's reference sits at this byte offset in the intent (one place
+        /// each): a later decode's are the intent's own when those words still hold them.
+        case inPlace([Int])
+        /// They were not (or the boxes cannot be found in the intent's bytes): the intent is reflected every time.
+        case reflected
     }
 
     private static let declared = Mutex<[ObjectIdentifier: Declared]>([:])
@@ -354,7 +365,9 @@ enum ParameterReading {
 
     /// The intent what was said decodes to, and its parameters in declaration order (the boxes its
     /// resolution fills). Those the decode made are the intent's own when they are the declared ones
-    /// in the declared order (a synthesized `init(from:)`); otherwise the decoded intent is reflected.
+    /// in the declared order and the intent holds their boxes where its first decode held them (a
+    /// synthesized `init(from:)` always does; a hand-written one may give a parameter a new box for
+    /// some inputs only); otherwise the decoded intent is reflected.
     static func decode<I: Intent>(_ type: I.Type, from parameters: [String: JSONValue], lenient: Bool) throws -> (I, [any ResolvableParameter]) {
         let declared = declaration(of: type)
         let decoding = ParameterDecoding.Decoding(templates: declared.templates, parameters: parameters)
@@ -363,16 +376,44 @@ enum ParameterReading {
         }
         let made = decoding.decoded
         let inOrder = made.count == declared.order.count && zip(made, declared.order).allSatisfy { $0.parameterName == $1 }
-        switch declared.decodeMakesThem {
-        case true? where inOrder:
-            return (intent, made)
-        case nil:
+        switch declared.holding {
+        case .inPlace(let offsets) where inOrder:
+            if holds(intent, made, at: offsets) { return (intent, made) }
+            return (intent, Self.parameters(of: intent))
+        case .unknown:
             let held = Self.parameters(of: intent)
             let same = inOrder && held.count == made.count && zip(held, made).allSatisfy { $0.box == $1.box }
-            Self.declared.withLock { $0[ObjectIdentifier(type)]?.decodeMakesThem = same }
+            let offsets = same ? Self.offsets(of: made.map(\.box), in: intent) : nil
+            Self.declared.withLock { $0[ObjectIdentifier(type)]?.holding = offsets.map(Holding.inPlace) ?? .reflected }
             return (intent, held)
         default:
             return (intent, Self.parameters(of: intent))
+        }
+    }
+
+    /// Where each box's reference sits in the intent's bytes, when each sits at exactly one word.
+    private static func offsets<I>(of boxes: [ObjectIdentifier], in intent: I) -> [Int]? {
+        withUnsafeBytes(of: intent) { bytes -> [Int]? in
+            let word = MemoryLayout<UInt>.size
+            var offsets: [Int] = []
+            for box in boxes {
+                let places = stride(from: 0, through: bytes.count - word, by: MemoryLayout<UInt>.alignment).filter {
+                    bytes.loadUnaligned(fromByteOffset: $0, as: UInt.self) == UInt(bitPattern: box)
+                }
+                guard places.count == 1 else { return nil }
+                offsets.append(places[0])
+            }
+            return offsets
+        }
+    }
+
+    /// Whether the intent's bytes hold each parameter's box at its offset.
+    private static func holds<I>(_ intent: I, _ parameters: [any ResolvableParameter], at offsets: [Int]) -> Bool {
+        withUnsafeBytes(of: intent) { bytes in
+            zip(parameters, offsets).allSatisfy { parameter, offset in
+                offset + MemoryLayout<UInt>.size <= bytes.count
+                    && bytes.loadUnaligned(fromByteOffset: offset, as: UInt.self) == UInt(bitPattern: parameter.box)
+            }
         }
     }
 

@@ -249,6 +249,51 @@ import Testing
         _ = try await Self.runTwice(ReboxingErrand.self)
     }
 
+    /// An errand whose own `init(from:)` keeps the decode's parameters, except that an item said as "nothing" gets a
+    /// parameter of its own, never said (so that it is asked for): which box the intent holds depends on the input.
+    struct SometimesReboxingErrand: Intent {
+        static let typeName = "SometimesReboxingErrand"
+        @Parameter("How many?") var quantity: Int?
+        @Parameter("What should I fetch?") var item: Item
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let said = try decoder.container(keyedBy: CodingKeys.self)
+            (_quantity, _item) = (try said.decode(Parameter<Int?>.self, forKey: .quantity), try said.decode(Parameter<Item>.self, forKey: .item))
+            if try said.decode(String.self, forKey: .item) == "nothing" { _item = Parameter("What should I fetch?") }
+        }
+    }
+
+    /// The type's first decode keeps the decode's parameters, so later decodes hand theirs over; one that gives the
+    /// item a new box must hand over the intent's own instead, or resolution fills a box the intent no longer holds
+    /// and the handler reads an item never resolved (a crash).
+    @Test func aDecodeThatReplacesABoxForOneInputOnlyHandsOverTheIntentsOwnParameters() async throws {
+        var context = IntentContext(intentID: "sometimes", intentType: SometimesReboxingErrand.typeName)
+        context.dependencies = [Catalog()]
+        for (decode, item) in ["widget", "widget", "nothing", "widget"].enumerated() {
+            let said: [String: JSONValue] = ["item": .string(item), "quantity": 2]
+            let (intent, parameters) = try ParameterReading.decode(SometimesReboxingErrand.self, from: said, lenient: false)
+            try #require(
+                parameters.map(\.box) == ParameterReading.parameters(of: intent).map(\.box),
+                "decode \(decode + 1), item '\(item)': the intent's own boxes")
+            var resolved: [String] = []
+            for parameter in parameters {
+                for resolution in try await parameter.resolveParameter(context: context) {
+                    if case .success = resolution.result { resolved.append(resolution.parameter) }
+                }
+            }
+            #expect(intent.quantity == 2, "decode \(decode + 1)")
+            if item == "nothing" {
+                #expect(resolved == ["quantity"], "the item the intent holds was never said")
+            } else {
+                #expect(resolved == ["quantity", "item"], "decode \(decode + 1)")
+                #expect(intent.item.name == "Deluxe Widget", "decode \(decode + 1)")
+                if decode > 0 { #expect(parameters.allSatisfy { $0 is DecodedParameter }, "decode \(decode + 1): the decode's own") }
+            }
+        }
+    }
+
     // MARK: Success path
 
     @Test func aParameterReadsAsWhatWasSetAndAnOptionalOneNeverSetReadsAsNil() {
