@@ -324,7 +324,7 @@ extension Parameter: ResolvableParameter {
 enum ParameterReading {
     /// What a type declares: each parameter's template by name, and their names in declaration order.
     private struct Declared: Sendable {
-        var templates: [String: any Sendable]
+        var templates: [String: ParameterTemplate]
         var order: [String]
         /// Whether the type's decode made exactly the parameters the intent then held (its boxes, in order), as a
         /// synthesized `init(from:)` does: found on its first decode.
@@ -349,9 +349,9 @@ enum ParameterReading {
         if let known = declared.withLock({ $0[ObjectIdentifier(type)] }) { return known }
         var found = Declared(templates: [:], order: [])
         for child in Mirror(reflecting: I()).children {
-            guard let label = child.label, label.hasPrefix("_"), let parameter = child.value as? any ResolvableParameter else { continue }
+            guard let label = child.label, label.hasPrefix("_"), let parameter = child.value as? any DeclaresParameter else { continue }
             let name = String(label.dropFirst())
-            found.templates[name] = parameter
+            found.templates[name] = parameter.template
             found.order.append(name)
         }
         declared.withLock { $0[ObjectIdentifier(type)] = found }
@@ -359,7 +359,7 @@ enum ParameterReading {
     }
 
     /// Each parameter of the type as declared (prompt and rules), by name.
-    static func templates<I: Intent>(of type: I.Type) -> [String: any Sendable] {
+    static func templates<I: Intent>(of type: I.Type) -> [String: ParameterTemplate] {
         declaration(of: type).templates
     }
 

@@ -381,8 +381,8 @@ extension Parameter: Codable {
 
     /// The parameter named `key` as the decoded type declares it (prompt and rules), with a box of its own and nothing said yet.
     private init(declaredAs key: String, in decoding: ParameterDecoding.Decoding?) {
-        if let template = decoding?.templates[key] as? Parameter<Value> {
-            self = template
+        if let template = decoding?.templates[key] as? DeclaredParameter<Value> {
+            self = template.parameter
             storage = ResolvedValue()
         } else {
             self.init()
@@ -393,12 +393,12 @@ extension Parameter: Codable {
     /// While the pipeline decodes an intent: its declared parameter `key` read straight from the submission's
     /// parameters, as `init(from:)` would read it from the decoder the keyed container makes for it (`null`
     /// and a missing key are nothing said; errors name `codingPath + [key]`), without that decoder and its
-    /// containers. `template` is what the intent declares for `key`, a `Parameter<Value>`.
+    /// containers. `template` is what the intent declares for `key`.
     @inlinable static func read(
-        from parameters: [String: JSONValue], template: any Sendable, key: some CodingKey, codingPath: [any CodingKey],
+        from parameters: [String: JSONValue], template: Parameter, key: some CodingKey, codingPath: [any CodingKey],
         in decoding: ParameterDecoding.Decoding
     ) throws -> Parameter {
-        var parameter = template as! Parameter<Value>
+        var parameter = template
         parameter.storage = ResolvedValue()
         parameter.setName(key.stringValue)
         if let said = parameters[key.stringValue], !said.isNull {
@@ -432,12 +432,11 @@ extension KeyedDecodingContainer {
     @inlinable public func decode<Value>(_ type: Parameter<Value>.Type, forKey key: Key) throws -> Parameter<Value> {
         // The pipeline's decode of an intent, at the top of its tree, where the submission's parameters are (a
         // decode of another tree inside it sees no `ParameterDecoding`), and a parameter the intent declares.
-        // Checked with `is` and returned as is, not as an optional: unspecialized, a `Parameter<Value>?` costs a
-        // lookup of its metadata on every call.
+        // The template is found with a class cast (a comparison of its type), not a cast out of an existential.
         if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty,
-            let template = decoding.templates[key.stringValue], template is Parameter<Value>
+            let template = decoding.templates[key.stringValue] as? DeclaredParameter<Value>
         {
-            return try Parameter<Value>.read(from: parameters, template: template, key: key, codingPath: codingPath, in: decoding)
+            return try Parameter<Value>.read(from: parameters, template: template.parameter, key: key, codingPath: codingPath, in: decoding)
         }
         return try decodeThroughDecoder(type, forKey: key)
     }
@@ -468,17 +467,43 @@ extension KeyedEncodingContainer {
     /// One decode of an intent: the templates it reads from, and the parameters it made, in the order it made them.
     @usableFromInline final class Decoding: @unchecked Sendable {
         // @unchecked: made, filled and read by one decode, on one thread, before anything else sees it.
-        @usableFromInline let templates: [String: any Sendable]
+        @usableFromInline let templates: [String: ParameterTemplate]
         /// The submission's parameters, which the decode reads through a keyed container at the top level
         /// of its tree: a parameter decoded there is read from them directly. Nil: only through the decoder.
         @usableFromInline let parameters: [String: JSONValue]?
         @usableFromInline var decoded: [any ResolvableParameter] = []
 
-        init(templates: [String: any Sendable], parameters: [String: JSONValue]? = nil) {
+        init(templates: [String: ParameterTemplate], parameters: [String: JSONValue]? = nil) {
             self.templates = templates
             self.parameters = parameters
         }
     }
+}
+
+/// A parameter as its intent's type declares it (prompt and rules), which every decode of that type starts from: a
+/// class, so that a decode finds its own `Parameter<Value>` with a class cast, one comparison of the object's type,
+/// where a cast out of an existential took about 270 instructions (two per parameter per delivery).
+@usableFromInline class ParameterTemplate: @unchecked Sendable {
+    // @unchecked: it holds nothing (a class that others inherit from cannot be checked).
+}
+
+/// The template of a `Parameter<Value>`.
+@usableFromInline final class DeclaredParameter<Value: ParameterValue>: ParameterTemplate, @unchecked Sendable {
+    // @unchecked: its one property is an immutable `Parameter`, itself `Sendable`.
+    @usableFromInline let parameter: Parameter<Value>
+
+    init(_ parameter: Parameter<Value>) {
+        self.parameter = parameter
+    }
+}
+
+/// What the pipeline finds declared in an intent's type: a parameter, as its template.
+protocol DeclaresParameter {
+    var template: ParameterTemplate { get }
+}
+
+extension Parameter: DeclaresParameter {
+    var template: ParameterTemplate { DeclaredParameter(self) }
 }
 
 /// A parameter's resolved value, shared by the copies of one decoded intent.
