@@ -31,14 +31,20 @@ public struct IntentContext: Sendable {
     /// notes it once its transaction is on disk), so the worker need not decide it again.
     public let committed = CommittedOutcome()
 
-    /// The dependency of this type the handler declared (the first, if several).
-    public func dependency<T>(_ type: T.Type) throws -> T {
+    /// The dependency of this type the handler declared (the first, if several). Inlinable, so that the calling
+    /// module specializes it for `T`: unspecialized, each call looked up the metadata of `T?`.
+    @inlinable public func dependency<T>(_ type: T.Type) throws -> T {
         for dependency in dependencies {
             if let found = dependency as? T { return found }
         }
-        throw IntentFailure(
+        throw missingDependency(T.self)
+    }
+
+    /// The error `dependency` throws when the handler declared none of the type.
+    @usableFromInline func missingDependency(_ type: Any.Type) -> IntentFailure {
+        IntentFailure(
             code: FailureCode.handlerError,
-            message: "no dependency of type \(T.self) was given to the handler of \(intentType) (its `dependencies`)")
+            message: "no dependency of type \(type) was given to the handler of \(intentType) (its `dependencies`)")
     }
 
     /// Asks the user to confirm the whole intent unless they have (App

@@ -98,7 +98,7 @@ final class _JSONValueTreeDecoder: Decoder, SingleValueDecodingContainer {
     func decode(_ type: UInt128.Type) throws -> UInt128 { try _JSONValueUnbox.integer(value, as: UInt128.self, codingPath) }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        if let special = try _JSONValueUnbox.special(value, as: T.self, codingPath) { return special }
+        if _JSONValueUnbox.isSpecial(T.self, value) { return try _JSONValueUnbox.special(value, as: T.self, codingPath) }
         return try T(from: self)
     }
 }
@@ -423,13 +423,20 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
 
     /// Types decoded as a whole rather than through their own `init(from:)`:
     /// `JSONValue` (taken as is) and the types `JSONEncoder` writes specially.
+    /// `Data` only when it is not an array of bytes, which is left to `Data`'s own `init(from:)`.
     @inline(__always)
-    static func special<T: Decodable>(_ value: JSONValue, as type: T.Type, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == JSONValue.self { return (value as! T) }
-        if T.self == URL.self { return try url(value, codingPath()) as? T }
-        if T.self == Data.self { return try data(value, codingPath()) as? T }
-        if T.self == Decimal.self { return try decimal(value, codingPath()) as? T }
-        return nil
+    static func isSpecial<T: Decodable>(_ type: T.Type, _ value: JSONValue) -> Bool {
+        if T.self == Data.self, case .array = value { return false }
+        return T.self == JSONValue.self || T.self == URL.self || T.self == Data.self || T.self == Decimal.self
+    }
+
+    /// A value of a type `isSpecial` names, for the value. Not an optional of `T`, whose metadata an unspecialized
+    /// caller (the decode of every intent) would look up on each call.
+    static func special<T: Decodable>(_ value: JSONValue, as type: T.Type, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> T {
+        if T.self == URL.self { return try url(value, codingPath()) as! T }
+        if T.self == Data.self { return try data(value, codingPath()) as! T }
+        if T.self == Decimal.self { return try decimal(value, codingPath()) as! T }
+        return value as! T
     }
 
     @inlinable @inline(__always)
@@ -457,7 +464,7 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
     @usableFromInline static func decodedThroughTree<T: Decodable>(
         _ value: JSONValue, as type: T.Type, codingPath: @autoclosure () -> [any CodingKey]
     ) throws -> T {
-        if let special = try special(value, as: T.self, codingPath()) { return special }
+        if isSpecial(T.self, value) { return try special(value, as: T.self, codingPath()) }
         return try T(from: _JSONValueTreeDecoder(value: value, codingPath: codingPath()))
     }
 
@@ -565,11 +572,9 @@ struct _JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return url
     }
 
-    /// Base64 like `JSONEncoder`'s default; an array of bytes is left to `Data`'s own `init(from:)`.
-    static func data(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Data? {
+    /// Base64 like `JSONEncoder`'s default (an array of bytes is left to `Data`'s own `init(from:)`: see `isSpecial`).
+    static func data(_ value: JSONValue, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> Data {
         switch value {
-        case .array:
-            return nil
         case .string(let string):
             if let data = Data(base64Encoded: string) { return data }
             let path = codingPath()

@@ -18,20 +18,28 @@ import Synchronization
 /// power, until the next durable commit syncs the log with everything before it.
 public final class DatabaseQueue: @unchecked Sendable {
     // @unchecked: `database` is only touched inside blocks running on `queue`, one at a time.
-    private let database: Database
-    private let queue: DispatchQueue
+    @usableFromInline let database: Database
+    @usableFromInline let queue: DispatchQueue
     private let pending = Mutex<[PendingWrite]>([])
 
-    private struct PendingWrite: @unchecked Sendable {
+    @usableFromInline struct PendingWrite: @unchecked Sendable {
         // @unchecked: both closures run on `queue` only.
         let run: (Database) throws -> Void
         let finish: ((any Error)?) -> Void
         let durable: Bool
+
+        @usableFromInline init(run: @escaping (Database) throws -> Void, finish: @escaping ((any Error)?) -> Void, durable: Bool) {
+            self.run = run
+            self.finish = finish
+            self.durable = durable
+        }
     }
 
     /// Holds a write's value between its savepoint and the commit; touched on `queue` only.
-    private final class ValueBox<T>: @unchecked Sendable {
-        var value: T?
+    @usableFromInline final class ValueBox<T>: @unchecked Sendable {
+        @usableFromInline var value: T?
+
+        @usableFromInline init() {}
     }
 
     /// Opens the database at `path` for reading and writing (creating it when missing) on a serial queue named `label`.
@@ -42,12 +50,19 @@ public final class DatabaseQueue: @unchecked Sendable {
 
     // The continuations below are resumed exactly once by construction (by the queue's block, or by the
     // batch that ran the write), so they are the unchecked kind: no canary object or its metadata per call.
+    // `read` and `write` are inlinable, so that the module calling them specializes them for the value's type:
+    // unspecialized, each call looked up the metadata of a `Result` or an `Optional` of that type (about 400
+    // instructions each, `deploy/worker-cost.sh`).
 
     /// Runs `body` on the queue and returns its value.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    @inlinable public func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withUnsafeThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try body(self.database) })
+                do {
+                    continuation.resume(returning: try body(self.database))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
             }
         }
     }
@@ -56,7 +71,7 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// writes queued at the same time) and returns once it is committed: on
     /// disk, or with `durable: false` written to the log and made durable by
     /// the next durable commit.
-    public func write<T: Sendable>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    @inlinable public func write<T: Sendable>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withUnsafeThrowingContinuation { continuation in
             let box = ValueBox<T>()
             let write = PendingWrite(
@@ -70,12 +85,17 @@ public final class DatabaseQueue: @unchecked Sendable {
                         continuation.resume(throwing: DatabaseError(code: 1, message: "the write produced no value", context: "group commit"))
                     }
                 }, durable: durable)
-            let first = pending.withLock { writes -> Bool in
-                writes.append(write)
-                return writes.count == 1
-            }
-            if first { queue.async { self.commitPending() } }
+            enqueue(write)
         }
+    }
+
+    /// Queues a write for the next commit, and starts one when none is queued yet.
+    @usableFromInline func enqueue(_ write: PendingWrite) {
+        let first = pending.withLock { writes -> Bool in
+            writes.append(write)
+            return writes.count == 1
+        }
+        if first { queue.async { self.commitPending() } }
     }
 
     /// Runs `body` on the queue, blocking the caller: for set-up code and
