@@ -6,11 +6,13 @@ import Synchronization
 /// cooperative thread pool and without two threads touching the connection.
 ///
 /// Writes are group-committed: the writes queued while one commit runs are
-/// applied together in the next `BEGIN IMMEDIATE` transaction, each in a
-/// savepoint of its own, and every caller resumes after that one durable
-/// commit. A write that throws rolls back to its savepoint and fails alone;
-/// the others still commit. With each commit synced, this turns one fsync per
-/// intent into one per batch, while no caller hears "done" before its data is on disk.
+/// applied together in the next `BEGIN IMMEDIATE` transaction, and every caller
+/// resumes after that one durable commit. A write that throws fails alone: its
+/// batch is rolled back and applied again with each write in a savepoint of its
+/// own, the one that throws rolled back to its savepoint, and the others still
+/// commit (so a write's body may run more than once: only what it writes to the
+/// database counts). With each commit synced, this turns one fsync per intent
+/// into one per batch, while no caller hears "done" before its data is on disk.
 ///
 /// A write may say it need not be durable by itself (`durable: false`): a
 /// batch of only such writes commits without a sync (as `synchronous=NORMAL`), which in WAL
@@ -21,6 +23,9 @@ public final class DatabaseQueue: @unchecked Sendable {
     @usableFromInline let database: Database
     @usableFromInline let queue: DispatchQueue
     private let pending = Mutex<[PendingWrite]>([])
+    /// How many more batches to apply with a savepoint per write (touched on `queue` only): a write that threw
+    /// makes the next few pay for savepoints at once rather than be applied twice whenever writes keep throwing.
+    private var savepointBatches = 0
 
     @usableFromInline struct PendingWrite: @unchecked Sendable {
         // @unchecked: both closures run on `queue` only.
@@ -127,6 +132,20 @@ public final class DatabaseQueue: @unchecked Sendable {
             commitAlone(batch[0], durable: durable)
             return
         }
+        if savepointBatches > 0 {
+            savepointBatches -= 1
+        } else {
+            switch commitTogether(batch, durable: durable) {
+            case .committed:
+                return
+            case .writeThrew:
+                savepointBatches = 16
+            case .failedAsAWhole:
+                // As when the savepoints' transaction fails as a whole, below.
+                for write in batch { write.finish(again(write, durable: durable)) }
+                return
+            }
+        }
         var errors: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
             try database.transaction(durable: durable) { db in
@@ -156,6 +175,40 @@ public final class DatabaseQueue: @unchecked Sendable {
         for (index, write) in batch.enumerated() {
             write.finish(errors[index])
         }
+    }
+
+    /// How `commitTogether` ended.
+    private enum Together {
+        /// Every write of the batch committed, and each was told.
+        case committed
+        /// A write threw: the transaction was rolled back, and no write was told.
+        case writeThrew
+        /// The transaction failed as a whole (BEGIN or COMMIT): rolled back, and no write was told.
+        case failedAsAWhole
+    }
+
+    /// Applies the batch in one transaction without a savepoint per write: a savepoint costs two statements, and
+    /// SQLite keeps a copy of every page a write changes inside one (about 11,000 instructions an intent at full
+    /// speed, `deploy/worker-cost.sh`). A write that throws rolls the whole transaction back.
+    private func commitTogether(_ batch: [PendingWrite], durable: Bool) -> Together {
+        var threw = false
+        do {
+            try database.transaction(durable: durable) { db in
+                for write in batch {
+                    do {
+                        try write.run(db)
+                    } catch {
+                        // Not its own error: one that says busy would have the transaction tried again for it.
+                        threw = true
+                        throw WriteFailed()
+                    }
+                }
+            }
+        } catch {
+            return threw ? .writeThrew : .failedAsAWhole
+        }
+        for write in batch { write.finish(nil) }
+        return .committed
     }
 
     /// What a batch does for a write that came alone (a light load's every write), without its savepoint: a

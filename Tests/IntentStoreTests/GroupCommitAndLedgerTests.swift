@@ -24,24 +24,7 @@ import Testing
 
     /// Runs `count` writes at once, so the queue groups them; the results in order.
     static func concurrentWrites(_ count: Int, on queue: DatabaseQueue, failing: Int? = nil) async -> [Bool] {
-        await withTaskGroup(of: (Int, Bool).self) { group in
-            for index in 0..<count {
-                group.addTask {
-                    do {
-                        try await queue.write { db in
-                            try db.run("INSERT INTO item(name) VALUES (?)", [.text("item-\(index)")])
-                            if index == failing { throw Refused() }
-                        }
-                        return (index, true)
-                    } catch {
-                        return (index, false)
-                    }
-                }
-            }
-            var results = Array(repeating: false, count: count)
-            for await (index, ok) in group { results[index] = ok }
-            return results
-        }
+        await countedWrites(count, on: queue, failing: failing ?? -1, with: Refused()).ok
     }
 
     func rows(_ queue: DatabaseQueue) throws -> Int {
@@ -86,6 +69,52 @@ import Testing
         let results = await Self.concurrentWrites(40, on: queue, failing: 17)
         #expect(results.enumerated().allSatisfy { $0.element == ($0.offset != 17) })
         #expect(try rows(queue) == 39)
+    }
+
+    /// Runs `count` writes at once (the queue groups them), each counting its runs, the one at `failing` throwing
+    /// `error` after its insert; which succeeded, and how many times each ran.
+    static func countedWrites(_ count: Int, on queue: DatabaseQueue, failing: Int, with error: any Error) async -> (ok: [Bool], runs: [Int]) {
+        final class Runs: Sendable {
+            let counts: Mutex<[Int]>
+            init(_ count: Int) { counts = Mutex([Int](repeating: 0, count: count)) }
+        }
+        let runs = Runs(count)
+        let ok = await withTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    do {
+                        try await queue.write { db in
+                            runs.counts.withLock { $0[index] += 1 }
+                            try db.run("INSERT INTO item(name) VALUES (?)", [.text("counted-\(index)")])
+                            if index == failing { throw error }
+                        }
+                        return (index, true)
+                    } catch {
+                        return (index, false)
+                    }
+                }
+            }
+            var ok = Array(repeating: false, count: count)
+            for await (index, written) in group { ok[index] = written }
+            return ok
+        }
+        return (ok, runs.counts.withLock { $0 })
+    }
+
+    /// A batch whose writes all succeed is applied once, without savepoints: no body runs twice. One whose write
+    /// throws (its own error, even one that says busy) is applied again with savepoints: that write fails alone, its
+    /// body run at most twice (not tried again for the busy), and every other write commits.
+    @Test func aBatchRunsEachWriteOnceUnlessOneThrowsAndThenThatOneFailsAlone() async throws {
+        let queue = try queue()
+        let clean = await Self.countedWrites(40, on: queue, failing: -1, with: Refused())
+        #expect(clean.ok.allSatisfy { $0 })
+        #expect(clean.runs.allSatisfy { $0 == 1 }, "\(clean.runs)")
+        #expect(try rows(queue) == 40)
+        let busy = DatabaseError(code: 5, message: "database is locked", context: "a write of the app's")
+        let failing = await Self.countedWrites(40, on: queue, failing: 23, with: busy)
+        #expect(failing.ok.enumerated().allSatisfy { $0.element == ($0.offset != 23) }, "\(failing.ok)")
+        #expect(failing.runs.allSatisfy { (1...2).contains($0) }, "\(failing.runs)")
+        #expect(try rows(queue) == 79)
     }
 
     @Test func aCommitThatFailsOnceIsRetriedWriteByWriteAndEveryWriteCommits() async throws {
