@@ -372,11 +372,13 @@ public final class StatusStore {
     /// For each position of `updates`: for a first submission that the next update about its intent ends (`canMerge`),
     /// that update's position; otherwise -1. Empty when no write could merge (fewer than two updates, or no first submission).
     static func outcomePartners(in updates: [Update]) -> [Int] {
-        func firstSubmission(_ update: Update) -> IntentEnvelope? {
-            guard case .queued(let envelope, _) = update, envelope.turn == 0, envelope.request == nil, envelope.dueAt == nil else { return nil }
-            return envelope
+        // Each update is looked at in place, by index: a `for update in updates` or a helper taking an `Update`
+        // copied every update's envelope or event (a retain and a release of each of its fields) to read a few of them.
+        func isFirstSubmission(_ position: Int) -> Bool {
+            guard case .queued(let envelope, _) = updates[position] else { return false }
+            return envelope.turn == 0 && envelope.request == nil && envelope.dueAt == nil
         }
-        guard updates.count > 1, updates.contains(where: { firstSubmission($0) != nil }) else { return [] }
+        guard updates.count > 1, updates.indices.contains(where: isFirstSubmission) else { return [] }
         var partners = [Int](repeating: -1, count: updates.count)
         // The last update read about each id, in an open-addressing table keyed by the id's FNV-1a hash: a `Dictionary`
         // of strings cost more than the rest of this pass together. A write holds at most a batch of updates, so ids
@@ -384,14 +386,16 @@ public final class StatusStore {
         var size = 16
         while size < updates.count * 2 { size *= 2 }
         var last = [Int](repeating: -1, count: size)
-        for (position, update) in updates.enumerated() {
-            let id = update.intentID
+        for position in updates.indices {
+            let id = updates[position].intentID
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
             for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
             var slot = Int(truncatingIfNeeded: hash) & (size - 1)
             while last[slot] >= 0, updates[last[slot]].intentID != id { slot = (slot + 1) & (size - 1) }
             // The update before this one about the intent: a first submission merges with an outcome that follows it.
-            if last[slot] >= 0, let envelope = firstSubmission(updates[last[slot]]), case .event(let event) = update, canMerge(envelope, event) {
+            if last[slot] >= 0, isFirstSubmission(last[slot]), case .queued(let envelope, _) = updates[last[slot]],
+                case .event(let event) = updates[position], canMerge(envelope, event)
+            {
                 partners[last[slot]] = position
             }
             last[slot] = position
