@@ -476,6 +476,8 @@ extension KeyedEncodingContainer {
         init(templates: [String: ParameterTemplate], parameters: [String: JSONValue]? = nil) {
             self.templates = templates
             self.parameters = parameters
+            // Room for one of each declared parameter: no growth of the array while the decode appends them.
+            decoded.reserveCapacity(templates.count)
         }
     }
 }
