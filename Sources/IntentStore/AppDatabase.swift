@@ -42,8 +42,18 @@ public final class AppDatabase: Sendable {
     /// The intent's effects, once: run in one transaction with the record of
     /// its outcome, unless it already has one (a redelivery gets the recorded
     /// response back; an outcome decided without the handler is thrown).
+    /// `effects` may run more than once before one run commits (see
+    /// `DatabaseQueue.write`): keep its effects to the database.
     public func once(_ context: IntentContext, _ effects: @escaping @Sendable (Database) throws -> IntentResponse) async throws -> IntentResponse {
-        let response = try await queue.write { db in try OnceOnly.perform(in: db, context: context, effects) }
+        // Logged once the write has ended, not inside it: its body may run more than once.
+        let (response, recorded): (IntentResponse, Bool)
+        do {
+            (response, recorded) = try await queue.write { db in try OnceOnly.performNoting(in: db, context: context, effects) }
+        } catch let decided as OutcomeAlreadyDecided {
+            OnceOnly.noteRecorded(decided.outcome.response.code, context)
+            throw decided
+        }
+        if recorded { OnceOnly.noteRecorded(response.code, context) }
         context.committed.note(.success(response))
         return response
     }

@@ -75,7 +75,9 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// Runs `body` inside a `BEGIN IMMEDIATE` transaction (shared with the other
     /// writes queued at the same time) and returns once it is committed: on
     /// disk, or with `durable: false` written to the log and made durable by
-    /// the next durable commit.
+    /// the next durable commit. `body` may run more than once (its batch rolled
+    /// back because another write threw, or tried again): only what it writes
+    /// to the database counts.
     @inlinable public func write<T: Sendable>(durable: Bool = true, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withUnsafeThrowingContinuation { continuation in
             let box = ValueBox<T>()
@@ -215,34 +217,36 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// write that throws rolls the transaction back and fails, and a transaction that fails as a whole (BEGIN or
     /// COMMIT) is tried once more.
     private func commitAlone(_ write: PendingWrite, durable: Bool) {
+        let (error, own) = alone(write, durable: durable)
+        write.finish(error == nil || own ? error : again(write, durable: durable))
+    }
+
+    /// Runs a write again in a transaction of its own, after the one it was in failed as a whole; its error, if
+    /// it fails again.
+    private func again(_ write: PendingWrite, durable: Bool) -> (any Error)? {
+        alone(write, durable: durable).error
+    }
+
+    /// Runs a write in a transaction of its own: nil once committed, else the error, and whether it is the write's
+    /// own. Its own error is not the transaction's: not tried again, even when it says busy (as in a batch).
+    private func alone(_ write: PendingWrite, durable: Bool) -> (error: (any Error)?, own: Bool) {
         var failure: (any Error)?
         do {
             try database.transaction(durable: durable) { db in
                 do {
                     try write.run(db)
                 } catch {
-                    // Its own error, not the transaction's: not retried, even when it says busy (as in a batch).
                     failure = error
                     throw WriteFailed()
                 }
             }
+            return (nil, false)
         } catch {
-            if failure == nil { failure = again(write, durable: durable) }
-        }
-        write.finish(failure)
-    }
-
-    /// Runs a write again in a transaction of its own, after the one it was in failed as a whole; its error, if
-    /// it fails again.
-    private func again(_ write: PendingWrite, durable: Bool) -> (any Error)? {
-        do {
-            try database.transaction(durable: durable) { db in try write.run(db) }
-            return nil
-        } catch {
-            return error
+            if let failure { return (failure, true) }
+            return (error, false)
         }
     }
 
-    /// The error a lone write's transaction is rolled back with when the write itself threw.
+    /// The error a write's transaction is rolled back with when the write itself threw.
     private struct WriteFailed: Error {}
 }

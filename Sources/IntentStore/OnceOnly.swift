@@ -113,18 +113,35 @@ public enum OnceOnly {
     public static func perform(
         in db: Database, context: IntentContext, _ effects: (Database) throws -> IntentResponse
     ) throws -> IntentResponse {
+        do {
+            let (response, recorded) = try performNoting(in: db, context: context, effects)
+            if recorded { noteRecorded(response.code, context) }
+            return response
+        } catch let decided as OutcomeAlreadyDecided {
+            noteRecorded(decided.outcome.response.code, context)
+            throw decided
+        }
+    }
+
+    /// `perform`, saying nothing: the response, and whether it is the one recorded before. For a caller that
+    /// logs once its transaction has committed (a body may run more than once before one run commits).
+    static func performNoting(
+        in db: Database, context: IntentContext, _ effects: (Database) throws -> IntentResponse
+    ) throws -> (response: IntentResponse, recorded: Bool) {
         if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
-            context.logger.info(
-                "already decided: returning the recorded outcome",
-                metadata: [
-                    "intent.attempt": "\(context.attempt)", "intent.outcome": recorded.response.code,
-                ])
             guard recorded.state == .success else { throw OutcomeAlreadyDecided(recorded) }
-            return recorded.response
+            return (recorded.response, true)
         }
         let response = try effects(db)
         try record(.success(response), intentID: context.intentID, attempt: context.attempt, in: db)
-        return response
+        return (response, false)
+    }
+
+    /// Logs that the intent's outcome was decided before this run, and is the one it gets.
+    static func noteRecorded(_ code: String, _ context: IntentContext) {
+        context.logger.info(
+            "already decided: returning the recorded outcome",
+            metadata: ["intent.attempt": "\(context.attempt)", "intent.outcome": code])
     }
 
     /// The outcome decided for an intent, with its state, if any.

@@ -168,6 +168,29 @@ import Testing
         #expect(try rows(queue) == 1, "two failed commits commit nothing")
     }
 
+    /// A write tried again after its commit failed, whose body then throws busy itself, fails with that error after
+    /// one more run: its own error is not the transaction's, so the second transaction is not tried again for it.
+    @Test func aWriteTriedAgainThatThenThrowsBusyIsNotTriedAgainForIt() async throws {
+        let queue = try queue()
+        let runs = Mutex(0)
+        try queue.sync { db in db.failNextCommits(1) }
+        do {
+            try await queue.write { db in
+                let run = runs.withLock { runs in
+                    runs += 1
+                    return runs
+                }
+                try db.run("INSERT INTO item(name) VALUES ('tried again')")
+                if run > 1 { throw DatabaseError(code: 5, message: "database is locked", context: "a write of the app's") }
+            }
+            Issue.record("a write that threw succeeded")
+        } catch let error as DatabaseError {
+            #expect(error.isBusy, "\(error)")
+        }
+        #expect(runs.withLock { $0 } == 2, "once in the commit that failed, once more alone")
+        #expect(try rows(queue) == 0)
+    }
+
     @Test func aLockHeldPastTheBusyTimeoutIsRetryableAndWritesResumeWhenItGoes() async throws {
         let queue = try queue(busyTimeout: 50)
         let other = try Database(path: directory.file("app.sqlite"))
@@ -376,6 +399,37 @@ import Testing
             }
         }
         #expect(try rows(queue) == 0)
+    }
+
+    /// Twenty `once` calls at once, ten for intents decided before (timed out): the batches they share are rolled
+    /// back and applied again when one throws, and still each decided intent says "already decided" once, and each
+    /// fresh one commits its effects once and says nothing of the kind.
+    @Test func onceSaysAnOutcomeWasDecidedBeforeOnceEvenWhenItsBatchIsAppliedAgain() async throws {
+        let app = try AppDatabase(path: directory.file("once.sqlite"), migrations: ["CREATE TABLE item(name TEXT NOT NULL)"])
+        for index in 0..<10 {
+            let late = IntentFailure(code: FailureCode.timedOut, message: "limit")
+            #expect(try await app.ledger.decide("decided-\(index)", .failure(late), attempt: 1, by: .run) != nil)
+        }
+        let said = Mutex([String: Int]())
+        let logger = Logger(label: "once") { record in
+            guard record.message == "already decided: returning the recorded outcome", let id = record.metadata["intent.id"] else { return }
+            said.withLock { $0[id, default: 0] += 1 }
+        }
+        let ids = (0..<10).flatMap { ["decided-\($0)", "fresh-\($0)"] }
+        await withTaskGroup(of: Void.self) { group in
+            for id in ids {
+                group.addTask {
+                    let context = IntentContext(intentID: id, intentType: "Item", logger: logger)
+                    _ = try? await app.once(context) { db in
+                        try db.run("INSERT INTO item(name) VALUES (?)", [.text(id)])
+                        return .success("written")
+                    }
+                }
+            }
+        }
+        #expect(said.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<10).map { ("decided-\($0)", 1) }))
+        let written = try app.queue.sync { db in try db.query("SELECT name FROM item ORDER BY name") { $0.string(0) } }
+        #expect(written == (0..<10).map { "fresh-\($0)" }.sorted())
     }
 
     @Test func anOlderOnceOnlyTableIsBroughtUpToDateAndItsRowsStillRead() async throws {
