@@ -46,14 +46,13 @@ public final class AppDatabase: Sendable {
     /// `DatabaseQueue.write`): keep its effects to the database.
     public func once(_ context: IntentContext, _ effects: @escaping @Sendable (Database) throws -> IntentResponse) async throws -> IntentResponse {
         // Logged once the write has ended, not inside it: its body may run more than once.
-        let (response, recorded): (IntentResponse, Bool)
+        let response: IntentResponse
         do {
-            (response, recorded) = try await queue.write { db in try OnceOnly.performNoting(in: db, context: context, effects) }
-        } catch let decided as OutcomeAlreadyDecided {
-            OnceOnly.noteRecorded(decided.outcome.response.code, context)
-            throw decided
+            let (written, recorded) = try await queue.write { db in try OnceOnly.performNoting(in: db, context: context, effects) }
+            response = OnceOnly.noted(written, recorded: recorded, context)
+        } catch {
+            throw OnceOnly.noted(error, context)
         }
-        if recorded { OnceOnly.noteRecorded(response.code, context) }
         context.committed.note(.success(response))
         return response
     }

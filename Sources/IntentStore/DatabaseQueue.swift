@@ -193,21 +193,13 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// SQLite keeps a copy of every page a write changes inside one (about 11,000 instructions an intent at full
     /// speed, `deploy/worker-cost.sh`). A write that throws rolls the whole transaction back.
     private func commitTogether(_ batch: [PendingWrite], durable: Bool) -> Together {
-        var threw = false
+        var failure: (any Error)?
         do {
             try database.transaction(durable: durable) { db in
-                for write in batch {
-                    do {
-                        try write.run(db)
-                    } catch {
-                        // Not its own error: one that says busy would have the transaction tried again for it.
-                        threw = true
-                        throw WriteFailed()
-                    }
-                }
+                for write in batch { try Self.run(write, in: db, failure: &failure) }
             }
         } catch {
-            return threw ? .writeThrew : .failedAsAWhole
+            return failure == nil ? .failedAsAWhole : .writeThrew
         }
         for write in batch { write.finish(nil) }
         return .committed
@@ -228,22 +220,27 @@ public final class DatabaseQueue: @unchecked Sendable {
     }
 
     /// Runs a write in a transaction of its own: nil once committed, else the error, and whether it is the write's
-    /// own. Its own error is not the transaction's: not tried again, even when it says busy (as in a batch).
+    /// own.
     private func alone(_ write: PendingWrite, durable: Bool) -> (error: (any Error)?, own: Bool) {
         var failure: (any Error)?
         do {
-            try database.transaction(durable: durable) { db in
-                do {
-                    try write.run(db)
-                } catch {
-                    failure = error
-                    throw WriteFailed()
-                }
-            }
+            try database.transaction(durable: durable) { db in try Self.run(write, in: db, failure: &failure) }
             return (nil, false)
         } catch {
             if let failure { return (failure, true) }
             return (error, false)
+        }
+    }
+
+    /// Runs a write in the transaction under way. Its own error is kept in `failure`, and the transaction is rolled
+    /// back with `WriteFailed` instead: the write's error is not the transaction's, and one that says busy must not
+    /// have the transaction tried again for it.
+    private static func run(_ write: PendingWrite, in db: Database, failure: inout (any Error)?) throws {
+        do {
+            try write.run(db)
+        } catch {
+            failure = error
+            throw WriteFailed()
         }
     }
 

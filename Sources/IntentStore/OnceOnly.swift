@@ -115,11 +115,9 @@ public enum OnceOnly {
     ) throws -> IntentResponse {
         do {
             let (response, recorded) = try performNoting(in: db, context: context, effects)
-            if recorded { noteRecorded(response.code, context) }
-            return response
-        } catch let decided as OutcomeAlreadyDecided {
-            noteRecorded(decided.outcome.response.code, context)
-            throw decided
+            return noted(response, recorded: recorded, context)
+        } catch {
+            throw noted(error, context)
         }
     }
 
@@ -137,8 +135,20 @@ public enum OnceOnly {
         return (response, false)
     }
 
+    /// The response `performNoting` returned, logged when it is the one recorded before this run.
+    static func noted(_ response: IntentResponse, recorded: Bool, _ context: IntentContext) -> IntentResponse {
+        if recorded { noteRecorded(response.code, context) }
+        return response
+    }
+
+    /// The error `performNoting` threw, logged when it says the outcome was decided before this run.
+    static func noted(_ error: any Error, _ context: IntentContext) -> any Error {
+        if let decided = error as? OutcomeAlreadyDecided { noteRecorded(decided.outcome.response.code, context) }
+        return error
+    }
+
     /// Logs that the intent's outcome was decided before this run, and is the one it gets.
-    static func noteRecorded(_ code: String, _ context: IntentContext) {
+    private static func noteRecorded(_ code: String, _ context: IntentContext) {
         context.logger.info(
             "already decided: returning the recorded outcome",
             metadata: ["intent.attempt": "\(context.attempt)", "intent.outcome": code])
