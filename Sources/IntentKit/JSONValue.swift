@@ -995,6 +995,12 @@ struct _JSONParser {
 
     // MARK: Numbers
 
+    /// 10^0 through 10^22: the powers of ten a Double holds exactly.
+    static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+        1e21, 1e22,
+    ]
+
     mutating func parseNumber() throws -> Double {
         let start = index
         var negative = false
@@ -1022,16 +1028,24 @@ struct _JSONParser {
             }
         }
         var isInteger = true
+        // The digits after the point, accumulated into `integer` while all of them fit in 15 digits.
+        var fractionDigits = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
             index += 1
             guard index < bytes.count, isDigit(bytes[index]) else {
                 throw numberError(start: start, "a digit after '.'")
             }
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            while index < bytes.count, isDigit(bytes[index]) {
+                if digitCount + fractionDigits < 15 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                fractionDigits += 1
+                index += 1
+            }
         }
+        var hasExponent = false
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
+            hasExponent = true
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                 index += 1
@@ -1044,6 +1058,12 @@ struct _JSONParser {
         if isInteger && digitCount <= 15 {
             // Exact in a Double; no text conversion needed.
             let magnitude = Double(integer)
+            return negative ? -magnitude : magnitude
+        }
+        if !hasExponent, digitCount + fractionDigits <= 15, fractionDigits < Self.powersOfTen.count {
+            // A decimal of at most 15 digits (a timestamp, say): its digits and 10^fractionDigits are both exact in a
+            // Double, so one division rounds as correctly as reading the text does (Clinger's fast path).
+            let magnitude = Double(integer) / Self.powersOfTen[fractionDigits]
             return negative ? -magnitude : magnitude
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)

@@ -170,6 +170,33 @@ import Testing
         }
     }
 
+    /// Decimals are read without going through text when their digits fit a Double exactly; the value must be the one
+    /// reading the text gives, to the bit, for every length of fraction and on both sides of the 15-digit bound.
+    @Test func decimalsReadAsTheirTextReads() throws {
+        var generator = SystemRandomNumberGenerator()
+        var texts = [
+            "0.0", "-0.0", "0.1", "0.5", "1.5", "-2.25", "1796005521.02", "1796005521.0234", "0.000000000000001", "999999999999999.9",
+            "123456789012345.6", "1234567890123456.7", "0.30000000000000004", "9007199254740993.0", "0.1234567890123456789012345",
+            "5.0000000000000000000001", "1.7976931348623157", "4.9406564584124654", "2.2250738585072014", "00000.1",
+        ]
+        for _ in 0..<20_000 {
+            let digits = Int.random(in: 1...19, using: &generator)
+            let point = Int.random(in: 1...digits, using: &generator)
+            var text = Bool.random(using: &generator) ? "-" : ""
+            for position in 0..<digits {
+                if position == point { text += "." }
+                let digit = position == 0 && point > 1 ? Int.random(in: 1...9, using: &generator) : Int.random(in: 0...9, using: &generator)
+                text += String(digit)
+            }
+            if point == digits { text += ".\(Int.random(in: 0...9, using: &generator))" }
+            texts.append(text)
+        }
+        for text in texts where !text.hasPrefix("00") {
+            let read = try JSONValue.parse(text).numberValue
+            #expect(read?.bitPattern == Double(text)?.bitPattern, "\(text): read \(String(describing: read)), the text is \(Double(text)!)")
+        }
+        #expect(throws: JSONValueError.self) { try JSONValue.parse("00000.1") }
+    }
     @Test func rejectsMalformedInput() {
         let cases: [(String, JSONValueError.Kind)] = [
             ("", .unexpectedEndOfInput),
