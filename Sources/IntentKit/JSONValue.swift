@@ -329,6 +329,14 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let object):
             output.append(UInt8(ascii: "{"))
+            if object.count == 1, let (key, member) = object.first {
+                // One member (a payload's id, say): nothing to sort, and no sorted copy made.
+                writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                write(member, to: &output)
+                output.append(UInt8(ascii: "}"))
+                return
+            }
             var first = true
             for (key, member) in object.sorted(by: { $0.key < $1.key }) {
                 if !first { output.append(UInt8(ascii: ",")) }
@@ -373,7 +381,23 @@ extension JSONValue {
 
     /// `formatNumber`'s text, or `null` when the number is not finite.
     static func writeNumber(_ number: Double, to output: inout [UInt8]) {
-        output.append(contentsOf: number.isFinite ? formatNumber(number).utf8 : "null".utf8)
+        guard number.isFinite else { return output.append(contentsOf: "null".utf8) }
+        guard number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 else {
+            return output.append(contentsOf: number.description.utf8)
+        }
+        // An integer (most numbers: counts, ids, amounts): its digits written straight in, as `formatNumber` spells them.
+        var magnitude = UInt64(abs(number))
+        if number < 0, magnitude > 0 { output.append(UInt8(ascii: "-")) }
+        // At most 16 digits (2^53 has 16).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     static func writeString(_ string: String, to output: inout [UInt8]) {

@@ -75,6 +75,8 @@ import Testing
         #expect(value.jsonString == #"{"a":true,"b":[1,2.5,null],"c":{"x":-0.5,"z":"y"}}"#)
         #expect(JSONValue.array([]).jsonString == "[]")
         #expect(JSONValue.object([:]).jsonString == "{}")
+        #expect(JSONValue.object(["id": 7]).jsonString == #"{"id":7}"#)
+        #expect(JSONValue.object(["k\"ey": ["in": ["deep": -3]]]).jsonString == #"{"k\"ey":{"in":{"deep":-3}}}"#)
     }
 
     @Test func serializesNumbers() throws {
