@@ -80,7 +80,7 @@ extension Vocabulary {
     static func lookUp(_ spoken: String, kind: Kind, context: IntentContext) async throws -> (names: [String], said: String) {
         let database = try context.dependency(AppDatabase.self)
         let known = NamesCache.shared.names(kind, of: database)
-        let read = try await database.read { db -> NamesCache.Names in
+        let read = try await database.readInPlace { db -> NamesCache.Names in
             let revision = try db.queryFirst("SELECT revision FROM names_revision") { $0.int(0) }
             if let known, let revision, known.revision == revision { return known }
             // Read after the revision: a change committed in between is newer than `revision`, so what is read here

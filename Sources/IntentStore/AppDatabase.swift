@@ -34,6 +34,12 @@ public final class AppDatabase: Sendable {
         try await queue.read(body)
     }
 
+    /// A short read on the calling thread when the queue's reader is free (see `DatabaseQueue.readInPlace`): for
+    /// lookups made on every intent's path, which the hop to the queue and back costs more than.
+    public func readInPlace<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await queue.readInPlace(body)
+    }
+
     /// Writes in a transaction (group-committed with the others queued meanwhile).
     public func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await queue.write(body)

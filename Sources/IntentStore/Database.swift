@@ -293,6 +293,17 @@ public final class Database {
         return try row(Row(statement: statement))
     }
 
+    /// Resets every statement of the connection still running (a query read to its end is, until its next run), so
+    /// that no read transaction stays open.
+    func resetStatements() {
+        guard let handle else { return }
+        var statement = sqlite3_next_stmt(handle, nil)
+        while let running = statement {
+            if sqlite3_stmt_busy(running) != 0 { sqlite3_reset(running) }
+            statement = sqlite3_next_stmt(handle, running)
+        }
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int {
         handle.map { Int(sqlite3_changes($0)) } ?? 0

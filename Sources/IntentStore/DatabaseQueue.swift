@@ -47,10 +47,22 @@ public final class DatabaseQueue: @unchecked Sendable {
         @usableFromInline init() {}
     }
 
+    /// The read-only connection `readInPlace` uses; nil when the database cannot have one (not a file in WAL mode).
+    @usableFromInline let inPlaceReader: InPlaceReader?
+
     /// Opens the database at `path` for reading and writing (creating it when missing) on a serial queue named `label`.
     public init(path: String, label: String = "intentqueue.database", busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
         database = try Database(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         queue = DispatchQueue(label: label)
+        // Another connection sees what this one committed only when both open one file, in WAL mode (a reader then
+        // never waits for the writer): not for an in-memory or a temporary database.
+        let journal: String?
+        do {
+            journal = try database.queryFirst("PRAGMA journal_mode") { $0.string(0) }
+        } catch {
+            throw error as? DatabaseError ?? DatabaseError(code: 1, message: "\(error)", context: "reading the journal mode")
+        }
+        inPlaceReader = journal?.lowercased() == "wal" && !path.isEmpty && !path.hasPrefix(":memory:") ? InPlaceReader(path: path) : nil
     }
 
     // The continuations below are resumed exactly once by construction (by the queue's block, or by the
@@ -69,6 +81,62 @@ public final class DatabaseQueue: @unchecked Sendable {
                     continuation.resume(throwing: error)
                 }
             }
+        }
+    }
+
+    /// Runs a short read on the calling thread, through a read-only connection of the queue's own, when that
+    /// connection is free; otherwise (another caller has it, the database is busy, or it has none) on the queue, as
+    /// `read` does. For lookups that take microseconds, made on every intent's path (a cache's revision, say): the
+    /// hop to the queue and back wakes two threads, which costs more than such a read. It sees every committed
+    /// write, of this process or another, as `read` does; `body` must only read (the connection is read-only), may
+    /// run twice (once here, found busy, then on the queue), and blocks the calling thread while it runs, so keep
+    /// long reads to `read`.
+    @inlinable public func readInPlace<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        if let inPlaceReader {
+            var value: T?
+            if try inPlaceReader.run({ value = try body($0) }), let value { return value }
+        }
+        return try await read(body)
+    }
+
+    /// A read-only connection that one caller at a time uses on its own thread (`readInPlace`), opened on first use.
+    @usableFromInline final class InPlaceReader: @unchecked Sendable {
+        // @unchecked: `database` and `failed` are only touched while `lock` is held.
+        private let lock = Mutex(())
+        private let path: String
+        private var database: Database?
+        /// Set once opening the connection failed: `readInPlace` then always goes to the queue.
+        private var failed = false
+
+        init(path: String) {
+            self.path = path
+        }
+
+        /// Runs `body` with the connection, when it is free: false when `body` did not run to its end here (the
+        /// connection is in use or cannot open, or `body` found the database busy), and the read is to go to the
+        /// queue. `body`'s other errors are thrown.
+        @usableFromInline func run(_ body: (Database) throws -> Void) throws -> Bool {
+            try lock.withLockIfAvailable { _ throws -> Bool in
+                guard !failed else { return false }
+                if database == nil {
+                    do {
+                        // No busy wait on the caller's thread: a busy database sends the read to the queue instead.
+                        database = try Database(path: path, mode: .readOnly, busyTimeoutMilliseconds: 0)
+                    } catch {
+                        failed = true
+                        return false
+                    }
+                }
+                guard let database else { return false }
+                // The read's transaction ends with its statements, so that the log can be checkpointed past it.
+                defer { database.resetStatements() }
+                do {
+                    try body(database)
+                } catch let error as DatabaseError where error.isBusy {
+                    return false
+                }
+                return true
+            } ?? false
         }
     }
 

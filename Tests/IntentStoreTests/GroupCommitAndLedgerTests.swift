@@ -250,6 +250,95 @@ import Testing
         #expect(failed.state == .failure && failed.response?.code == FailureCode.handlerError, "a constraint error is not storage passing")
     }
 
+    // MARK: Reads in place
+
+    /// `readInPlace` runs on its own read-only connection (a write through it is refused), and sees what this queue
+    /// committed, durable or not, and what another connection to the file committed.
+    @Test func aReadInPlaceSeesEveryCommitThroughAReadOnlyConnectionOfItsOwn() async throws {
+        let queue = try queue()
+        try await queue.write(durable: false) { db in try db.run("INSERT INTO item(name) VALUES ('unsynced')") }
+        let other = try DatabaseQueue(path: directory.file("app.sqlite"))
+        try await other.write { db in try db.run("INSERT INTO item(name) VALUES ('other')") }
+
+        let names = try await queue.readInPlace { db in try db.query("SELECT name FROM item ORDER BY name") { $0.string(0) } }
+        #expect(names == ["other", "unsynced"])
+        let refused = await #expect(throws: DatabaseError.self) {
+            try await queue.readInPlace { db in try db.run("INSERT INTO item(name) VALUES ('written by a read')") }
+        }
+        #expect(refused.map { $0.code & 0xFF } == DatabaseTests.sqliteReadOnly)
+        #expect(try rows(queue) == 2)
+    }
+
+    /// While one read holds the connection, another goes to the queue rather than wait for it; a database with no
+    /// file to share (in memory) reads on the queue, through its one connection.
+    @Test func aReadInPlaceNeverWaitsForTheReaderAndFallsBackToTheQueue() async throws {
+        let queue = try queue()
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('a')") }
+        let reader = try #require(queue.inPlaceReader)
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        // What the first read counted; nil while it runs, and [] when it could not hold the reader.
+        let firstCount = Mutex<[Int?]?>(nil)
+        // The first read holds the reader from a thread of its own (blocking one of the cooperative pool's few
+        // threads could starve the tests running beside this one).
+        let first = Thread {
+            let ran = try? reader.run { db in
+                holding.signal()
+                release.wait()
+                let count = try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) }
+                firstCount.withLock { $0 = [count] }
+            }
+            if ran != true {
+                firstCount.withLock { $0 = [] }
+                holding.signal()
+            }
+        }
+        first.start()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                holding.wait()
+                continuation.resume()
+            }
+        }
+        // The reader is held: this read is the queue's, on the writer's connection, where a write is not refused.
+        let second = try await queue.readInPlace { db in
+            try db.run("INSERT INTO item(name) VALUES ('b')")
+            return try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) }
+        }
+        #expect(second == 2)
+        release.signal()
+        // The held read counts after the queue's write committed: it sees it.
+        while firstCount.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(firstCount.withLock { $0 } == [2])
+
+        let memory = try DatabaseQueue(path: ":memory:")
+        let inMemory = try await memory.readInPlace { db in
+            try db.execute("CREATE TABLE t(x)")
+            return try db.queryFirst("SELECT count(*) FROM t") { $0.int(0) }
+        }
+        #expect(inMemory == 0)
+    }
+
+    /// A read in place leaves no read transaction open, whether it read to the end or threw halfway: the log can be
+    /// checkpointed and emptied right after it, which a reader still holding its snapshot would stop.
+    @Test func aReadInPlaceLeavesNoTransactionOpen() async throws {
+        let queue = try queue()
+        for index in 0..<20 {
+            try await queue.write { db in try db.run("INSERT INTO item(name) VALUES (?)", [.text("item \(index)")]) }
+        }
+        let names = try await queue.readInPlace { db in try db.query("SELECT name FROM item") { $0.string(0) } }
+        #expect(names.count == 20)
+        // A read that throws on its first row, its statement stopped halfway.
+        await #expect(throws: Refused.self) {
+            try await queue.readInPlace { db in try db.query("SELECT name FROM item") { _ -> String in throw Refused() } }
+        }
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('after the read')") }
+        let checkpoint = try queue.sync { db in
+            try db.queryFirst("PRAGMA wal_checkpoint(TRUNCATE)") { [$0.int(0), $0.int(1), $0.int(2)] }
+        }
+        #expect(checkpoint == [0, 0, 0], "busy, log frames, frames checkpointed: \(String(describing: checkpoint))")
+    }
+
     // MARK: The ledger
 
     @Test func theFirstDecisionStandsForEveryLaterOne() async throws {
