@@ -763,7 +763,7 @@ struct _JSONParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
             let start = index + 1
-            var end = start
+            var end = plainRunEnd(from: start)
             while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20,
                 bytes[end] < 0x80
             {
@@ -833,9 +833,31 @@ struct _JSONParser {
     // MARK: Strings
 
     /// At the opening quote; returns after the closing quote.
+    /// Where the run of plain string bytes (ASCII, not a control character, a quote or a backslash) from `start`
+    /// ends, looked at eight bytes at a time: the first word holding another byte is left to the caller, which
+    /// reads on byte by byte from the index returned.
+    func plainRunEnd(from start: Int) -> Int {
+        var end = start
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while end + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: end, as: UInt64.self)
+            // Whether any byte is zero after an exclusive or, or is under 0x20: exact for "any", as each byte's high
+            // bit is set only by a borrow from a byte that is itself zero (or under), never by a neighbour alone.
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let special =
+                ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word) | word
+            if special & highs != 0 { break }
+            end += 8
+        }
+        return end
+    }
+
     mutating func parseString() throws -> String {
         index += 1
         let start = index
+        index = plainRunEnd(from: start)
         // Fast path: no escapes, so the string is a slice of the input.
         while index < bytes.count {
             let byte = bytes[index]

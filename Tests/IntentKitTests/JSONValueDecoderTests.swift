@@ -172,6 +172,46 @@ import Testing
         }
     }
 
+    /// Strings and keys are scanned eight bytes at a time while their bytes are plain: a quote, a backslash, a control
+    /// character or a byte of a longer UTF-8 character is found wherever it falls in a word, in strings of every
+    /// length around the word's size.
+    @Test func everyByteThatEndsAPlainRunIsFoundAtEveryPlace() throws {
+        for length in 0..<34 {
+            for place in 0...length {
+                let before = String(repeating: "a", count: place)
+                let after = String(repeating: "b", count: length - place)
+                let plain = before + after
+                #expect(try JSONValue.parse(Array("\"\(plain)\"".utf8)) == .string(plain))
+                for (written, read) in [(#"\""#, "\""), (#"\\"#, "\\"), (#"\n"#, "\n"), ("é", "é"), ("😀", "😀"), ("\u{7F}", "\u{7F}")] {
+                    let text = "\"\(before)\(written)\(after)\""
+                    #expect(try JSONValue.parse(Array(text.utf8)) == .string(before + read + after), "\(text)")
+                    // As a key: read by the object's parser, and by the member-by-member reader when it is plain.
+                    let object = "{\(text):1}"
+                    #expect(try JSONValue.parse(Array(object.utf8)) == .object([before + read + after: 1]), "\(object)")
+                    var keys: [[UInt8]] = []
+                    let taken = try Array(object.utf8).withUnsafeBytes { bytes in
+                        try JSONValue.forEachMember(in: bytes) { key, parser in
+                            keys.append(Array(key))
+                            _ = try parser.parseValue(depth: 1)
+                            return true
+                        }
+                    }
+                    let isPlain = read.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C } || read == "\u{7F}"
+                    #expect(taken == isPlain, "\(object)")
+                    if taken { #expect(keys == [Array((before + read + after).utf8)]) }
+                }
+                for control: UInt8 in [0x00, 0x01, 0x0A, 0x1F] {
+                    let bytes = [0x22] + Array(before.utf8) + [control] + Array(after.utf8) + [0x22]
+                    #expect(throws: JSONValueError.self, "\(control) at \(place) of \(length)") { try JSONValue.parse(bytes) }
+                }
+                let invalid = [0x22] + Array(before.utf8) + [0xFF] + Array(after.utf8) + [0x22]
+                #expect(throws: JSONValueError.self) { try JSONValue.parse(invalid) }
+                // A string that never ends.
+                #expect(throws: JSONValueError.self) { try JSONValue.parse(Array("\"\(plain)".utf8)) }
+            }
+        }
+    }
+
     /// Decimals are read without going through text when their digits fit a Double exactly; the value must be the one
     /// reading the text gives, to the bit, for every length of fraction and on both sides of the 15-digit bound.
     @Test func decimalsReadAsTheirTextReads() throws {
