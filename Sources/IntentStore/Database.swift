@@ -293,15 +293,23 @@ public final class Database {
         return try row(Row(statement: statement))
     }
 
-    /// Resets every statement of the connection still running (a query read to its end is, until its next run), so
-    /// that no read transaction stays open.
-    func resetStatements() {
+    /// Ends a read transaction, whatever the body inside it did: every statement still running (one stopped halfway
+    /// by an error) is reset, and a transaction still open (the one begun, or one a body began) is rolled back, so
+    /// that no snapshot stays to hold the log back from a checkpoint.
+    func endReadTransaction() {
         guard let handle else { return }
         var statement = sqlite3_next_stmt(handle, nil)
         while let running = statement {
             if sqlite3_stmt_busy(running) != 0 { sqlite3_reset(running) }
             statement = sqlite3_next_stmt(handle, running)
         }
+        if sqlite3_get_autocommit(handle) == 0 { try? run("ROLLBACK") }
+    }
+
+    /// The absolute path of the file the connection opened; nil or empty for an in-memory or a temporary database.
+    var fileName: String? {
+        guard let handle, let name = sqlite3_db_filename(handle, "main") else { return nil }
+        return String(cString: name)
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.

@@ -20,6 +20,9 @@ import Synchronization
 /// power, until the next durable commit syncs the log with everything before it.
 public final class DatabaseQueue: @unchecked Sendable {
     // @unchecked: `database` is only touched inside blocks running on `queue`, one at a time.
+    /// The read-only connection `readInPlace` uses; nil when the database cannot have one (not a file in WAL mode).
+    /// Declared before the writer, so that it closes first: the last connection to close checkpoints the log.
+    @usableFromInline let inPlaceReader: InPlaceReader?
     @usableFromInline let database: Database
     @usableFromInline let queue: DispatchQueue
     private let pending = Mutex<[PendingWrite]>([])
@@ -47,9 +50,6 @@ public final class DatabaseQueue: @unchecked Sendable {
         @usableFromInline init() {}
     }
 
-    /// The read-only connection `readInPlace` uses; nil when the database cannot have one (not a file in WAL mode).
-    @usableFromInline let inPlaceReader: InPlaceReader?
-
     /// Opens the database at `path` for reading and writing (creating it when missing) on a serial queue named `label`.
     public init(path: String, label: String = "intentqueue.database", busyTimeoutMilliseconds: Int32 = 5_000) throws(DatabaseError) {
         database = try Database(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
@@ -62,7 +62,9 @@ public final class DatabaseQueue: @unchecked Sendable {
         } catch {
             throw error as? DatabaseError ?? DatabaseError(code: 1, message: "\(error)", context: "reading the journal mode")
         }
-        inPlaceReader = journal?.lowercased() == "wal" && !path.isEmpty && !path.hasPrefix(":memory:") ? InPlaceReader(path: path) : nil
+        // The file SQLite opened, as an absolute path: the reader opens that one, whatever the working directory is later.
+        let file = database.fileName
+        inPlaceReader = journal?.lowercased() == "wal" && !path.hasPrefix(":memory:") && !(file ?? "").isEmpty ? InPlaceReader(path: file!) : nil
     }
 
     // The continuations below are resumed exactly once by construction (by the queue's block, or by the
@@ -87,10 +89,12 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// Runs a short read on the calling thread, through a read-only connection of the queue's own, when that
     /// connection is free; otherwise (another caller has it, the database is busy, or it has none) on the queue, as
     /// `read` does. For lookups that take microseconds, made on every intent's path (a cache's revision, say): the
-    /// hop to the queue and back wakes two threads, which costs more than such a read. It sees every committed
-    /// write, of this process or another, as `read` does; `body` must only read (the connection is read-only), may
-    /// run twice (once here, found busy, then on the queue), and blocks the calling thread while it runs, so keep
-    /// long reads to `read`.
+    /// hop to the queue and back wakes two threads, which costs more than such a read. It sees every commit made
+    /// before each of its statements, of this process or another (a write this caller awaited included), but not a
+    /// write still waiting in the queue, which `read` would have waited for; a body whose statements must see one
+    /// state begins a transaction (`BEGIN`), which is ended after it. `body` must only read (the connection refuses
+    /// writes; on the queue, as with `read`, nothing stops one), may run twice (found busy here, then on the
+    /// queue), and holds the calling thread while it runs, so keep long reads to `read`.
     @inlinable public func readInPlace<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         if let inPlaceReader {
             var value: T?
@@ -105,34 +109,40 @@ public final class DatabaseQueue: @unchecked Sendable {
         private let lock = Mutex(())
         private let path: String
         private var database: Database?
-        /// Set once opening the connection failed: `readInPlace` then always goes to the queue.
-        private var failed = false
+        /// When opening the connection last failed: `readInPlace` goes to the queue for a while, then tries again.
+        private var failedAt: ContinuousClock.Instant?
 
         init(path: String) {
             self.path = path
         }
+
+        /// SQLITE_PROTOCOL (sqlite3.h).
+        static let sqliteProtocol: Int32 = 15
 
         /// Runs `body` with the connection, when it is free: false when `body` did not run to its end here (the
         /// connection is in use or cannot open, or `body` found the database busy), and the read is to go to the
         /// queue. `body`'s other errors are thrown.
         @usableFromInline func run(_ body: (Database) throws -> Void) throws -> Bool {
             try lock.withLockIfAvailable { _ throws -> Bool in
-                guard !failed else { return false }
+                if let failedAt, failedAt.duration(to: .now) < .seconds(5) { return false }
                 if database == nil {
                     do {
                         // No busy wait on the caller's thread: a busy database sends the read to the queue instead.
                         database = try Database(path: path, mode: .readOnly, busyTimeoutMilliseconds: 0)
+                        failedAt = nil
                     } catch {
-                        failed = true
+                        failedAt = .now
                         return false
                     }
                 }
                 guard let database else { return false }
-                // The read's transaction ends with its statements, so that the log can be checkpointed past it.
-                defer { database.resetStatements() }
                 do {
+                    // No snapshot is left open after it, whatever the body did.
+                    defer { database.endReadTransaction() }
                     try body(database)
-                } catch let error as DatabaseError where error.isBusy {
+                } catch let error as DatabaseError where error.isBusy || error.code & 0xFF == Self.sqliteProtocol {
+                    // SQLITE_PROTOCOL: the log's index kept changing under the reader (SQLite gave up after its own
+                    // retries); the queue's connection reads it.
                     return false
                 }
                 return true

@@ -294,33 +294,40 @@ import Testing
             }
         }
         first.start()
+        // Whatever fails below, the thread lets the reader go.
+        defer { release.signal() }
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 holding.wait()
                 continuation.resume()
             }
         }
-        // The reader is held: this read is the queue's, on the writer's connection, where a write is not refused.
+        // The reader is held: this read is the queue's, on the writer's connection.
+        let writer = ObjectIdentifier(queue.database)
         let second = try await queue.readInPlace { db in
-            try db.run("INSERT INTO item(name) VALUES ('b')")
-            return try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) }
+            (ObjectIdentifier(db) == writer, try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) })
         }
-        #expect(second == 2)
+        #expect(second.0 && second.1 == 1)
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('b')") }
         release.signal()
         // The held read counts after the queue's write committed: it sees it.
-        while firstCount.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(1)) }
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+        while firstCount.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         #expect(firstCount.withLock { $0 } == [2])
+        // The queue's connection writes again once the read is over.
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('c')") }
+        #expect(try rows(queue) == 3)
 
         let memory = try DatabaseQueue(path: ":memory:")
-        let inMemory = try await memory.readInPlace { db in
-            try db.execute("CREATE TABLE t(x)")
-            return try db.queryFirst("SELECT count(*) FROM t") { $0.int(0) }
-        }
-        #expect(inMemory == 0)
+        #expect(memory.inPlaceReader == nil)
+        try memory.sync { db in try db.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)") }
+        let inMemory = try await memory.readInPlace { db in try db.queryFirst("SELECT count(*) FROM t") { $0.int(0) } }
+        #expect(inMemory == 1)
     }
 
-    /// A read in place leaves no read transaction open, whether it read to the end or threw halfway: the log can be
-    /// checkpointed and emptied right after it, which a reader still holding its snapshot would stop.
+    /// A read in place leaves no read transaction open, whether it read to the end, threw halfway or opened a
+    /// transaction or a savepoint of its own: the next read sees the next commit, and the log can be checkpointed and emptied right
+    /// after, which a reader still holding its snapshot would stop.
     @Test func aReadInPlaceLeavesNoTransactionOpen() async throws {
         let queue = try queue()
         for index in 0..<20 {
@@ -332,7 +339,12 @@ import Testing
         await #expect(throws: Refused.self) {
             try await queue.readInPlace { db in try db.query("SELECT name FROM item") { _ -> String in throw Refused() } }
         }
+        // Reads that leave a transaction, or a savepoint, of their own open.
+        _ = try await queue.readInPlace { db in try db.run("BEGIN") }
+        _ = try await queue.readInPlace { db in try db.run("SAVEPOINT left_open") }
         try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('after the read')") }
+        // No snapshot of before the write was kept: the next read in place sees it.
+        #expect(try await queue.readInPlace { db in try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) } } == 21)
         let checkpoint = try queue.sync { db in
             try db.queryFirst("PRAGMA wal_checkpoint(TRUNCATE)") { [$0.int(0), $0.int(1), $0.int(2)] }
         }
