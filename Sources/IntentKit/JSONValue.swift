@@ -109,10 +109,16 @@ extension JSONValue {
     /// shortest round-tripping form. Only for finite numbers.
     @inline(__always)
     public static func formatNumber(_ number: Double) -> String {
-        if number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 {
+        if isWrittenWhole(number) {
             return String(Int64(number))
         }
         return number.description
+    }
+
+    /// Whether `formatNumber` spells `number` as a whole number, without a decimal point.
+    @inline(__always)
+    static func isWrittenWhole(_ number: Double) -> Bool {
+        number.rounded(.towardZero) == number && abs(number) <= 9_007_199_254_740_992
     }
 }
 
@@ -382,7 +388,7 @@ extension JSONValue {
     /// `formatNumber`'s text, or `null` when the number is not finite.
     static func writeNumber(_ number: Double, to output: inout [UInt8]) {
         guard number.isFinite else { return output.append(contentsOf: "null".utf8) }
-        guard number.rounded(.towardZero) == number, abs(number) <= 9_007_199_254_740_992 else {
+        guard isWrittenWhole(number) else {
             return output.append(contentsOf: number.description.utf8)
         }
         // An integer (most numbers: counts, ids, amounts): its digits written straight in, as `formatNumber` spells them.
@@ -832,7 +838,6 @@ struct _JSONParser {
 
     // MARK: Strings
 
-    /// At the opening quote; returns after the closing quote.
     /// Where the run of plain string bytes (ASCII, not a control character, a quote or a backslash) from `start`
     /// ends, looked at eight bytes at a time: the first word holding another byte is left to the caller, which
     /// reads on byte by byte from the index returned.
@@ -854,6 +859,7 @@ struct _JSONParser {
         return end
     }
 
+    /// At the opening quote; returns after the closing quote.
     mutating func parseString() throws -> String {
         index += 1
         let start = index

@@ -293,9 +293,9 @@ public final class Database {
         return try row(Row(statement: statement))
     }
 
-    /// Ends a read transaction, whatever the body inside it did: every statement still running (one stopped halfway
-    /// by an error) is reset, and a transaction still open (the one begun, or one a body began) is rolled back, so
-    /// that no snapshot stays to hold the log back from a checkpoint.
+    /// Ends a read, whatever its body did: every statement still running (one stopped halfway by an error) is reset,
+    /// and a transaction the body began and left open is rolled back, so that no snapshot stays to hold the log back
+    /// from a checkpoint.
     func endReadTransaction() {
         guard let handle else { return }
         var statement = sqlite3_next_stmt(handle, nil)

@@ -18,8 +18,12 @@ import Synchronization
 /// batch of only such writes commits without a sync (as `synchronous=NORMAL`), which in WAL
 /// mode is atomic and survives the process dying but not the machine losing
 /// power, until the next durable commit syncs the log with everything before it.
+///
+/// A short read may instead run on its caller's thread (`readInPlace`), through a
+/// read-only connection of the queue's own that one caller uses at a time.
 public final class DatabaseQueue: @unchecked Sendable {
-    // @unchecked: `database` is only touched inside blocks running on `queue`, one at a time.
+    // @unchecked: `database` is only touched inside blocks running on `queue`, one at a time (and the in-place
+    // reader's connection only under its own lock).
     /// The read-only connection `readInPlace` uses; nil when the database cannot have one (not a file in WAL mode).
     /// Declared before the writer, so that it closes first: the last connection to close checkpoints the log.
     @usableFromInline let inPlaceReader: InPlaceReader?
@@ -62,9 +66,13 @@ public final class DatabaseQueue: @unchecked Sendable {
         } catch {
             throw error as? DatabaseError ?? DatabaseError(code: 1, message: "\(error)", context: "reading the journal mode")
         }
-        // The file SQLite opened, as an absolute path: the reader opens that one, whatever the working directory is later.
-        let file = database.fileName
-        inPlaceReader = journal?.lowercased() == "wal" && !path.hasPrefix(":memory:") && !(file ?? "").isEmpty ? InPlaceReader(path: file!) : nil
+        // The file SQLite opened, as an absolute path (empty for an in-memory or a temporary database): the reader
+        // opens that one, whatever the working directory is later.
+        if journal?.lowercased() == "wal", let file = database.fileName, !file.isEmpty {
+            inPlaceReader = InPlaceReader(path: file)
+        } else {
+            inPlaceReader = nil
+        }
     }
 
     // The continuations below are resumed exactly once by construction (by the queue's block, or by the

@@ -252,6 +252,14 @@ import Testing
 
     // MARK: Reads in place
 
+    /// Waits for `semaphore` on a dispatch thread, not the task's (a cooperative thread blocked could starve the
+    /// tests running beside this one); false when a minute passed first.
+    static func signaled(_ semaphore: DispatchSemaphore) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: semaphore.wait(timeout: .now() + 60) == .success) }
+        }
+    }
+
     /// `readInPlace` runs on its own read-only connection (a write through it is refused), and sees what this queue
     /// committed, durable or not, and what another connection to the file committed.
     @Test func aReadInPlaceSeesEveryCommitThroughAReadOnlyConnectionOfItsOwn() async throws {
@@ -277,31 +285,25 @@ import Testing
         let reader = try #require(queue.inPlaceReader)
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        // What the first read counted; nil while it runs, and [] when it could not hold the reader.
-        let firstCount = Mutex<[Int?]?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        // What the first read counted: empty when it could not hold the reader.
+        let firstCount = Mutex<[Int?]>([])
         // The first read holds the reader from a thread of its own (blocking one of the cooperative pool's few
         // threads could starve the tests running beside this one).
         let first = Thread {
+            defer { finished.signal() }
             let ran = try? reader.run { db in
                 holding.signal()
                 release.wait()
                 let count = try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) }
-                firstCount.withLock { $0 = [count] }
+                firstCount.withLock { $0.append(count) }
             }
-            if ran != true {
-                firstCount.withLock { $0 = [] }
-                holding.signal()
-            }
+            if ran != true { holding.signal() }
         }
         first.start()
         // Whatever fails below, the thread lets the reader go.
         defer { release.signal() }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                holding.wait()
-                continuation.resume()
-            }
-        }
+        #expect(await Self.signaled(holding))
         // The reader is held: this read is the queue's, on the writer's connection.
         let writer = ObjectIdentifier(queue.database)
         let second = try await queue.readInPlace { db in
@@ -311,8 +313,7 @@ import Testing
         try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('b')") }
         release.signal()
         // The held read counts after the queue's write committed: it sees it.
-        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
-        while firstCount.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(await Self.signaled(finished))
         #expect(firstCount.withLock { $0 } == [2])
         // The queue's connection writes again once the read is over.
         try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('c')") }
