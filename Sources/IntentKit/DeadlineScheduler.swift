@@ -54,6 +54,52 @@ final class FirstOutcome: Sendable {
     }
 }
 
+/// A handler running in its caller's task, raced against its deadline: the first of the two to come decides the
+/// outcome. The deadline cancels the task only while the handler is still in it (under the lock `finish` takes once
+/// it has returned), so that nothing the task runs after the handler sees a cancel meant for the handler.
+final class DeadlineRace: Sendable {
+    /// Plain references: the current task is kept only inside `cancelHandler` (an `UnsafeCurrentTask` is a
+    /// resilient type, copied through its value witnesses).
+    private struct State {
+        var decided = false
+        /// Cancels the task the handler runs in; dropped once the handler has returned.
+        var cancelHandler: (() -> Void)?
+        /// The task reporting the deadline's outcome, once it has passed first.
+        var reporting: Task<Void, Never>?
+    }
+
+    private let state: Mutex<State>
+
+    /// Made in the task the handler runs in.
+    init() {
+        let cancel = withUnsafeCurrentTask { task -> (() -> Void)? in
+            guard let task else { return nil }
+            return { task.cancel() }
+        }
+        state = Mutex(State(cancelHandler: cancel))
+    }
+
+    /// The deadline passed: unless the handler has returned, starts the task that reports it (`report` makes it)
+    /// and cancels the handler's.
+    func pass(_ report: () -> Task<Void, Never>) {
+        state.withLock { state in
+            guard !state.decided else { return }
+            state.decided = true
+            state.reporting = report()
+            state.cancelHandler?()
+        }
+    }
+
+    /// The handler returned: nil when it came first (its result stands), else the task reporting the deadline.
+    func finish() -> Task<Void, Never>? {
+        state.withLock { state in
+            state.decided = true
+            state.cancelHandler = nil
+            return state.reporting
+        }
+    }
+}
+
 /// A task that may be canceled before it is even stored.
 final class CancelableTask: Sendable {
     private let state = Mutex<(task: Task<Void, Never>?, canceled: Bool)>((nil, false))

@@ -67,6 +67,24 @@ public enum IntentPipeline {
         _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double? = nil,
         deadlines: any DeadlineScheduler = IntentPipeline.taskDeadlines, report: @Sendable (PipelineOutcome) async -> Void
     ) async {
+        // The handler in a task of its own, so `report` is only ever called from this call.
+        await withoutActuallyEscaping(report) { (report: @escaping @Sendable (PipelineOutcome) async -> Void) async in
+            await run(
+                envelope, registry: registry, context: context, timeLimit: timeLimit, deadlines: deadlines, inCallersTask: false,
+                report: report)
+        }
+    }
+
+    /// Runs an envelope as `run(_:registry:context:timeLimit:deadlines:report:)` does; with `inCallersTask`, a
+    /// handler with a time limit runs in the calling task rather than in a task of its own (one task, its
+    /// scheduling and a wake-up fewer per intent). At the deadline, `report` then gets `timedOut` from a task the
+    /// deadline starts, and the calling task is canceled so that the handler sees it: a caller that runs more
+    /// than one handler in one task must go on in a task that is not canceled (the worker's runners do: a
+    /// canceled runner hands its lane to a new one).
+    package static func run(
+        _ envelope: IntentEnvelope, registry: IntentRegistry, context: IntentContext, timeLimit: Double?,
+        deadlines: any DeadlineScheduler, inCallersTask: Bool, report: @escaping @Sendable (PipelineOutcome) async -> Void
+    ) async {
         guard let entry = registry.entry(for: envelope.type) else {
             await report(
                 .failure(
@@ -77,7 +95,7 @@ public enum IntentPipeline {
                 ))
             return
         }
-        let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, deadlines, report)
+        let straggler = await entry.run(envelope, context, timeLimit ?? entry.timeLimit, deadlines, inCallersTask, report)
         await straggler?.value
     }
 
@@ -94,23 +112,33 @@ public enum IntentPipeline {
     /// The name under which a whole-intent confirmation is asked and answered.
     public static let wholeIntent = "intent"
 
-    /// Runs one handler; `report` gets the outcome. Returns the handler's task
-    /// when it is still running past its time limit.
+    /// Runs one handler; `report` gets the outcome. Returns what is still running past the handler's time limit:
+    /// the handler's task, or with `inCallersTask` (the handler ran in this one) the task reporting `timedOut`.
     static func run<H: IntentHandler>(
         _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, deadlines: any DeadlineScheduler,
-        report: @Sendable (PipelineOutcome) async -> Void
+        inCallersTask: Bool, report: @escaping @Sendable (PipelineOutcome) async -> Void
     ) async -> Task<Void, Never>? {
         var straggler: Task<Void, Never>?
-        let outcome = await run(
-            handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, straggler: &straggler)
-        await report(outcome)
+        let handling = Handling(timeLimit: timeLimit, deadlines: deadlines, inCallersTask: inCallersTask, report: report)
+        // Nil when the deadline reported the outcome itself.
+        if let outcome = await run(handler, envelope: envelope, context: context, handling: handling, straggler: &straggler) {
+            await report(outcome)
+        }
         return straggler
     }
 
+    /// How `handle` runs: its time limit, what enforces it, and whether in the caller's task (and then whom the
+    /// deadline tells).
+    private struct Handling {
+        let timeLimit: Double?
+        let deadlines: any DeadlineScheduler
+        let inCallersTask: Bool
+        let report: @Sendable (PipelineOutcome) async -> Void
+    }
+
     private static func run<H: IntentHandler>(
-        _ handler: H, envelope: IntentEnvelope, context: IntentContext, timeLimit: Double?, deadlines: any DeadlineScheduler,
-        straggler: inout Task<Void, Never>?
-    ) async -> PipelineOutcome {
+        _ handler: H, envelope: IntentEnvelope, context: IntentContext, handling: Handling, straggler: inout Task<Void, Never>?
+    ) async -> PipelineOutcome? {
         var context = context
         context.confirmed = Set(envelope.confirmed ?? [])
         context.turn = envelope.turn
@@ -158,13 +186,50 @@ public enum IntentPipeline {
         if await context.isCanceled() { return canceled }
         // Resolved and confirmed ahead of its due time: `handle` waits for it.
         if context.resolvesAhead { return PipelineOutcome(state: .scheduled, resolutions: resolutions) }
+        if handling.inCallersTask, let timeLimit = handling.timeLimit, timeLimit > 0 {
+            return await handleInCallersTask(
+                handler, intent, context: context, timeLimit: timeLimit, handling: handling, resolutions: resolutions,
+                straggler: &straggler)
+        }
         do {
             let response = try await handle(
-                handler, intent, context: context, timeLimit: timeLimit, deadlines: deadlines, straggler: &straggler)
+                handler, intent, context: context, timeLimit: handling.timeLimit, deadlines: handling.deadlines, straggler: &straggler)
             return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
         } catch {
             return outcome(of: error, step: "handle", resolutions: resolutions)
         }
+    }
+
+    /// Runs `handle` in the calling task against its time limit. The handler's return and the deadline race
+    /// for the outcome: when the deadline wins, it reports `timedOut` from a task of its own (left in
+    /// `straggler`) and cancels the calling task while the handler still runs in it, and this returns nil once
+    /// the handler has returned.
+    private static func handleInCallersTask<H: IntentHandler>(
+        _ handler: H, _ intent: H.IntentType, context: IntentContext, timeLimit: Double, handling: Handling,
+        resolutions: [ParameterResolution], straggler: inout Task<Void, Never>?
+    ) async -> PipelineOutcome? {
+        let race = DeadlineRace()
+        let report = handling.report
+        let token = handling.deadlines.schedule(after: timeLimit) {
+            race.pass {
+                Task { await report(.failure(timedOut(after: timeLimit), resolutions: resolutions)) }
+            }
+        }
+        let result = await Result(catching: { try await handler.handle(intent, context: context) })
+        handling.deadlines.clear(token)
+        if let reporting = race.finish() {
+            straggler = reporting
+            return nil
+        }
+        switch result {
+        case .success(let response): return PipelineOutcome(state: .success, response: response, resolutions: resolutions)
+        case .failure(let error): return outcome(of: error, step: "handle", resolutions: resolutions)
+        }
+    }
+
+    /// The failure a handler past its time limit ends with.
+    private static func timedOut(after timeLimit: Double) -> IntentFailure {
+        IntentFailure(code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")
     }
 
     /// `failure` when a parameter is unsupported, `needsInput` when one needs the user; nil to go on.
@@ -233,10 +298,7 @@ public enum IntentPipeline {
             let first = FirstOutcome(continuation)
             let token = deadlines.schedule(after: timeLimit) {
                 // The outcome first: the canceled handler must not answer in its place.
-                first.resume(
-                    with: .failure(
-                        IntentFailure(
-                            code: FailureCode.timedOut, message: "the handler did not finish within \(JSONValue.formatNumber(timeLimit)) s")))
+                first.resume(with: .failure(timedOut(after: timeLimit)))
                 running.cancel()
             }
             running.set(

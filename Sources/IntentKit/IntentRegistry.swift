@@ -7,7 +7,7 @@ public struct IntentRegistry: Sendable {
     final class Entry: Sendable {
         let run:
             @Sendable (
-                IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+                IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, Bool, @escaping @Sendable (PipelineOutcome) async -> Void
             ) async -> Task<Void, Never>?
         let retryPolicy: RetryPolicy
         let timeLimit: Double?
@@ -21,7 +21,7 @@ public struct IntentRegistry: Sendable {
         init(
             run:
                 @escaping @Sendable (
-                    IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, @Sendable (PipelineOutcome) async -> Void
+                    IntentEnvelope, IntentContext, Double?, any DeadlineScheduler, Bool, @escaping @Sendable (PipelineOutcome) async -> Void
                 ) async -> Task<Void, Never>?,
             retryPolicy: RetryPolicy, timeLimit: Double?, concurrencyLimit: ConcurrencyLimit?, rateLimit: RateLimit?,
             resolutionTime: ResolutionTime, isRestricted: Bool, ledger: (any OutcomeLedger)?,
@@ -69,9 +69,10 @@ public struct IntentRegistry: Sendable {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
         let entry = Entry(
-            run: { envelope, context, timeLimit, deadlines, report in
+            run: { envelope, context, timeLimit, deadlines, inCallersTask, report in
                 await IntentPipeline.run(
-                    handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines, report: report)
+                    handler, envelope: envelope, context: context, timeLimit: timeLimit, deadlines: deadlines,
+                    inCallersTask: inCallersTask, report: report)
             },
             retryPolicy: handler.retryPolicy, timeLimit: handler.timeLimit, concurrencyLimit: handler.concurrencyLimit,
             rateLimit: handler.rateLimit, resolutionTime: handler.resolutionTime, isRestricted: handler.isRestricted,

@@ -101,7 +101,15 @@ final class DeliveryLanes: Sendable {
 
     private func startRunner(_ run: @escaping @Sendable (Delivery) async -> Void) {
         Task {
-            while let delivery = take() { await run(delivery) }
+            while let delivery = take() {
+                await run(delivery)
+                // A handler past its time limit was canceled in this task, which cannot be un-canceled: the
+                // runner goes on in a new one (in the same count of runners), so no later delivery starts canceled.
+                if Task.isCancelled {
+                    startRunner(run)
+                    return
+                }
+            }
         }
     }
 

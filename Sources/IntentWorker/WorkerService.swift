@@ -529,9 +529,11 @@ public final class WorkerService: Service {
         }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
+        // The handler runs in this runner's task; past its time limit, the lanes give the runner's next
+        // deliveries to a new task (see `DeliveryLanes.startRunner`).
         await IntentPipeline.run(
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type],
-            deadlines: Deadlines.shared
+            deadlines: Deadlines.shared, inCallersTask: true
         ) { [job, committed = context.committed] outcome in
             // Whatever the outcome, what goes next for this delivery is not that it started.
             startedEvent?.supersede()

@@ -22,8 +22,10 @@ struct WorkerServiceTests {
     struct NoteHandler: IntentHandler {
         let database: DatabaseQueue
         let ledger: (any OutcomeLedger)?
+        var canceled: Canceled? = nil
 
         func handle(_ intent: Note, context: IntentContext) async throws -> IntentResponse {
+            canceled?.note(context.intentID)
             if intent.storage == "full" { throw DatabaseError(code: 13, message: "database or disk is full", context: "writing") }
             return try await Self.write(intent.text, into: database, context: context)
         }
@@ -51,8 +53,11 @@ struct WorkerServiceTests {
         let gate: Gate
         let timeLimit: Double?
 
+        var canceled: Canceled? = nil
+
         func handle(_ intent: LateNote, context: IntentContext) async throws -> IntentResponse {
             await gate.wait()
+            canceled?.note(context.intentID)
             return try await NoteHandler.write(intent.text, into: database, context: context)
         }
     }
@@ -101,6 +106,18 @@ struct WorkerServiceTests {
         }
     }
 
+    /// Whether each handler's task was canceled when it looked (by intent id).
+    final class Canceled: Sendable {
+        private let seen = Mutex<[String: Bool]>([:])
+
+        func note(_ id: String) {
+            let canceled = Task.isCancelled
+            seen.withLock { $0[id] = canceled }
+        }
+
+        subscript(_ id: String) -> Bool? { seen.withLock { $0[id] } }
+    }
+
     /// Closed until `open()`; whoever waits on it goes on only then.
     final class Gate: Sendable {
         private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
@@ -134,6 +151,8 @@ struct WorkerServiceTests {
         let running: Task<Void, any Error>
         /// Holds every `LateNote` handler until the test opens it.
         let late: Gate
+        /// Whether the `Note` and `LateNote` handlers' tasks were canceled when they ran (a late one's, once let go).
+        let canceled = Canceled()
 
         /// With `losingFirstKeptPublish`, what the first kept intent's run publishes is reported lost, as when the
         /// broker connection ends before its confirm.
@@ -149,8 +168,9 @@ struct WorkerServiceTests {
             self.late = late
             var registry = IntentRegistry()
             let ledger = try DatabaseOutcomeLedger(queue: database)
-            try registry.register(NoteHandler(database: database, ledger: ledger))
-            try registry.register(LateNoteHandler(database: database, ledger: ledger, gate: late, timeLimit: lateTimeLimit))
+            try registry.register(NoteHandler(database: database, ledger: ledger, canceled: canceled))
+            try registry.register(
+                LateNoteHandler(database: database, ledger: ledger, gate: late, timeLimit: lateTimeLimit, canceled: canceled))
             try registry.register(BookingHandler(database: database, ledger: ledger))
             try registry.register(PingHandler(database: database, ledger: ledger))
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
@@ -362,6 +382,11 @@ struct WorkerServiceTests {
         #expect(await harness.acked(next))
         #expect(try harness.notes("slow") == 0, "its write found timedOut decided")
         #expect(try harness.notes("next") == 1)
+        // The late handler ran in its runner's task and was canceled there; the deliveries after it are not.
+        #expect(harness.canceled["slow"] == true, "the late handler was told its time was up")
+        #expect(harness.canceled["next"] == false, "the next delivery on the one runner starts uncanceled")
+        #expect(await harness.acked(harness.deliver(Self.note("after"))))
+        #expect(harness.canceled["after"] == false)
         await harness.stop()
     }
 
