@@ -55,8 +55,9 @@ final class FirstOutcome: Sendable {
 }
 
 /// A handler running in its caller's task, raced against its deadline: the first of the two to come decides the
-/// outcome. The deadline cancels the task only while the handler is still in it (under the lock `finish` takes once
-/// it has returned), so that nothing the task runs after the handler sees a cancel meant for the handler.
+/// outcome. The deadline cancels the task only until the handler's return is recorded (`pass` cancels under the
+/// lock `finish` takes once it has returned), so a caller that finds its task uncanceled after `finish` stays so;
+/// one that finds it canceled got `timedOut`.
 final class DeadlineRace: Sendable {
     /// Plain references: the current task is kept only inside `cancelHandler` (an `UnsafeCurrentTask` is a
     /// resilient type, copied through its value witnesses).
@@ -70,7 +71,9 @@ final class DeadlineRace: Sendable {
 
     private let state: Mutex<State>
 
-    /// Made in the task the handler runs in.
+    /// Made in the task the handler runs in. The task is kept past `withUnsafeCurrentTask`, which is sound here
+    /// because `cancel()` may be called from any thread, the closure holds a strong reference to the task, and
+    /// `finish()` drops it (under the lock) before the handler's task can go on past the handler.
     init() {
         let cancel = withUnsafeCurrentTask { task -> (() -> Void)? in
             guard let task else { return nil }
@@ -79,8 +82,8 @@ final class DeadlineRace: Sendable {
         state = Mutex(State(cancelHandler: cancel))
     }
 
-    /// The deadline passed: unless the handler has returned, starts the task that reports it (`report` makes it)
-    /// and cancels the handler's.
+    /// The deadline passed: unless the handler's return was recorded, starts the task that reports it (`report`
+    /// makes it) and cancels the handler's. The handler's cancellation handlers run here, on the deadline's thread.
     func pass(_ report: () -> Task<Void, Never>) {
         state.withLock { state in
             guard !state.decided else { return }

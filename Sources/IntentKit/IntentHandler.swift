@@ -27,7 +27,9 @@ public protocol IntentHandler: Sendable {
 
     /// The longest `handle` may run, in seconds; past it the intent fails with
     /// `timedOut` and the handler's task is canceled (a handler writing through
-    /// its database's `once` commits nothing afterwards). nil: no limit.
+    /// its database's `once` commits nothing afterwards). nil: no limit. The
+    /// cancel's handlers (`withTaskCancellationHandler`) run on the worker's
+    /// deadline thread, which every limit shares: they must not block.
     var timeLimit: Double? { get }
 
     /// How many of this type may run at once per owner (or per a parameter's

@@ -59,13 +59,14 @@ final class Cancellations: Sendable {
     /// (give or take a second of clocks apart), came from someone `counts`
     /// accepts (the owner, an operator); the empty string stands for a hint
     /// without a user. It waits only while `readable` (the broker is
-    /// connected): otherwise it answers from what was read so far.
+    /// connected) and its task is not canceled (a handler past its time limit,
+    /// whose sleeps would return at once): otherwise it answers from what was read so far.
     func isCanceled(
         _ id: String, submittedAt: Double, wait: Double = 5, readable: () -> Bool = { true }, by counts: (String) -> Bool
     ) async -> Bool {
         let deadline = Date().addingTimeInterval(wait)
         var waited = false
-        while !isCaughtUp, Date() < deadline, readable() {
+        while !isCaughtUp, Date() < deadline, readable(), !Task.isCancelled {
             waited = true
             try? await Task.sleep(for: .milliseconds(10))
         }

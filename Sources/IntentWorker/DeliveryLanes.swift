@@ -12,7 +12,9 @@ import Synchronization
 /// one, and a runner that finds the lanes empty ends in the same step, so no
 /// delivery is ever held with no runner to take it. A delivery thus starts one
 /// hop from the thread that brought it (the I/O thread: no task in between),
-/// and a busy runner goes on to the next without a hop at all.
+/// and a busy runner goes on to the next without a hop at all — unless the
+/// delivery's handler passed its time limit, which cancels the runner's task
+/// (handlers run in it): the runner then goes on in a new task.
 final class DeliveryLanes: Sendable {
     private struct State {
         var high: [Delivery] = []

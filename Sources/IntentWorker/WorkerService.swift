@@ -529,8 +529,9 @@ public final class WorkerService: Service {
         }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)
-        // The handler runs in this runner's task; past its time limit, the lanes give the runner's next
-        // deliveries to a new task (see `DeliveryLanes.startRunner`).
+        // The handler runs in this runner's task; past its time limit, that task is canceled and the lanes give
+        // the runner's next deliveries to a new one (see `DeliveryLanes.startRunner`). So what follows the
+        // pipeline here may run canceled: nothing after it may wait on anything that a cancel cuts short.
         await IntentPipeline.run(
             envelope, registry: registry, context: context, timeLimit: configuration.timeLimits[envelope.type],
             deadlines: Deadlines.shared, inCallersTask: true

@@ -58,6 +58,23 @@ struct HandlerInCallersTaskTests {
         }
     }
 
+    /// Deadlines that pass just as they are cleared: the handler has returned, and its deadline comes before its
+    /// return is recorded (the narrowest window of the race).
+    final class DeadlinesPassingAtTheClear: DeadlineScheduler {
+        private let actions = Mutex<[Int: @Sendable () -> Void]>([:])
+        private let next = Atomic<Int>(0)
+
+        func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
+            let token = next.add(1, ordering: .relaxed).newValue
+            actions.withLock { $0[token] = action }
+            return token
+        }
+
+        func clear(_ token: Int) {
+            actions.withLock { $0.removeValue(forKey: token) }?()
+        }
+    }
+
     /// Runs one chore in a task of its own, in that task (`inCallersTask`); `reported` gets each outcome reported,
     /// with whether the handler had returned by then. The task returns whether it ended canceled.
     static func run(
@@ -127,6 +144,18 @@ struct HandlerInCallersTaskTests {
         #expect(outcomes.first?.response?.message == "swept")
         #expect(!seen.wasCanceled)
         #expect(!callerCanceled)
+    }
+
+    @Test func aDeadlineThatPassesAfterTheReturnButBeforeItIsRecordedWinsAndCancelsTheCaller() async throws {
+        let seen = Seen()
+        let handler = ChoreHandler(limit: 60) {
+            seen.handlerReturns()
+            return .success("swept")
+        }
+        let (outcomes, callerCanceled) = await Self.outcomes(of: handler, seen: seen, deadlines: DeadlinesPassingAtTheClear())
+        #expect(outcomes.map { $0.response?.code } == [FailureCode.timedOut], "the deadline's outcome, once: \(outcomes)")
+        #expect(!seen.wasCanceled, "the handler had returned before its deadline")
+        #expect(callerCanceled, "a timedOut outcome always comes with the caller's task canceled")
     }
 
     /// The handler's return and its deadline at nearly the same moment, many times over: each run reports exactly
