@@ -1053,6 +1053,28 @@ struct _JSONParser {
         1e21, 1e22,
     ]
 
+    /// 10^0 through 10^19: the powers of ten a UInt64 holds.
+    static let integerPowersOfTen: [UInt64] = (0...19).map { power in (0..<power).reduce(1) { value, _ in value * 10 } }
+
+    /// `numerator` / 10^`exponent` (`exponent` at most 19, so that both fit in 64 bits) rounded to the nearest Double,
+    /// ties to even, as reading its text does: the quotient is taken to at least 63 bits in 128-bit integers, its bits
+    /// past the 53 a Double keeps decide the rounding, and a remainder breaks what would otherwise be a tie.
+    static func nearestDouble(to numerator: UInt64, overPowerOfTen exponent: Int) -> Double {
+        guard numerator != 0 else { return 0 }
+        let divisor = integerPowersOfTen[exponent]
+        // The numerator shifted up to just under 2^127: over a divisor under 2^64, a quotient of over 2^62.
+        let shift = 63 + numerator.leadingZeroBitCount
+        let (quotient, remainder) = (UInt128(numerator) << shift).quotientAndRemainder(dividingBy: UInt128(divisor))
+        let dropped = (128 - quotient.leadingZeroBitCount) - 53
+        var significand = UInt64(truncatingIfNeeded: quotient >> dropped)
+        let rest = quotient & ((1 << dropped) - 1)
+        let half = UInt128(1) << (dropped - 1)
+        if rest > half || (rest == half && (remainder != 0 || significand & 1 == 1)) {
+            significand += 1  // at most 2^53, still exact in a Double
+        }
+        return Double(sign: .plus, exponent: dropped - shift, significand: Double(significand))
+    }
+
     mutating func parseNumber() throws -> Double {
         let start = index
         var negative = false
@@ -1074,13 +1096,13 @@ struct _JSONParser {
             }
         } else {
             while index < bytes.count, isDigit(bytes[index]) {
-                if digitCount < 18 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                if digitCount < 19 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
                 digitCount += 1
                 index += 1
             }
         }
         var isInteger = true
-        // The digits after the point, accumulated into `integer` while all of them fit in 15 digits.
+        // The digits after the point, accumulated into `integer` while all of them fit in 19 digits (a UInt64).
         var fractionDigits = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
@@ -1089,7 +1111,7 @@ struct _JSONParser {
                 throw numberError(start: start, "a digit after '.'")
             }
             while index < bytes.count, isDigit(bytes[index]) {
-                if digitCount + fractionDigits < 15 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
+                if digitCount + fractionDigits < 19 { integer = integer &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0")) }
                 fractionDigits += 1
                 index += 1
             }
@@ -1116,6 +1138,11 @@ struct _JSONParser {
             // A decimal of at most 15 digits (a timestamp, say): its digits and 10^fractionDigits are both exact in a
             // Double, so one division rounds as correctly as reading the text does (Clinger's fast path).
             let magnitude = Double(integer) / Self.powersOfTen[fractionDigits]
+            return negative ? -magnitude : magnitude
+        }
+        if !hasExponent, digitCount + fractionDigits <= 19 {
+            // Up to 19 digits (a clock's timestamp has 16 or 17): the quotient of two integers, rounded exactly.
+            let magnitude = Self.nearestDouble(to: integer, overPowerOfTen: fractionDigits)
             return negative ? -magnitude : magnitude
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)

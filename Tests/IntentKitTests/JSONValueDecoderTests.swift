@@ -233,6 +233,23 @@ import Testing
             if point == digits { text += ".\(Int.random(in: 0...9, using: &generator))" }
             texts.append(text)
         }
+        // Integers and decimals of 16 to 21 digits (a clock's timestamps have 16 or 17), on both sides of the 19 read
+        // as a quotient of integers, and halfway cases, which round to the even neighbour.
+        for _ in 0..<20_000 {
+            let digits = Int.random(in: 16...21, using: &generator)
+            let point = Int.random(in: 1...digits + 1, using: &generator)
+            var text = Bool.random(using: &generator) ? "-" : ""
+            for position in 0..<digits {
+                if position == point { text += "." }
+                text += String(position == 0 ? Int.random(in: 1...9, using: &generator) : Int.random(in: 0...9, using: &generator))
+            }
+            texts.append(text)
+        }
+        texts += [
+            "9007199254740993", "9007199254740995", "4503599627370497.5", "4503599627370498.5", "18014398509481986",
+            "9223372036854775807", "9999999999999999999", "10000000000000000000", "0.0000000000000000001", "0.000000000000000001",
+            "1796005521.1234567", "1796005521.123456", "179600552112345.6789",
+        ]
         for text in texts where !text.hasPrefix("00") {
             let read = try JSONValue.parse(text).numberValue
             #expect(read?.bitPattern == Double(text)?.bitPattern, "\(text): read \(String(describing: read)), the text is \(Double(text)!)")
