@@ -249,6 +249,9 @@ import Testing
             "9007199254740993", "9007199254740995", "4503599627370497.5", "4503599627370498.5", "18014398509481986",
             "9223372036854775807", "9999999999999999999", "10000000000000000000", "0.0000000000000000001", "0.000000000000000001",
             "1796005521.1234567", "1796005521.123456", "179600552112345.6789",
+            // Just above a halfway point, by less than the quotient's bits past the 53rd can show: only the
+            // division's remainder says to round up (found by a search with exact fractions).
+            "1.000000000000029865", "1.000000000000054734",
         ]
         for text in texts where !text.hasPrefix("00") {
             let read = try JSONValue.parse(text).numberValue
