@@ -454,15 +454,18 @@ public final class AMQPConnection {
     /// wake-up of the broker) per message. Uncorked, and so sent, when `body`
     /// returns or throws.
     public func corked<T>(_ body: () throws(AMQPError) -> T) throws(AMQPError) -> T {
-        let socket = socketDescriptor
-        func cork(_ value: Int32) {
-            guard socket >= 0 else { return }
-            var value = value
-            _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
-        }
-        cork(1)
-        defer { cork(0) }
+        setCorked(true)
+        defer { setCorked(false) }
         return try body()
+    }
+
+    /// Corks the socket (`TCP_CORK`), or uncorks it and so sends what waited. A connection left corked sends only
+    /// once the kernel's limit passes (200 ms on Linux): each cork needs its uncork, on every path.
+    public func setCorked(_ corked: Bool) {
+        let socket = socketDescriptor
+        guard socket >= 0 else { return }
+        var value: Int32 = corked ? 1 : 0
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Acks a delivery of this connection by its tag; with `multiple`, every unacked delivery up to it as well.

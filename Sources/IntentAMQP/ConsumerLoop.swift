@@ -89,6 +89,8 @@ public final class ConsumerLoop: Sendable {
     private let shared = Mutex(Shared())
     private let signal = WakeSignal()
     private let exited = Completion()
+    /// The socket of the connection being served, or -1 between connections: for tests of how a round leaves it.
+    let servedSocket = Atomic<Int32>(-1)
     private let configuration: Configuration
     private let logger: Logger
 
@@ -190,6 +192,8 @@ public final class ConsumerLoop: Sendable {
 
     private func serve(_ connection: AMQPConnection) throws {
         let generation = connection.generation
+        servedSocket.store(connection.socketDescriptor, ordering: .relaxed)
+        defer { servedSocket.store(-1, ordering: .relaxed) }
         var consumerTag: String?
         var extraTags: [String] = []
         var extraConsumers: [String] = []
@@ -294,6 +298,10 @@ public final class ConsumerLoop: Sendable {
             // Should the connection fail partway, the rest of the batch is dropped with it: its local tags are settled
             // (a publish as lost, to be run again; an ack or a reject as done, since nothing was to be published).
             var handled = 0
+            // Several commands' frames leave together, in as few segments as they fit, rather than a segment (and a
+            // wake-up of the broker's reader) each; a round of one sends at once, as it would anyway.
+            let corked = commands.count > 1
+            if corked { connection.setCorked(true) }
             do {
                 for command in commands {
                     handled += 1
@@ -352,6 +360,7 @@ public final class ConsumerLoop: Sendable {
                     }
                 }
             } catch {
+                if corked { connection.setCorked(false) }
                 for command in commands[max(0, handled - 1)...] {
                     switch command {
                     case .publish(_, let tag?) where tag.isLocal: configuration.onLocalSettled(tag.value, false)
@@ -361,6 +370,7 @@ public final class ConsumerLoop: Sendable {
                 }
                 throw error
             }
+            if corked { connection.setCorked(false) }
 
             if stopConsuming, consuming {
                 consuming = false

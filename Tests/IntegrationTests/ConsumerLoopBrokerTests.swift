@@ -1,0 +1,51 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import IntentAMQP
+
+/// The I/O thread's loop against the real broker.
+@Suite struct ConsumerLoopBrokerTests {
+    /// A round of several commands is sent corked, so that its frames leave in as few segments as they fit; the
+    /// round must uncork the socket before it waits, or every later publish would wait for the kernel's 200 ms.
+    @Test(.timeLimit(.minutes(2)))
+    func roundsOfSeveralPublishesAreAllConfirmedAndLeaveTheSocketUncorked() async throws {
+        let url = try BrokerURL(await TestBroker.shared.makeVirtualHost("cork"))
+        let settled = Mutex<[UInt64: Bool]>([:])
+        var configuration = ConsumerLoop.Configuration(url: url, queue: "cork.in", prefetch: 8) { connection in
+            try connection.declareQueue("cork.in")
+            try connection.declareQueue("cork.out")
+        }
+        configuration.onLocalSettled = { number, done in settled.withLock { $0[number] = done } }
+        let loop = ConsumerLoop(configuration: configuration, logger: .disabled())
+        loop.start()
+        while !loop.isConnected { try await Task.sleep(for: .milliseconds(10)) }
+
+        let rounds = 5
+        let perRound = 12
+        for round in 0..<rounds {
+            // Handed over back to back: the I/O thread takes whatever waits when it wakes, most of a burst at once.
+            for index in 0..<perRound {
+                let number = UInt64(round * perRound + index)
+                let message = OutgoingMessage(exchange: "", routingKey: "cork.out", body: Array("message \(number)".utf8))
+                loop.send(.publish([message], thenAck: .local(number)))
+            }
+            let expected = (round + 1) * perRound
+            while settled.withLock({ $0.count }) < expected { try await Task.sleep(for: .milliseconds(5)) }
+            // Every confirm of the burst is in: the rounds that sent it are over, and none may have left a cork.
+            let socket = loop.servedSocket.load(ordering: .relaxed)
+            try #require(socket >= 0)
+            var corked: Int32 = -1
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            #expect(getsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &corked, &size) == 0)
+            #expect(corked == 0, "round \(round) left the socket corked")
+        }
+        #expect(settled.withLock { $0.values.allSatisfy { $0 } })
+
+        let reader = try AMQPConnection(url: url)
+        defer { reader.close() }
+        #expect(try reader.inspectQueue("cork.out").messages == rounds * perRound)
+        loop.stopConsuming()
+        await loop.shutdown(grace: 1)
+    }
+}
