@@ -94,7 +94,7 @@ struct EndToEndPhase {
         let syncsBefore = Database.syncTimes
         Database.resetSlowestSync()
         let start = gate.open()
-        try probe.waitForSuccess(total: before + count, control: control, threads: threads, services: services)
+        try probe.waitForSuccess(total: before + count, phaseCount: count, control: control, threads: threads, services: services)
         let syncs = Database.syncTimes.since(syncsBefore)
         let probeCPU = ProcessMetrics.threadCPUSeconds() - probeCPUBefore
         let metricsAfter = ProcessMetrics.sample(broker: broker)

@@ -110,6 +110,9 @@ final class StoredTimes: Sendable {
         }
     }
 
+    /// How many intents' terminal states were written and not yet taken.
+    var count: Int { times.withLock { $0.count } }
+
     /// When each of `ids`' terminal states was written (nil for one not written), forgotten here once told, so
     /// that what the benchmark keeps does not grow with the runs.
     func take(_ ids: [String]) -> [String: Double] {
