@@ -4,7 +4,8 @@ import IntentAMQP
 /// The ceiling's worker: for each delivery of the work queue, `statusEvents`
 /// persistent confirmed publishes to the status exchange (the outcome, after
 /// `inProgress` when 2), then an ack (`multiple`) once they are confirmed. No
-/// decoding, no handler, no status logic.
+/// decoding, no handler, no status logic. The events of deliveries read together leave together: the socket is
+/// corked until rabbitmq-c's buffer is empty, as the worker's I/O thread corks a round of several commands.
 struct CeilingWorker: Sendable {
     var url: BrokerURL
     var topology: Topology
@@ -27,12 +28,17 @@ struct CeilingWorker: Sendable {
         var head = 0
         var settled = 0
         var ackUpTo: UInt64?
+        var corked = false
         _ = try gate.arriveAndWait(control: control)
 
         while settled < count || ackUpTo != nil {
             if settled < count {
                 switch try connection.nextEvent(control: control, "working (\(settled) of \(count) acked)") {
                 case .delivery(let delivery):
+                    if !corked, connection.hasBufferedData {
+                        connection.setCorked(true)
+                        corked = true
+                    }
                     var last: UInt64 = 0
                     for index in bodies.indices {
                         last = try connection.publish(
@@ -60,10 +66,16 @@ struct CeilingWorker: Sendable {
                     throw BenchError.failed("ceiling: a status publish came back: \(message.replyText)")
                 }
             }
-            // One ack for everything settled so far, once nothing more is waiting in rabbitmq-c's buffer.
-            if let tag = ackUpTo, settled == count || !connection.hasBufferedData {
+            // One ack for everything settled so far, once nothing more is waiting in rabbitmq-c's buffer; then what
+            // was corked leaves.
+            let drained = settled == count || !connection.hasBufferedData
+            if let tag = ackUpTo, drained {
                 try connection.ack(tag, multiple: true)
                 ackUpTo = nil
+            }
+            if corked, drained {
+                connection.setCorked(false)
+                corked = false
             }
         }
     }

@@ -13,7 +13,9 @@
  * confirms, at most W unconfirmed each. One worker thread consumes the work
  * queue with prefetch F and, for each delivery, publishes every status body
  * (persistent, confirmed) to the status exchange, then acks it (`multiple`)
- * once they are confirmed. One recorder thread consumes the ledger queue
+ * once they are confirmed; the events of deliveries read together leave
+ * together (the socket corked until rabbitmq-c's buffer is empty, as
+ * IntentQueue's worker corks a round of several commands). One recorder thread consumes the ledger queue
  * (every intent and every status event) and writes each message as a row in
  * SQLite (WAL, synchronous=FULL), in transactions of at most B, acking each
  * batch after its commit. Prints one JSON object: seconds from the start to
@@ -32,6 +34,8 @@
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -225,6 +229,12 @@ static void *produce(void *argument) {
 
 /* ── worker ────────────────────────────────────────────────────────────── */
 
+/* Holds the socket's segments (TCP_CORK) until uncorked, which sends them. */
+static void cork(amqp_connection_state_t connection, int on) {
+    int fd = amqp_get_sockfd(connection);
+    if (fd >= 0) (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+}
+
 static void *work(void *argument) {
     (void)argument;
     amqp_connection_state_t connection = open_connection();
@@ -239,6 +249,7 @@ static void *work(void *argument) {
     if (!last_sequence || !delivery_tag) die("out of memory");
     long received = 0, settled = 0;
     uint64_t sequence = 0, confirmed = 0, ack_up_to = 0;
+    int corked = 0;
     amqp_basic_properties_t properties = {0};
     properties._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG |
                         AMQP_BASIC_CONTENT_TYPE_FLAG;
@@ -255,6 +266,10 @@ static void *work(void *argument) {
         if (reply.reply_type == AMQP_RESPONSE_NORMAL) {
             if (received >= config.intents) die("more deliveries than intents");
             properties.message_id = envelope.message.properties.message_id;
+            if (!corked && amqp_data_in_buffer(connection)) {
+                cork(connection, 1);
+                corked = 1;
+            }
             for (int event = 0; event < config.events; event++) {
                 check_status(amqp_basic_publish(connection, 1, amqp_cstring_bytes(config.status_exchange),
                                                 amqp_cstring_bytes(config.status_keys[event]), 0, 0, &properties,
@@ -283,10 +298,15 @@ static void *work(void *argument) {
         } else {
             check_reply(reply, "consuming");
         }
-        /* One ack for everything settled, once nothing more waits in the buffer. */
-        if (ack_up_to && (settled == config.intents || !amqp_data_in_buffer(connection))) {
+        /* One ack for everything settled, once nothing more waits in the buffer; then what was corked leaves. */
+        int drained = settled == config.intents || !amqp_data_in_buffer(connection);
+        if (ack_up_to && drained) {
             check_status(amqp_basic_ack(connection, 1, ack_up_to, 1), "acking");
             ack_up_to = 0;
+        }
+        if (corked && drained) {
+            cork(connection, 0);
+            corked = 0;
         }
     }
     add_cpu(&worker_cpu, cpu_start);
