@@ -459,8 +459,9 @@ public final class AMQPConnection {
         return try body()
     }
 
-    /// Corks the socket (`TCP_CORK`), or uncorks it and so sends what waited. A connection left corked sends only
-    /// once the kernel's limit passes (200 ms on Linux): each cork needs its uncork, on every path.
+    /// Corks the socket (`TCP_CORK`), or uncorks it and so sends what waited. A corked socket sends only full
+    /// segments, and what is left once the kernel's limit passes (200 ms on Linux): each cork needs its uncork, on
+    /// every path, before anything waits for the broker's answer.
     public func setCorked(_ corked: Bool) {
         let socket = socketDescriptor
         guard socket >= 0 else { return }

@@ -91,6 +91,8 @@ public final class ConsumerLoop: Sendable {
     private let exited = Completion()
     /// The socket of the connection being served, or -1 between connections: for tests of how a round leaves it.
     let servedSocket = Atomic<Int32>(-1)
+    /// How many rounds sent their commands corked: for tests that must know the corked path was taken.
+    let corkedRounds = Atomic<Int>(0)
     private let configuration: Configuration
     private let logger: Logger
 
@@ -298,10 +300,14 @@ public final class ConsumerLoop: Sendable {
             // Should the connection fail partway, the rest of the batch is dropped with it: its local tags are settled
             // (a publish as lost, to be run again; an ack or a reject as done, since nothing was to be published).
             var handled = 0
-            // Several commands' frames leave together, in as few segments as they fit, rather than a segment (and a
-            // wake-up of the broker's reader) each; a round of one sends at once, as it would anyway.
+            // The frames of several commands' publishes and rejects leave together, in as few segments as they fit,
+            // rather than a segment (and a wake-up of the broker's reader) each; a round of one sends at once, as it
+            // would anyway. Uncorked before the round reads or waits; acks go later, uncorked (`flushAcks`).
             let corked = commands.count > 1
-            if corked { connection.setCorked(true) }
+            if corked {
+                connection.setCorked(true)
+                corkedRounds.add(1, ordering: .relaxed)
+            }
             do {
                 for command in commands {
                     handled += 1
@@ -348,7 +354,16 @@ public final class ConsumerLoop: Sendable {
                                 }
                             }
                         }
-                        if group != nil { faults.hit(.afterStatusPublish, intentID: messages.last?.messageID) }
+                        if group != nil {
+                            // Under fault injection what the round corked leaves first, so that a kill here comes after
+                            // the status publish has left the process, as the point says (a kill drops what the
+                            // kernel still holds back).
+                            if corked, faults.isEnabled {
+                                connection.setCorked(false)
+                                connection.setCorked(true)
+                            }
+                            faults.hit(.afterStatusPublish, intentID: messages.last?.messageID)
+                        }
                     case .ack(let tag):
                         if tag.isLocal { configuration.onLocalSettled(tag.value, true) }
                         if tag.generation == generation { acks.append(tag.value) }

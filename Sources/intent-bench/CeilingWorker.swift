@@ -4,8 +4,10 @@ import IntentAMQP
 /// The ceiling's worker: for each delivery of the work queue, `statusEvents`
 /// persistent confirmed publishes to the status exchange (the outcome, after
 /// `inProgress` when 2), then an ack (`multiple`) once they are confirmed. No
-/// decoding, no handler, no status logic. The events of deliveries read together leave together: the socket is
-/// corked until rabbitmq-c's buffer is empty, as the worker's I/O thread corks a round of several commands.
+/// decoding, no handler, no status logic. As the worker's I/O thread sends a round of several commands, the events of
+/// deliveries read together leave together: the socket is corked while deliveries already in rabbitmq-c's buffer
+/// are read (without waiting) and their events published, and uncorked before any read that would wait; acks go
+/// uncorked.
 struct CeilingWorker: Sendable {
     var url: BrokerURL
     var topology: Topology
@@ -15,7 +17,10 @@ struct CeilingWorker: Sendable {
 
     func run(gate: StartGate, control: PhaseControl) throws {
         let connection = try AMQPConnection(url: url, connectTimeout: 5)
-        defer { connection.close() }
+        defer {
+            connection.setCorked(false)
+            connection.close()
+        }
         try connection.enableConfirms()
         try connection.setPrefetch(prefetch)
         try connection.consume(topology.workQueue)
@@ -32,8 +37,16 @@ struct CeilingWorker: Sendable {
         _ = try gate.arriveAndWait(control: control)
 
         while settled < count || ackUpTo != nil {
+            // While corked, only what rabbitmq-c already holds is read: a read that would wait uncorks first.
+            var event: AMQPConnection.Event?
             if settled < count {
-                switch try connection.nextEvent(control: control, "working (\(settled) of \(count) acked)") {
+                event =
+                    corked
+                    ? try connection.nextEvent(timeout: 0)
+                    : try connection.nextEvent(control: control, "working (\(settled) of \(count) acked)")
+            }
+            if let event {
+                switch event {
                 case .delivery(let delivery):
                     if !corked, connection.hasBufferedData {
                         connection.setCorked(true)
@@ -66,16 +79,16 @@ struct CeilingWorker: Sendable {
                     throw BenchError.failed("ceiling: a status publish came back: \(message.replyText)")
                 }
             }
-            // One ack for everything settled so far, once nothing more is waiting in rabbitmq-c's buffer; then what
-            // was corked leaves.
+            // What was corked leaves once nothing complete waits in rabbitmq-c's buffer; then one ack for everything
+            // settled so far.
             let drained = settled == count || !connection.hasBufferedData
+            if corked, drained || event == nil {
+                connection.setCorked(false)
+                corked = false
+            }
             if let tag = ackUpTo, drained {
                 try connection.ack(tag, multiple: true)
                 ackUpTo = nil
-            }
-            if corked, drained {
-                connection.setCorked(false)
-                corked = false
             }
         }
     }

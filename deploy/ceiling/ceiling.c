@@ -13,9 +13,11 @@
  * confirms, at most W unconfirmed each. One worker thread consumes the work
  * queue with prefetch F and, for each delivery, publishes every status body
  * (persistent, confirmed) to the status exchange, then acks it (`multiple`)
- * once they are confirmed; the events of deliveries read together leave
- * together (the socket corked until rabbitmq-c's buffer is empty, as
- * IntentQueue's worker corks a round of several commands). One recorder thread consumes the ledger queue
+ * once they are confirmed. As IntentQueue's worker sends a round of several
+ * commands, the events of deliveries read together leave together: the
+ * socket is corked while deliveries already in rabbitmq-c's buffer are read
+ * (without waiting) and their events published, and uncorked before any read
+ * that would wait; acks go uncorked. One recorder thread consumes the ledger queue
  * (every intent and every status event) and writes each message as a row in
  * SQLite (WAL, synchronous=FULL), in transactions of at most B, acking each
  * batch after its commit. Prints one JSON object: seconds from the start to
@@ -260,9 +262,11 @@ static void *work(void *argument) {
     double cpu_start = thread_cpu();
     while (settled < config.intents) {
         amqp_envelope_t envelope;
-        struct timeval timeout = {10, 0};
+        struct timeval timeout = {10, 0}, no_wait = {0, 0};
+        int nothing = 0;
         amqp_maybe_release_buffers(connection);
-        amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, &timeout, 0);
+        /* While corked, only what rabbitmq-c already holds is read: a read that would wait uncorks first. */
+        amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, corked ? &no_wait : &timeout, 0);
         if (reply.reply_type == AMQP_RESPONSE_NORMAL) {
             if (received >= config.intents) die("more deliveries than intents");
             properties.message_id = envelope.message.properties.message_id;
@@ -294,19 +298,20 @@ static void *work(void *argument) {
                 }
             }
         } else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && reply.library_error == AMQP_STATUS_TIMEOUT) {
-            die("the worker waited 10 s for a delivery or a confirm");
+            if (!corked) die("the worker waited 10 s for a delivery or a confirm");
+            nothing = 1;
         } else {
             check_reply(reply, "consuming");
         }
-        /* One ack for everything settled, once nothing more waits in the buffer; then what was corked leaves. */
+        /* What was corked leaves once nothing complete waits in the buffer; then one ack for everything settled. */
         int drained = settled == config.intents || !amqp_data_in_buffer(connection);
+        if (corked && (drained || nothing)) {
+            cork(connection, 0);
+            corked = 0;
+        }
         if (ack_up_to && drained) {
             check_status(amqp_basic_ack(connection, 1, ack_up_to, 1), "acking");
             ack_up_to = 0;
-        }
-        if (corked && drained) {
-            cork(connection, 0);
-            corked = 0;
         }
     }
     add_cpu(&worker_cpu, cpu_start);
