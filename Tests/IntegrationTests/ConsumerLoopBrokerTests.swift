@@ -12,11 +12,20 @@ import Testing
     func roundsOfSeveralPublishesAreAllConfirmedAndLeaveTheSocketUncorked() async throws {
         let url = try BrokerURL(await TestBroker.shared.makeVirtualHost("cork"))
         let settled = Mutex<[UInt64: Bool]>([:])
+        // Each settle is told here, so that the test waits for the confirms themselves, not for a guessed time.
+        let (settles, settling) = AsyncStream.makeStream(of: Int.self)
         var configuration = ConsumerLoop.Configuration(url: url, queue: "cork.in", prefetch: 8) { connection in
             try connection.declareQueue("cork.in")
             try connection.declareQueue("cork.out")
         }
-        configuration.onLocalSettled = { number, done in settled.withLock { $0[number] = done } }
+        configuration.onLocalSettled = { number, done in
+            let count = settled.withLock { settled in
+                settled[number] = done
+                return settled.count
+            }
+            settling.yield(count)
+        }
+        var counts = settles.makeAsyncIterator()
         let loop = ConsumerLoop(configuration: configuration, logger: .disabled())
         let rounds = 5
         let perRound = 12
@@ -35,7 +44,7 @@ import Testing
             // Later bursts are handed over back to back, and the I/O thread takes whatever waits when it wakes.
             if round > 0 { burst(round) }
             let expected = (round + 1) * perRound
-            while settled.withLock({ $0.count }) < expected { try await Task.sleep(for: .milliseconds(5)) }
+            while let count = await counts.next(), count < expected {}
             // Every confirm of the burst is in: the rounds that sent it are over, and none may have left a cork.
             let socket = loop.servedSocket.load(ordering: .relaxed)
             try #require(socket >= 0)
