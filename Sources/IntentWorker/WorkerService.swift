@@ -208,16 +208,36 @@ public final class WorkerService: Service {
 
     /// What one delivery is about, worked out once.
     private struct Job: Sendable {
-        var delivery: Delivery
-        var envelope: IntentEnvelope
+        /// What the delivery brought and what it was read as, the same for the delivery's whole life. Held by
+        /// reference: a job is copied into closures and across suspension points several times an intent, and a copy
+        /// is then one retain, not one for every string of the delivery and the envelope.
+        private final class Fixed: Sendable {
+            let delivery: Delivery
+            let envelope: IntentEnvelope
+            let ledger: any OutcomeLedger
+            let logger: Logger
+            let sender: Sender
+
+            init(delivery: Delivery, envelope: IntentEnvelope, ledger: any OutcomeLedger, logger: Logger, sender: Sender) {
+                self.delivery = delivery
+                self.envelope = envelope
+                self.ledger = ledger
+                self.logger = logger
+                self.sender = sender
+            }
+        }
+
+        private let fixed: Fixed
+        var delivery: Delivery { fixed.delivery }
+        var envelope: IntentEnvelope { fixed.envelope }
+        var ledger: any OutcomeLedger { fixed.ledger }
+        var logger: Logger { fixed.logger }
+        /// Who sent it, as the broker verified (or, for a worker's retry or an operator's requeue, the owner it carries).
+        var sender: Sender { fixed.sender }
         /// Retries the type's policy counted, and retries spent waiting for storage.
         var retries: Int
         var storageWaits: Int
         var attempt: Int
-        var ledger: any OutcomeLedger
-        var logger: Logger
-        /// Who sent it, as the broker verified (or, for a worker's retry or an operator's requeue, the owner it carries).
-        var sender: Sender
         /// What the ledger said of it before anything ran.
         var admission = Admission()
         /// When this delivery's run started (resolve, confirm, handle), once it has.
@@ -230,6 +250,16 @@ public final class WorkerService: Service {
         var id: String { envelope.id }
         /// The intent's owner, which every event about it names.
         var owner: String? { admission.owner }
+
+        init(
+            delivery: Delivery, envelope: IntentEnvelope, retries: Int, storageWaits: Int, attempt: Int, ledger: any OutcomeLedger,
+            logger: Logger, sender: Sender
+        ) {
+            fixed = Fixed(delivery: delivery, envelope: envelope, ledger: ledger, logger: logger, sender: sender)
+            self.retries = retries
+            self.storageWaits = storageWaits
+            self.attempt = attempt
+        }
     }
 
     func process(_ delivery: Delivery) async {
@@ -505,14 +535,14 @@ public final class WorkerService: Service {
         let startedEvent =
             resolvesAhead
             ? nil
-            : StartedEvent(on: loop, after: configuration.startedEventDelay) { [topology = configuration.topology] in
-                topology.statusMessage(for: started)
+            : StartedEvent(on: loop, after: configuration.startedEventDelay) { [self] in
+                configuration.topology.statusMessage(for: started)
             }
 
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: job.logger,
-            progress: { [configuration] progress in
+            progress: { [self] progress in
                 startedEvent?.publish()
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
