@@ -575,11 +575,9 @@ public final class AMQPConnection {
     }
 
     private func delivery(from envelope: amqp_envelope_t) -> Delivery {
-        var delivery = delivery(
+        delivery(
             tag: envelope.delivery_tag, exchange: envelope.exchange, routingKey: envelope.routing_key,
-            redelivered: envelope.redelivered != 0, message: envelope.message)
-        delivery.consumerTag = envelope.consumer_tag.string
-        return delivery
+            redelivered: envelope.redelivered != 0, message: envelope.message, consumerTag: envelope.consumer_tag.string)
     }
 
     /// Takes one message from `queue` without a consumer (basic.get), unacked;
@@ -596,7 +594,9 @@ public final class AMQPConnection {
         return delivery(tag: ok.delivery_tag, exchange: ok.exchange, routingKey: ok.routing_key, redelivered: ok.redelivered != 0, message: message)
     }
 
-    private func delivery(tag: UInt64, exchange: amqp_bytes_t, routingKey: amqp_bytes_t, redelivered: Bool, message: amqp_message_t) -> Delivery {
+    private func delivery(
+        tag: UInt64, exchange: amqp_bytes_t, routingKey: amqp_bytes_t, redelivered: Bool, message: amqp_message_t, consumerTag: String = ""
+    ) -> Delivery {
         let properties = message.properties
         func has(_ flag: Int32) -> Bool { properties._flags & amqp_flags_t(flag) != 0 }
         var headers: [String: HeaderValue] = [:]
@@ -627,7 +627,8 @@ public final class AMQPConnection {
             replyTo: has(AMQP_BASIC_REPLY_TO_FLAG) ? properties.reply_to.string : nil,
             correlationID: has(AMQP_BASIC_CORRELATION_ID_FLAG) ? properties.correlation_id.string : nil,
             deliveryCount: deliveryCount,
-            headers: headers)
+            headers: headers,
+            consumerTag: consumerTag)
     }
 }
 

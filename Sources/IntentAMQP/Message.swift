@@ -99,30 +99,98 @@ public indirect enum HeaderValue: Sendable, Hashable {
 public struct Delivery: Sendable {
     /// The delivery tag, valid only on the connection `generation` that received it.
     public var tag: DeliveryTag
+
+    /// The rest of what the broker sent, held by reference: a delivery passes from the I/O thread to a lane, a runner
+    /// and a job, and each copy is then one retain instead of one for every string it holds. Changed (rarely: a
+    /// consumer tag set once) by making a new one.
+    private final class Contents: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private struct Fields: Sendable {
+        var exchange: String
+        var routingKey: String
+        var redelivered: Bool
+        var body: [UInt8]
+        var messageID: String?
+        var type: String?
+        var userID: String?
+        var replyTo: String?
+        var correlationID: String?
+        var deliveryCount: Int?
+        var headers: [String: HeaderValue]
+        var consumerTag: String
+    }
+
+    private var contents: Contents
+
+    private mutating func change(_ edit: (inout Fields) -> Void) {
+        var fields = contents.fields
+        edit(&fields)
+        contents = Contents(fields)
+    }
+
     /// The exchange the message was published to (empty for the default exchange).
-    public var exchange: String
+    public var exchange: String {
+        get { contents.fields.exchange }
+        set { change { $0.exchange = newValue } }
+    }
     /// The routing key it was published with: for a submission, the intent type.
-    public var routingKey: String
+    public var routingKey: String {
+        get { contents.fields.routingKey }
+        set { change { $0.routingKey = newValue } }
+    }
     /// Set by the broker when the message was delivered before and not acked (a worker died, or it was requeued).
-    public var redelivered: Bool
+    public var redelivered: Bool {
+        get { contents.fields.redelivered }
+        set { change { $0.redelivered = newValue } }
+    }
     /// The message body, as its publisher sent it.
-    public var body: [UInt8]
+    public var body: [UInt8] {
+        get { contents.fields.body }
+        set { change { $0.body = newValue } }
+    }
     /// `message_id`, when the publisher set one: for IntentQueue's messages, the intent id.
-    public var messageID: String?
+    public var messageID: String? {
+        get { contents.fields.messageID }
+        set { change { $0.messageID = newValue } }
+    }
     /// `type`, when the publisher set one: the intent type.
-    public var type: String?
+    public var type: String? {
+        get { contents.fields.type }
+        set { change { $0.type = newValue } }
+    }
     /// `user_id`, when set: RabbitMQ checked it against the publisher's connection, so it says who sent the message.
-    public var userID: String?
+    public var userID: String? {
+        get { contents.fields.userID }
+        set { change { $0.userID = newValue } }
+    }
     /// `reply_to`: where the sender wants its answer (a status request over direct reply-to).
-    public var replyTo: String?
+    public var replyTo: String? {
+        get { contents.fields.replyTo }
+        set { change { $0.replyTo = newValue } }
+    }
     /// `correlation_id`: sent back with the answer, so the requester can match it to its request.
-    public var correlationID: String?
+    public var correlationID: String? {
+        get { contents.fields.correlationID }
+        set { change { $0.correlationID = newValue } }
+    }
     /// `x-delivery-count` from a quorum queue: how many earlier deliveries failed.
-    public var deliveryCount: Int?
+    public var deliveryCount: Int? {
+        get { contents.fields.deliveryCount }
+        set { change { $0.deliveryCount = newValue } }
+    }
     /// The message's string and integer headers.
-    public var headers: [String: HeaderValue]
+    public var headers: [String: HeaderValue] {
+        get { contents.fields.headers }
+        set { change { $0.headers = newValue } }
+    }
     /// The consumer it was delivered to (empty for basic.get).
-    public var consumerTag: String = ""
+    public var consumerTag: String {
+        get { contents.fields.consumerTag }
+        set { change { $0.consumerTag = newValue } }
+    }
 
     /// A delivery as the broker would make it: for test doubles (`InMemoryTransport`).
     public init(
@@ -131,18 +199,11 @@ public struct Delivery: Sendable {
         correlationID: String? = nil, deliveryCount: Int? = nil, headers: [String: HeaderValue] = [:], consumerTag: String = ""
     ) {
         self.tag = tag
-        self.exchange = exchange
-        self.routingKey = routingKey
-        self.redelivered = redelivered
-        self.body = body
-        self.messageID = messageID
-        self.type = type
-        self.userID = userID
-        self.replyTo = replyTo
-        self.correlationID = correlationID
-        self.deliveryCount = deliveryCount
-        self.headers = headers
-        self.consumerTag = consumerTag
+        contents = Contents(
+            Fields(
+                exchange: exchange, routingKey: routingKey, redelivered: redelivered, body: body, messageID: messageID,
+                type: type, userID: userID, replyTo: replyTo, correlationID: correlationID, deliveryCount: deliveryCount,
+                headers: headers, consumerTag: consumerTag))
     }
 
     /// 1 for the first delivery of the message.
