@@ -304,7 +304,8 @@ extension JSONValue {
     /// Compact UTF-8 JSON with object keys sorted. Non-finite numbers are written as `null`.
     public func serialized() -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(64)
+        // Room for what the store writes on every intent's path (a submission's parameters, a payload) without growing.
+        output.reserveCapacity(256)
         JSONValue.write(self, to: &output)
         return output
     }
@@ -343,15 +344,48 @@ extension JSONValue {
                 output.append(UInt8(ascii: "}"))
                 return
             }
-            var first = true
-            for (key, member) in object.sorted(by: { $0.key < $1.key }) {
-                if !first { output.append(UInt8(ascii: ",")) }
-                first = false
+            if object.count <= smallObject {
+                writeSmall(object, to: &output)
+            } else {
+                var first = true
+                for (key, member) in object.sorted(by: { $0.key < $1.key }) {
+                    if !first { output.append(UInt8(ascii: ",")) }
+                    first = false
+                    writeString(key, to: &output)
+                    output.append(UInt8(ascii: ":"))
+                    write(member, to: &output)
+                }
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Objects up to this many members are sorted in place of their indices, on the stack (`writeSmall`).
+    static let smallObject = 16
+
+    /// The members of `object` (at most `smallObject`) in sorted key order: its indices put in that order on the stack by
+    /// insertion, so that no array of its members is made, sorted and freed (a payload or a submission's parameters, on
+    /// every intent's path, and each a few members).
+    private static func writeSmall(_ object: [String: JSONValue], to output: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: [String: JSONValue].Index.self, capacity: object.count) { order in
+            guard let base = order.baseAddress else { return }
+            var count = 0
+            for index in object.indices {
+                let key = object.keys[index]
+                var place = count
+                while place > 0, key < object.keys[base[place - 1]] { place -= 1 }
+                (base + place + 1).moveInitialize(from: base + place, count: count - place)
+                (base + place).initialize(to: index)
+                count += 1
+            }
+            for position in 0..<count {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                let (key, member) = object[base[position]]
                 writeString(key, to: &output)
                 output.append(UInt8(ascii: ":"))
                 write(member, to: &output)
             }
-            output.append(UInt8(ascii: "}"))
+            base.deinitialize(count: count)
         }
     }
 
@@ -389,7 +423,9 @@ extension JSONValue {
     static func writeNumber(_ number: Double, to output: inout [UInt8]) {
         guard number.isFinite else { return output.append(contentsOf: "null".utf8) }
         guard isWrittenWhole(number) else {
-            return output.append(contentsOf: number.description.utf8)
+            // Appended from the text's contiguous bytes: through its `utf8` view, the append goes byte by byte.
+            var text = number.description
+            return text.withUTF8 { output.append(contentsOf: $0) }
         }
         // An integer (most numbers: counts, ids, amounts): its digits written straight in, as `formatNumber` spells them.
         var magnitude = UInt64(abs(number))

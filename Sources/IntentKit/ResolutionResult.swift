@@ -92,9 +92,11 @@ extension ParameterResolution {
     /// `serialized(_:)`'s bytes, appended to `output`.
     static func serialize(_ resolutions: [ParameterResolution], into output: inout [UInt8]) {
         output.append(UInt8(ascii: "["))
-        for (position, resolution) in resolutions.enumerated() {
+        // By position, each written where it is: a `for resolution in` copied every resolution (a retain and a release
+        // of each of its fields) to read it.
+        for position in resolutions.indices {
             if position > 0 { output.append(UInt8(ascii: ",")) }
-            resolution.write(into: &output)
+            resolutions[position].write(into: &output)
         }
         output.append(UInt8(ascii: "]"))
     }

@@ -125,7 +125,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// the bytes `jsonValue.serialized()` gives, the shape `Decodable` reads back.
     public func encoded() -> [UInt8] {
         // The members of `jsonValue` in its sorted key order, written straight out.
-        var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 1_024)
+        var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 2_048)
         json.number("at", at)
         json.number("attempt", Double(attempt))
         if let dueAt { json.number("dueAt", dueAt) }

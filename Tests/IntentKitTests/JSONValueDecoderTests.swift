@@ -79,6 +79,29 @@ import Testing
         #expect(JSONValue.object(["k\"ey": ["in": ["deep": -3]]]).jsonString == #"{"k\"ey":{"in":{"deep":-3}}}"#)
     }
 
+    @Test func anObjectsMembersAreWrittenInSortedKeyOrderWhateverItsSize() throws {
+        // Objects up to `smallObject` members are ordered on the stack, larger ones by a sorted copy: both must write
+        // the members in the order a plain sort of the keys gives, for keys that share prefixes, differ in case, are
+        // not ASCII or are empty.
+        let pool = ["", "a", "ab", "abc", "B", "b", "Z", "_", "é", "e", "日本", "👋", "a b", "0", "10", "9", "recipients", "content", "groupName"]
+        var generator = SystemRandomNumberGenerator()
+        for size in 0...(JSONValue.smallObject + 3) {
+            for _ in 0..<20 {
+                var object: [String: JSONValue] = [:]
+                var extra = 0
+                while object.count < size {
+                    let key = pool.count > object.count ? pool.randomElement(using: &generator)! : "k\(extra)"
+                    extra += 1
+                    object[key] = .number(Double(object.count))
+                }
+                let expected =
+                    "{" + object.keys.sorted().map { "\(JSONValue.string($0).jsonString):\(object[$0]!.jsonString)" }.joined(separator: ",") + "}"
+                #expect(JSONValue.object(object).jsonString == expected, "\(object)")
+                #expect(try JSONValue.parse(JSONValue.object(object).jsonString) == .object(object))
+            }
+        }
+    }
+
     @Test func serializesNumbers() throws {
         #expect(JSONValue.number(3).jsonString == "3")
         #expect(JSONValue.number(-3).jsonString == "-3")
