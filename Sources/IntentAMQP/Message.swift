@@ -101,8 +101,8 @@ public struct Delivery: Sendable {
     public var tag: DeliveryTag
 
     /// The rest of what the broker sent, held by reference: a delivery passes from the I/O thread to a lane, a runner
-    /// and a job, and each copy is then one retain instead of one for every string it holds. Changed (rarely: a
-    /// consumer tag set once) by making a new one.
+    /// and a job, and each copy is then one retain instead of one for every string it holds. A setter makes a new box
+    /// (nothing in IntentQueue changes a delivery once made).
     private final class Contents: Sendable {
         let fields: Fields
         init(_ fields: Fields) { self.fields = fields }

@@ -423,7 +423,8 @@ extension JSONValue {
     static func writeNumber(_ number: Double, to output: inout [UInt8]) {
         guard number.isFinite else { return output.append(contentsOf: "null".utf8) }
         guard isWrittenWhole(number) else {
-            // Appended from the text's contiguous bytes: through its `utf8` view, the append goes byte by byte.
+            // Appended from the text's bytes: about 80 instructions a number fewer than the generic append of its
+            // `utf8` view (`deploy/worker-cost.sh`'s profile).
             var text = number.description
             return text.withUTF8 { output.append(contentsOf: $0) }
         }

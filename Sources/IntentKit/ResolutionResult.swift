@@ -92,11 +92,9 @@ extension ParameterResolution {
     /// `serialized(_:)`'s bytes, appended to `output`.
     static func serialize(_ resolutions: [ParameterResolution], into output: inout [UInt8]) {
         output.append(UInt8(ascii: "["))
-        // By position, each written where it is: a `for resolution in` copied every resolution (a retain and a release
-        // of each of its fields) to read it.
-        for position in resolutions.indices {
+        for (position, resolution) in resolutions.enumerated() {
             if position > 0 { output.append(UInt8(ascii: ",")) }
-            resolutions[position].write(into: &output)
+            resolution.write(into: &output)
         }
         output.append(UInt8(ascii: "]"))
     }

@@ -33,6 +33,20 @@ public final class WorkerService: Service {
     private let keptRuns = KeptRuns()
     /// Deliveries wait in two lanes for a runner: a high-priority intent is taken next.
     private let lanes: DeliveryLanes
+    /// What a run's `inProgress` events are addressed with, shared by reference: the closures of every run take it
+    /// (one retain), not a copy of the topology's names, and not the service, which a handler that kept its context
+    /// would then keep as well.
+    private let eventAddress: EventAddress
+
+    private final class EventAddress: Sendable {
+        let workerName: String
+        let topology: Topology
+
+        init(workerName: String, topology: Topology) {
+            self.workerName = workerName
+            self.topology = topology
+        }
+    }
 
     /// Opens the worker's own ledger (`configuration.outcomesPath`) when a
     /// served type's handler has none of its own.
@@ -62,6 +76,7 @@ public final class WorkerService: Service {
         }
         let lanes = DeliveryLanes(runners: configuration.concurrency)
         self.lanes = lanes
+        eventAddress = EventAddress(workerName: configuration.workerName, topology: configuration.topology)
         let topology = configuration.topology
         var loopConfiguration = ConsumerLoop.Configuration(
             url: configuration.brokerURL, queue: topology.workQueue, prefetch: configuration.prefetch,
@@ -535,19 +550,19 @@ public final class WorkerService: Service {
         let startedEvent =
             resolvesAhead
             ? nil
-            : StartedEvent(on: loop, after: configuration.startedEventDelay) { [self] in
-                configuration.topology.statusMessage(for: started)
+            : StartedEvent(on: loop, after: configuration.startedEventDelay) { [eventAddress] in
+                eventAddress.topology.statusMessage(for: started)
             }
 
         var context = IntentContext(
             intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: job.logger,
-            progress: { [self] progress in
+            progress: { [eventAddress] progress in
                 startedEvent?.publish()
                 let event = StatusEvent(
                     id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
-                    worker: configuration.workerName, turn: turn, owner: owner)
-                loop.send(.publish([configuration.topology.statusMessage(for: event)], thenAck: nil))
+                    worker: eventAddress.workerName, turn: turn, owner: owner)
+                loop.send(.publish([eventAddress.topology.statusMessage(for: event)], thenAck: nil))
             })
         context.userID = owner
         context.resolvesAhead = resolvesAhead
