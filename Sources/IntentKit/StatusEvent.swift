@@ -125,7 +125,10 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// the bytes `jsonValue.serialized()` gives, the shape `Decodable` reads back.
     public func encoded() -> [UInt8] {
         // The members of `jsonValue` in its sorted key order, written straight out.
-        var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 2_048)
+        // Room for an outcome with its response and resolutions (a SendMessage's is about 600 bytes), kept under
+        // glibc's per-thread cache limit (1,032 bytes with the array's header): a larger block is found by the slower
+        // path, which cost about 2,000 instructions an event (`deploy/worker-cost.sh`'s profile).
+        var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 960)
         json.number("at", at)
         json.number("attempt", Double(attempt))
         if let dueAt { json.number("dueAt", dueAt) }
