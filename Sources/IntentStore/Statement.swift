@@ -99,18 +99,22 @@ public final class Statement {
                 // address is never NULL (the room is always allocated), so an empty text binds as '' and not NULL.
                 rc = sqlite3_bind_text(handle, index, start.assumingMemoryBound(to: CChar.self), Int32(length), nil)
             }
-            // Checked here first: reaching the database through its unowned reference costs a retain and a release,
-            // twenty-odd times an intent, for a bind that all but never fails.
-            if rc != SQLITE_OK { try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))") }
+            try checkBinding(rc, index)
         }
         // A parameter given no value now is NULL, as in a fresh statement, not what an earlier run bound
         // (cheaper than clearing every binding at each reset).
         if values.count < parameterCount {
             for index in Int32(values.count + 1)...parameterCount {
-                let rc = sqlite3_bind_null(handle, index)
-                if rc != SQLITE_OK { try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))") }
+                try checkBinding(sqlite3_bind_null(handle, index), index)
             }
         }
+    }
+
+    /// A bind's result, checked here first: reaching the database through its unowned reference costs a retain and a
+    /// release, twenty-odd times an intent, for a bind that all but never fails.
+    @inline(__always)
+    private func checkBinding(_ rc: Int32, _ index: Int32) throws(DatabaseError) {
+        if rc != SQLITE_OK { try database.check(rc, "binding parameter \(index) of \(sql.prefix(80))") }
     }
 
     /// Copies a text's UTF-8 bytes to `destination` (room for `text.utf8.count` of them) and returns how many.
