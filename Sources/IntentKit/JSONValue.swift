@@ -336,28 +336,24 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let object):
             output.append(UInt8(ascii: "{"))
-            if object.count == 1, let (key, member) = object.first {
-                // One member (a payload's id, say): nothing to sort, and no sorted copy made.
-                writeString(key, to: &output)
-                output.append(UInt8(ascii: ":"))
-                write(member, to: &output)
-                output.append(UInt8(ascii: "}"))
-                return
-            }
             if object.count <= smallObject {
                 writeSmall(object, to: &output)
             } else {
-                var first = true
-                for (key, member) in object.sorted(by: { $0.key < $1.key }) {
-                    if !first { output.append(UInt8(ascii: ",")) }
-                    first = false
-                    writeString(key, to: &output)
-                    output.append(UInt8(ascii: ":"))
-                    write(member, to: &output)
+                for (position, (key, member)) in object.sorted(by: { $0.key < $1.key }).enumerated() {
+                    writeMember(key, member, first: position == 0, to: &output)
                 }
             }
             output.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// One member of an object, after a comma unless it is the first.
+    @inline(__always)
+    private static func writeMember(_ key: String, _ member: JSONValue, first: Bool, to output: inout [UInt8]) {
+        if !first { output.append(UInt8(ascii: ",")) }
+        writeString(key, to: &output)
+        output.append(UInt8(ascii: ":"))
+        write(member, to: &output)
     }
 
     /// Objects up to this many members are sorted in place of their indices, on the stack (`writeSmall`).
@@ -379,11 +375,8 @@ extension JSONValue {
                 count += 1
             }
             for position in 0..<count {
-                if position > 0 { output.append(UInt8(ascii: ",")) }
                 let (key, member) = object[base[position]]
-                writeString(key, to: &output)
-                output.append(UInt8(ascii: ":"))
-                write(member, to: &output)
+                writeMember(key, member, first: position == 0, to: &output)
             }
             base.deinitialize(count: count)
         }
