@@ -11,7 +11,8 @@ struct BenchCommand: Command {
     static let tool = "intent-bench"
     static let usage =
         "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--prefetch N] [--window N] [--rate R] "
-        + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH] [--timeout S] [--dir PATH] [--json] [--keep]"
+        + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH] [--scheduling batch|normal] [--timeout S] [--dir PATH] "
+        + "[--json] [--keep]"
     static let help = """
         Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
 
@@ -39,6 +40,8 @@ struct BenchCommand: Command {
           --skip-ceiling       run only the IntentQueue phases
           --ceiling-events N   status events per intent in the ceiling phases: 1 (default) or 2
           --c-ceiling PATH     also run the C ceiling program at PATH (deploy/ceiling.sh builds it and passes it)
+          --scheduling P       batch (default, as in intent-worker) or normal: the Linux scheduling policy of every
+                               thread of this process and of the C ceiling program it starts
           --timeout S          seconds each phase may take (default 60 + N/200; latency: 60 + M/R)
           --dir PATH           where the run's SQLite files go (default the temporary folder)
           --json               print one JSON object instead of the table
@@ -66,6 +69,7 @@ struct BenchCommand: Command {
     var skipCeiling: Bool
     var ceilingEvents: Int
     var cCeiling: String?
+    var scheduling = CPUScheduling.batch
     var timeout: Double?
     var directory: String
     var json: Bool
@@ -79,11 +83,11 @@ struct BenchCommand: Command {
             words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
             options: [
                 "--intents", "--producers", "--workers", "--concurrency", "--prefetch", "--window", "--rate", "--latency-intents",
-                "--timeout", "--dir", "--ceiling-events", "--c-ceiling",
+                "--timeout", "--dir", "--ceiling-events", "--c-ceiling", "--scheduling",
             ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
-        let command = BenchCommand(
+        var command = BenchCommand(
             intents: try arguments.integer("--intents", in: 1...10_000_000) ?? 20_000,
             producers: try arguments.integer("--producers", in: 1...64) ?? 2,
             workers: try arguments.integer("--workers", in: 1...64) ?? 1,
@@ -97,6 +101,7 @@ struct BenchCommand: Command {
             timeout: try arguments.seconds("--timeout"),
             directory: try arguments.value("--dir") ?? FileManager.default.temporaryDirectory.path,
             json: arguments.has("--json"), keep: arguments.has("--keep"))
+        if let text = try arguments.value("--scheduling") { command.scheduling = try CPUScheduling(option: text) }
         if command.skipCeiling, command.cCeiling != nil { throw UsageError("--c-ceiling and --skip-ceiling exclude each other") }
         if command.producers > command.intents {
             throw UsageError("--producers (\(command.producers)) cannot exceed --intents (\(command.intents))")
@@ -106,6 +111,13 @@ struct BenchCommand: Command {
 
     func run() async -> Int32 {
         let start = ProcessMetrics.sample()
+        // As intent-worker does, before the services start their threads (which inherit it); the C ceiling, a child
+        // process, inherits it too, so that every side of the comparison runs under the same policy.
+        do {
+            try scheduling.apply()
+        } catch {
+            progress("--scheduling \(scheduling.rawValue) not applied to every thread: \(error)")
+        }
         let url: BrokerURL
         do {
             url = try Environment.brokerURL()
@@ -193,7 +205,8 @@ struct BenchCommand: Command {
             settings: BenchReport.Settings(
                 broker: url.description, brokerPID: broker?.pid, run: run.name, intents: intents, producers: producers,
                 workers: workers, concurrency: concurrency, prefetch: prefetch, window: window, rate: Double(rate),
-                latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch, ceilingEvents: ceilingEvents),
+                latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch, ceilingEvents: ceilingEvents,
+                scheduling: CPUScheduling.current?.rawValue ?? "mixed"),
             ceiling: ceiling, cCeiling: cCeilingResult, cCeilingPaced: cCeilingPaced, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
             memory: BenchReport.Memory(
                 start: start.residentBytes, afterCeiling: afterCeiling, servicesReady: outcome.residentReady,

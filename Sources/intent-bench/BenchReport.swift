@@ -18,6 +18,8 @@ struct BenchReport {
         var latencyIntents: Int
         var recorderBatch: Int
         var ceilingEvents: Int
+        /// The scheduling policy of this process's threads at the end of the run (`CPUScheduling`), or "mixed".
+        var scheduling: String
     }
 
     /// VmRSS samples of this process, bytes.
@@ -61,7 +63,7 @@ struct BenchReport {
             "intent-bench \(s.run) on \(s.broker)",
             "\(s.intents) intents, \(s.producers) producer(s) with confirm window \(s.window), \(s.workers) worker(s) × concurrency \(s.concurrency) "
                 + "(prefetch \(s.prefetch)), recorder batch \(s.recorderBatch), \(s.ceilingEvents) status event(s) per intent in the ceiling; "
-                + "workers and recorder run in this process",
+                + "workers and recorder run in this process; scheduling \(s.scheduling)",
             "",
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
@@ -155,7 +157,7 @@ struct BenchReport {
                 "prefetch": .number(Double(s.prefetch)), "window": .number(Double(s.window)),
                 "rate": .number(s.rate), "latencyIntents": .number(Double(s.latencyIntents)),
                 "recorderBatch": .number(Double(s.recorderBatch)), "servicesInProcess": true,
-                "ceilingEvents": .number(Double(s.ceilingEvents)),
+                "ceilingEvents": .number(Double(s.ceilingEvents)), "scheduling": .string(s.scheduling),
             ]),
             "endToEnd": Self.json(endToEnd),
             "memoryMB": .object(memoryJSON),

@@ -43,6 +43,8 @@ struct ToolBehaviourTests {
         ("intent-worker", ["--owner-rate", "SendMessage=10"]),
         ("intent-worker", ["--owner-rate", "SendMessage=0/1m"]),
         ("intent-worker", ["--owner-rate", "SendMessage=10/soon"]),
+        ("intent-worker", ["--scheduling", "fast"]),
+        ("intent-bench", ["--scheduling", "idle"]),
     ])
     func badArgumentsAreUsageErrors(tool: String, arguments: [String]) async throws {
         let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"], timeout: 10)
@@ -50,6 +52,32 @@ struct ToolBehaviourTests {
         #expect(result.stderr.hasPrefix("Error: "))
         #expect(result.stderr.contains("Usage: "))
         #expect(result.stderr.contains("--help"))
+    }
+
+    /// Every thread of a serving worker, the ones its services started after the policy was set among them, is under
+    /// the policy `--scheduling` names: SCHED_BATCH (3 in Linux's `<sched.h>`) by default, SCHED_OTHER (0) for normal.
+    @Test(arguments: [([String](), 3), (["--scheduling", "normal"], 0), (["--scheduling", "batch"], 3)])
+    func aWorkersThreadsRunUnderItsSchedulingPolicy(arguments: [String], policy: Int) async throws {
+        let sandbox = try await Sandbox("scheduling")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker(["--with-recorder"] + arguments)
+        // Connected is not yet ready: wait for the line that says every service is up (their threads are started).
+        try await eventually(timeout: 30, "the worker to be ready (log: \(worker.logPath))") { worker.log.contains("ready") }
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.pid)/task")
+        var policies: [String: Int] = [:]
+        for task in tasks {
+            let base = "/proc/\(worker.pid)/task/\(task)"
+            guard let stat = try? String(contentsOfFile: base + "/stat", encoding: .utf8),
+                let name = try? String(contentsOfFile: base + "/comm", encoding: .utf8),
+                let end = stat.lastIndex(of: ")")
+            else { continue }  // The thread ended since it was listed.
+            // After the name in parentheses come fields 3, 4, …; the policy is field 41.
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            policies["\(task) \(name.trimmingCharacters(in: .whitespacesAndNewlines))"] = Int(fields[41 - 3])
+        }
+        #expect(policies.count >= 4, "\(policies)")  // The main thread, the I/O threads, the recorder, a task or queue thread.
+        #expect(policies.values.allSatisfy { $0 == policy }, "\(policies)")
+        #expect(try await worker.stop() == 0)
     }
 
     @Test(arguments: ["intent-submit", "intent-status", "intent-worker"])
