@@ -48,7 +48,8 @@ public enum CPUScheduling: String, Sendable, CaseIterable {
 
     /// Puts every thread of this process under the policy; a thread started later inherits it from the thread that
     /// starts it. Threads that start while this runs are looked at again until none is left under another policy.
-    /// Throws the first thread that could not be changed (a sandbox may forbid it), after trying all of them.
+    /// Throws the first thread that could not be changed (a sandbox may forbid it), after trying all of them. Without
+    /// `/proc` (a sandbox may hide it), only the calling thread is set: call it before the process starts threads.
     public func apply() throws(Failure) {
         #if os(Linux)
             var failure: Failure?
@@ -70,7 +71,7 @@ public enum CPUScheduling: String, Sendable, CaseIterable {
         #endif
     }
 
-    /// The policy every thread of this process is under, or nil when they differ (or on a system without `/proc`).
+    /// The policy every thread of this process is under (without `/proc`, the calling thread's), or nil when they differ.
     public static var current: CPUScheduling? {
         #if os(Linux)
             let policies = Set(threads().map { sched_getscheduler($0) })
@@ -81,8 +82,9 @@ public enum CPUScheduling: String, Sendable, CaseIterable {
         #endif
     }
 
-    /// The ids of this process's threads.
+    /// The ids of this process's threads; without `/proc`, the calling thread alone (0: the caller, to the kernel).
     static func threads() -> [Int32] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { Int32($0) }
+        let listed = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { Int32($0) }
+        return listed.isEmpty ? [0] : listed
     }
 }
