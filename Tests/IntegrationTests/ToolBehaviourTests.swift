@@ -56,28 +56,30 @@ struct ToolBehaviourTests {
 
     /// Every thread of a serving worker, the ones its services started after the policy was set among them, is under
     /// the policy `--scheduling` names: SCHED_BATCH (3 in Linux's `<sched.h>`) by default, SCHED_OTHER (0) for normal.
-    @Test(arguments: [([String](), 3), (["--scheduling", "normal"], 0), (["--scheduling", "batch"], 3)])
-    func aWorkersThreadsRunUnderItsSchedulingPolicy(arguments: [String], policy: Int) async throws {
+    /// One sandbox, one worker after the other: each virtual host is two rabbitmqctl calls the whole suite queues for.
+    @Test func aWorkersThreadsRunUnderItsSchedulingPolicy() async throws {
         let sandbox = try await Sandbox("scheduling")
         defer { Task { await sandbox.tearDown() } }
-        let worker = try await sandbox.startWorker(["--with-recorder"] + arguments)
-        // Connected is not yet ready: wait for the line that says every service is up (their threads are started).
-        try await eventually(timeout: 30, "the worker to be ready (log: \(worker.logPath))") { worker.log.contains("ready") }
-        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.pid)/task")
-        var policies: [String: Int] = [:]
-        for task in tasks {
-            let base = "/proc/\(worker.pid)/task/\(task)"
-            guard let stat = try? String(contentsOfFile: base + "/stat", encoding: .utf8),
-                let name = try? String(contentsOfFile: base + "/comm", encoding: .utf8),
-                let end = stat.lastIndex(of: ")")
-            else { continue }  // The thread ended since it was listed.
-            // After the name in parentheses come fields 3, 4, …; the policy is field 41.
-            let fields = stat[stat.index(after: end)...].split(separator: " ")
-            policies["\(task) \(name.trimmingCharacters(in: .whitespacesAndNewlines))"] = Int(fields[41 - 3])
+        for (arguments, policy) in [([String](), 3), (["--scheduling", "normal"], 0)] {
+            let worker = try await sandbox.startWorker(["--with-recorder"] + arguments)
+            // Connected is not yet ready: wait for the line that says every service is up (their threads are started).
+            try await eventually(timeout: 30, "the worker to be ready (log: \(worker.logPath))") { worker.log.contains("ready") }
+            var policies: [String: Int] = [:]
+            for task in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(worker.pid)/task") {
+                let base = "/proc/\(worker.pid)/task/\(task)"
+                guard let stat = try? String(contentsOfFile: base + "/stat", encoding: .utf8),
+                    let name = try? String(contentsOfFile: base + "/comm", encoding: .utf8),
+                    let end = stat.lastIndex(of: ")")
+                else { continue }  // The thread ended since it was listed.
+                // After the name in parentheses come fields 3, 4, …; the policy is field 41.
+                let fields = stat[stat.index(after: end)...].split(separator: " ")
+                policies["\(task) \(name.trimmingCharacters(in: .whitespacesAndNewlines))"] = Int(fields[41 - 3])
+            }
+            // The main thread, the I/O threads, the recorder, a task or queue thread.
+            #expect(policies.count >= 4, "\(arguments): \(policies)")
+            #expect(policies.values.allSatisfy { $0 == policy }, "\(arguments): \(policies)")
+            #expect(try await worker.stop() == 0)
         }
-        #expect(policies.count >= 4, "\(policies)")  // The main thread, the I/O threads, the recorder, a task or queue thread.
-        #expect(policies.values.allSatisfy { $0 == policy }, "\(policies)")
-        #expect(try await worker.stop() == 0)
     }
 
     @Test(arguments: ["intent-submit", "intent-status", "intent-worker"])
