@@ -10,9 +10,9 @@ import Foundation
 /// queue commits it, and each hand-off wakes a sleeping thread. Under Linux's default policy a thread woken that way
 /// often preempts the thread that woke it, which then waits to get its core back: two context switches for one
 /// hand-off. Under `SCHED_BATCH` a woken thread never preempts a running one (it takes an idle core, or waits its
-/// turn), with the same share of the CPU as before (its nice value is unchanged). At a light load, where every intent
-/// is handed off alone, that is 8 % of a worker's and recorder's CPU per intent on the 2-core build machine (see
-/// Performance.md, "Threads that do not preempt each other").
+/// turn), with the same share of the CPU as before (its nice value is unchanged). On the 2-core build machine that is
+/// 11–19 % of a worker's and recorder's CPU per intent at full speed and 3–8 % at 1,000 intents/s (see Performance.md,
+/// "Threads that do not preempt each other").
 public enum CPUScheduling: String, Sendable, CaseIterable {
     /// `SCHED_BATCH`: a woken thread does not preempt a running one. The default of `intent-worker` and `intent-bench`.
     case batch

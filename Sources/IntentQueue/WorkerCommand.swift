@@ -115,7 +115,7 @@ struct WorkerCommand {
                                 (exit 73 when PATH cannot be written)
           --metrics-interval S  seconds between metrics writes (default 5)
           --scheduling P        batch (default): Linux's SCHED_BATCH for every thread, so a thread woken by another
-                                does not preempt it (fewer context switches per intent, the same share of the CPU);
+                                does not preempt it (less CPU per intent, the same share of the CPU);
                                 normal: the system's default policy
           --log-format F        human (default) or json, one line per event on standard error
           --log-level L         trace, debug, info (default), notice, warning or error
