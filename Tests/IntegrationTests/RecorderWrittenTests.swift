@@ -52,7 +52,9 @@ struct RecorderWrittenTests {
 
     /// A submission held for its outcome (`submissionHold`) is written once, in the outcome's transaction and before it.
     /// The hold here is longer than any test: without it, intents submitted one at a time reach the recorder one
-    /// delivery at a time, and each `queued` is written alone.
+    /// delivery at a time, and each `queued` is written alone. So is the worker's started-event delay: a run that
+    /// outlasts it (a debug build on a busy machine can take over the default 20 ms) publishes `inProgress`, which
+    /// its submission is then rightly written with, before the outcome.
     @Test func aSubmissionIsWrittenOnceWithItsOutcome() async throws {
         let sandbox = try await Sandbox("recorder-hold")
         defer { Task { await sandbox.tearDown() } }
@@ -76,7 +78,7 @@ struct RecorderWrittenTests {
         let recorder = StatusRecorder(configuration: configuration, logger: .disabled())
         let running = Task { try await recorder.run() }
         defer { recorder.stop() }
-        try await sandbox.startWorker(["--concurrency", "4"], expectedConnections: 1)
+        try await sandbox.startWorker(["--concurrency", "4", "--started-event-delay", "600"], expectedConnections: 1)
 
         let ids = (0..<4).map { "held-\($0)" }
         for id in ids {
@@ -93,9 +95,10 @@ struct RecorderWrittenTests {
             #expect(queuedIn.count == 1, "\(id)'s submission written once: \(written)")
             #expect(succeededIn.count == 1, "\(id)'s outcome written once: \(written)")
             #expect(queuedIn == succeededIn, "\(id)'s submission written with its outcome: \(written)")
-            if let batch = succeededIn.first {
-                let names = written[batch]
-                #expect(names.firstIndex(of: "queued:\(id)")! < names.firstIndex(of: "success:\(id)")!)
+            if let batch = succeededIn.first, let queued = written[batch].firstIndex(of: "queued:\(id)"),
+                let succeeded = written[batch].firstIndex(of: "success:\(id)")
+            {
+                #expect(queued < succeeded, "\(id)'s submission written before its outcome: \(written)")
             }
             #expect(try sandbox.statusStore().status(id: id)?.state == .success)
         }
