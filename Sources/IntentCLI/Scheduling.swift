@@ -27,8 +27,17 @@ public enum CPUScheduling: String, Sendable, CaseIterable {
         }
     }
 
+    /// What a command line's `--scheduling` says; `batch` when it says nothing.
+    public init(_ arguments: Arguments) throws(UsageError) {
+        guard let text = try arguments.value("--scheduling") else {
+            self = .batch
+            return
+        }
+        try self.init(option: text)
+    }
+
     /// The value of a `--scheduling` option.
-    public init(option text: String) throws(UsageError) {
+    init(option text: String) throws(UsageError) {
         guard let value = Self(rawValue: text) else {
             throw UsageError("--scheduling takes \(Self.allCases.map(\.rawValue).joined(separator: " or ")), not '\(text)'")
         }
@@ -69,6 +78,17 @@ public enum CPUScheduling: String, Sendable, CaseIterable {
             }
             if let failure { throw failure }
         #endif
+    }
+
+    /// `apply()`, for a process that runs on whatever it says: nil when every thread took the policy, or else the
+    /// warning its log should carry.
+    public func applyOrWarn() -> String? {
+        do {
+            try apply()
+            return nil
+        } catch {
+            return "--scheduling \(rawValue) not applied to every thread: \(error)"
+        }
     }
 
     /// The policy every thread of this process is under (without `/proc`, the calling thread's), or nil when they differ.

@@ -161,7 +161,7 @@ struct WorkerCommand {
     var retention: Double? = 7 * 86_400
     var metricsFile: String?
     var metricsInterval: Double = 5
-    var scheduling = CPUScheduling.batch
+    var scheduling: CPUScheduling
 
     static func parse(_ words: [String], app: WorkerApp) throws(UsageError) -> WorkerCommand? {
         let arguments = try Arguments(
@@ -232,11 +232,10 @@ struct WorkerCommand {
             operators: Set(arguments.options["--operator-user"] ?? []), trustedUsers: Set(arguments.options["--trust-user"] ?? []),
             timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400, startedEventDelay: startedEventDelay,
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
-            metricsInterval: try arguments.seconds("--metrics-interval") ?? 5)
+            metricsInterval: try arguments.seconds("--metrics-interval") ?? 5, scheduling: try CPUScheduling(arguments))
         command.ownerLimits = ownerLimits
         command.ownerRates = ownerRates
         command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
-        if let text = try arguments.value("--scheduling") { command.scheduling = try CPUScheduling(option: text) }
         return command
     }
 
@@ -257,11 +256,7 @@ struct WorkerCommand {
         let tool = app.tool
         let logger = Logger(label: tool, level: logLevel, sink: Terminal.logSink(json: jsonLogs))
         // First, while the process has few threads: every thread the services start inherits the policy.
-        do {
-            try scheduling.apply()
-        } catch {
-            logger.warning("--scheduling \(scheduling.rawValue) not applied to every thread: \(error)")
-        }
+        if let warning = scheduling.applyOrWarn() { logger.warning("\(warning)") }
         let url: BrokerURL
         do {
             url = try Environment.brokerURL()

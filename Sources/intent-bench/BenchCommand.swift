@@ -69,11 +69,11 @@ struct BenchCommand: Command {
     var skipCeiling: Bool
     var ceilingEvents: Int
     var cCeiling: String?
-    var scheduling = CPUScheduling.batch
     var timeout: Double?
     var directory: String
     var json: Bool
     var keep: Bool
+    var scheduling: CPUScheduling
 
     static let recorderBatch = 500
 
@@ -87,7 +87,7 @@ struct BenchCommand: Command {
             ])
         if arguments.has("--help") { return nil }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
-        var command = BenchCommand(
+        let command = BenchCommand(
             intents: try arguments.integer("--intents", in: 1...10_000_000) ?? 20_000,
             producers: try arguments.integer("--producers", in: 1...64) ?? 2,
             workers: try arguments.integer("--workers", in: 1...64) ?? 1,
@@ -100,8 +100,7 @@ struct BenchCommand: Command {
             ceilingEvents: try arguments.integer("--ceiling-events", in: 1...2) ?? 1, cCeiling: try arguments.value("--c-ceiling"),
             timeout: try arguments.seconds("--timeout"),
             directory: try arguments.value("--dir") ?? FileManager.default.temporaryDirectory.path,
-            json: arguments.has("--json"), keep: arguments.has("--keep"))
-        if let text = try arguments.value("--scheduling") { command.scheduling = try CPUScheduling(option: text) }
+            json: arguments.has("--json"), keep: arguments.has("--keep"), scheduling: try CPUScheduling(arguments))
         if command.skipCeiling, command.cCeiling != nil { throw UsageError("--c-ceiling and --skip-ceiling exclude each other") }
         if command.producers > command.intents {
             throw UsageError("--producers (\(command.producers)) cannot exceed --intents (\(command.intents))")
@@ -113,11 +112,7 @@ struct BenchCommand: Command {
         let start = ProcessMetrics.sample()
         // As intent-worker does, before the services start their threads (which inherit it); the C ceiling, a child
         // process, inherits it too, so that every side of the comparison runs under the same policy.
-        do {
-            try scheduling.apply()
-        } catch {
-            progress("--scheduling \(scheduling.rawValue) not applied to every thread: \(error)")
-        }
+        if let warning = scheduling.applyOrWarn() { progress(warning) }
         let url: BrokerURL
         do {
             url = try Environment.brokerURL()

@@ -18,6 +18,16 @@ import Testing
         }
     }
 
+    @Test func aCommandLineWithoutTheOptionMeansBatch() throws {
+        func parsed(_ words: [String]) throws -> CPUScheduling {
+            try CPUScheduling(Arguments(words, flags: [], options: ["--scheduling"]))
+        }
+        #expect(try parsed([]) == .batch)
+        #expect(try parsed(["--scheduling", "normal"]) == .normal)
+        #expect(try parsed(["--scheduling", "batch"]) == .batch)
+        #expect(throws: UsageError.self) { try parsed(["--scheduling", "fifo"]) }
+    }
+
     /// A thread that was already running is changed, and one started afterwards inherits the policy; `normal` then
     /// puts every thread back.
     @Test func everyThreadRunningOrStartedLaterTakesThePolicy() throws {
