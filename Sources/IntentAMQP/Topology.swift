@@ -142,7 +142,7 @@ public struct Topology: Sendable {
     @discardableResult
     public func deleteAll(url: BrokerURL) -> Int {
         let queues =
-            [workQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
+            [workQueue, highPriorityQueue, ledgerQueue, deadLetterQueue, cancelStream, statusRequestQueue]
             + Set(retryDelays).map { retryQueue(forDelay: Double($0)).queue }
         let exchanges = [intentsExchange, statusExchange, deadLetterExchange, retryExchange, cancelExchange, statusRequestExchange]
         var connection: AMQPConnection?

@@ -138,6 +138,7 @@ struct BenchCommand: Command {
             report = try measure(url: url, run: run, start: start)
         } catch {
             let failure = BenchError.from(error, phase: Self.tool)
+            deleteTopologies(of: run, url: url)
             return Terminal.fail(Self.tool, "\(failure.description) (files kept in \(run.directory))", code: failure.exitCode)
         }
         Terminal.write(json ? report.json() : report.table())
@@ -146,12 +147,14 @@ struct BenchCommand: Command {
         } else {
             run.removeDirectory()
         }
-        var deleted = 0
-        for phase in ["ceiling", "cceiling", "e2e"] {
-            if let topology = try? run.topology(phase) { deleted += topology.deleteAll(url: url) }
-        }
-        progress("deleted the run's \(deleted) queues and exchanges (\(run.name).*) from the broker")
+        deleteTopologies(of: run, url: url)
         return ExitCode.success
+    }
+
+    /// Deletes what the run made in the broker, every phase's, and says how much.
+    private func deleteTopologies(of run: BenchRun, url: BrokerURL) {
+        let deleted = run.deleteTopologies(url: url)
+        progress("deleted the run's \(deleted) queues and exchanges (\(run.name).*) from the broker")
     }
 
     /// Runs the phases in order and gathers their figures.

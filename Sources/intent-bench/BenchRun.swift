@@ -1,5 +1,6 @@
 import Foundation
 import IntentAMQP
+import Synchronization
 
 /// One benchmark run: its unique name, the broker objects of each phase and
 /// the scratch folder for the SQLite files.
@@ -7,6 +8,12 @@ struct BenchRun {
     /// `intentbench.<time>-<random>`: the prefix of every queue and exchange of the run.
     let name: String
     let directory: String
+    /// The phases whose topology was asked for, in order: the broker objects the run may have made.
+    private let phases = Phases()
+
+    private final class Phases: Sendable {
+        let names = Mutex<[String]>([])
+    }
 
     init(baseDirectory: String) throws {
         let stamp = Int(Date().timeIntervalSince1970)
@@ -20,6 +27,9 @@ struct BenchRun {
     /// Throws when `Topology` has a name this code does not rename, rather than
     /// touch a deployment's objects in a shared virtual host.
     func topology(_ phase: String) throws(BenchError) -> Topology {
+        phases.names.withLock { names in
+            if !names.contains(phase) { names.append(phase) }
+        }
         var topology = Topology()
         let prefix = "\(name).\(phase)"
         topology.intentsExchange = "\(prefix).intents"
@@ -40,6 +50,16 @@ struct BenchRun {
             }
         }
         return topology
+    }
+
+    /// Deletes the queues and exchanges of every phase whose topology was asked for (whether the phase ran to its end
+    /// or not): each quorum queue left behind would cost the broker memory and CPU from then on. Returns how many.
+    func deleteTopologies(url: BrokerURL) -> Int {
+        var deleted = 0
+        for phase in phases.names.withLock({ $0 }) {
+            if let topology = try? topology(phase) { deleted += topology.deleteAll(url: url) }
+        }
+        return deleted
     }
 
     func path(_ file: String) -> String {
