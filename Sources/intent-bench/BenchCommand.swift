@@ -11,7 +11,7 @@ struct BenchCommand: Command {
     static let tool = "intent-bench"
     static let usage =
         "intent-bench [--intents N] [--producers P] [--workers W] [--concurrency C] [--prefetch N] [--window N] [--rate R] "
-        + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH] [--scheduling batch|normal] [--timeout S] [--dir PATH] "
+        + "[--latency-intents M] [--skip-ceiling] [--ceiling-events 1|2] [--c-ceiling PATH [--c-effects]] [--scheduling batch|normal] [--timeout S] [--dir PATH] "
         + "[--json] [--keep]"
     static let help = """
         Benchmark IntentQueue against the broker's ceiling for the same message pattern, in one run.
@@ -23,7 +23,9 @@ struct BenchCommand: Command {
                        quorum queues; per message one confirmed status publish (the outcome of a quick run; two
                        with --ceiling-events 2, as when inProgress is published too), then an ack; the ledger
                        batched into SQLite) with no decoding, handler or status logic
-          ceiling (C)  with --c-ceiling, the same pattern by an independent C program (deploy/ceiling/ceiling.c)
+          ceiling (C)  with --c-ceiling, the same pattern by an independent C program (deploy/ceiling/ceiling.c), at
+                       full speed and, with a latency phase, at its rate; with --c-effects at that rate once more, its
+                       worker committing each intent's effect (synced, grouped as read) before publishing its events
           end to end   N SendMessage intents from P producers through W workers and the recorder, all guarantees on,
                        until every intent is success in the status store; Message rows checked (one per intent)
           latency      M intents offered at R intents/s (open loop); submit → terminal percentiles from the store
@@ -40,6 +42,8 @@ struct BenchCommand: Command {
           --skip-ceiling       run only the IntentQueue phases
           --ceiling-events N   status events per intent in the ceiling phases: 1 (default) or 2
           --c-ceiling PATH     also run the C ceiling program at PATH (deploy/ceiling.sh builds it and passes it)
+          --c-effects          with --c-ceiling and a latency phase: the C pattern at the latency phase's rate with
+                               once-only effects too (the floor of IntentQueue's guarantees at that load)
           --scheduling P       batch (default, as in intent-worker) or normal: the Linux scheduling policy of every
                                thread of this process and of the C ceiling program it starts
           --timeout S          seconds each phase may take (default 60 + N/200; latency: 60 + M/R)
@@ -69,6 +73,7 @@ struct BenchCommand: Command {
     var skipCeiling: Bool
     var ceilingEvents: Int
     var cCeiling: String?
+    var cEffects: Bool
     var timeout: Double?
     var directory: String
     var json: Bool
@@ -80,7 +85,7 @@ struct BenchCommand: Command {
     /// Parses and validates; `nil` means `--help` was asked for.
     static func parse(_ words: [String]) throws(UsageError) -> BenchCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--skip-ceiling", "--json", "--keep"],
+            words, flags: ["--help", "--skip-ceiling", "--json", "--keep", "--c-effects"],
             options: [
                 "--intents", "--producers", "--workers", "--concurrency", "--prefetch", "--window", "--rate", "--latency-intents",
                 "--timeout", "--dir", "--ceiling-events", "--c-ceiling", "--scheduling",
@@ -98,10 +103,13 @@ struct BenchCommand: Command {
             latencyIntents: try arguments.integer("--latency-intents", in: 0...10_000_000) ?? 5_000,
             skipCeiling: arguments.has("--skip-ceiling"),
             ceilingEvents: try arguments.integer("--ceiling-events", in: 1...2) ?? 1, cCeiling: try arguments.value("--c-ceiling"),
-            timeout: try arguments.seconds("--timeout"),
+            cEffects: arguments.has("--c-effects"), timeout: try arguments.seconds("--timeout"),
             directory: try arguments.value("--dir") ?? FileManager.default.temporaryDirectory.path,
             json: arguments.has("--json"), keep: arguments.has("--keep"), scheduling: try CPUScheduling(arguments))
         if command.skipCeiling, command.cCeiling != nil { throw UsageError("--c-ceiling and --skip-ceiling exclude each other") }
+        if command.cEffects, command.cCeiling == nil || command.latencyIntents == 0 {
+            throw UsageError("--c-effects needs --c-ceiling and a latency phase (--latency-intents above 0)")
+        }
         if command.producers > command.intents {
             throw UsageError("--producers (\(command.producers)) cannot exceed --intents (\(command.intents))")
         }
@@ -168,6 +176,7 @@ struct BenchCommand: Command {
         var afterCeiling: Int?
         var cCeilingResult: PhaseResult?
         var cCeilingPaced: PhaseResult?
+        var cCeilingEffects: PhaseResult?
         if !skipCeiling {
             progress("ceiling: \(intents) messages in IntentQueue's pattern…")
             var pattern = CeilingPhase(
@@ -187,6 +196,13 @@ struct BenchCommand: Command {
                     pattern.intents = latencyIntents
                     pattern.timeout = timeout ?? 60 + Double(latencyIntents) / Double(rate)
                     cCeilingPaced = try CCeilingPhase(executable: cCeiling, pattern: pattern, run: run, rate: Double(rate)).measure()
+                    if cEffects {
+                        progress("ceiling (C): \(latencyIntents) messages at \(rate)/s, each intent's effect committed before its events…")
+                        pattern.topology = try run.topology("cceilingeffects")
+                        cCeilingEffects = try CCeilingPhase(
+                            executable: cCeiling, pattern: pattern, run: run, rate: Double(rate), effects: true
+                        ).measure()
+                    }
                 }
             }
         }
@@ -205,7 +221,8 @@ struct BenchCommand: Command {
                 workers: workers, concurrency: concurrency, prefetch: prefetch, window: window, rate: Double(rate),
                 latencyIntents: latencyIntents, recorderBatch: Self.recorderBatch, ceilingEvents: ceilingEvents,
                 scheduling: CPUScheduling.current?.rawValue ?? "mixed"),
-            ceiling: ceiling, cCeiling: cCeilingResult, cCeilingPaced: cCeilingPaced, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
+            ceiling: ceiling, cCeiling: cCeilingResult, cCeilingPaced: cCeilingPaced,
+            cCeilingEffects: cCeilingEffects, endToEnd: outcome.fullSpeed, latency: outcome.fixedLoad,
             memory: BenchReport.Memory(
                 start: start.residentBytes, afterCeiling: afterCeiling, servicesReady: outcome.residentReady,
                 afterEndToEnd: outcome.residentAfterFullSpeed, afterLatency: outcome.residentAfterFixedLoad,

@@ -39,6 +39,8 @@ struct BenchReport {
     var cCeiling: PhaseResult?
     /// The C program again at the latency phase's offered rate.
     var cCeilingPaced: PhaseResult?
+    /// The C program at that rate with each intent's effect committed before its events (`--c-effects`).
+    var cCeilingEffects: PhaseResult?
     var endToEnd: PhaseResult
     var latency: PhaseResult?
     var memory: Memory
@@ -67,8 +69,13 @@ struct BenchReport {
             "",
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
-        for phase in [ceiling, cCeiling, cCeilingPaced, endToEnd, latency].compactMap({ $0 }) {
-            let paced = phase.name == CCeilingPhase.pacedName ? "C ceiling" : "latency"
+        for phase in [ceiling, cCeiling, cCeilingPaced, cCeilingEffects, endToEnd, latency].compactMap({ $0 }) {
+            let paced =
+                switch phase.name {
+                case CCeilingPhase.pacedName: "C ceiling"
+                case CCeilingPhase.effectsName: "C + effects"
+                default: "latency"
+                }
             let title = phase.offeredRate.map { "\(paced) @ \(Self.number($0, 0))/s" } ?? phase.name
             let latency = phase.latency.map { [$0.p50, $0.p95, $0.p99, $0.max].map { Self.number($0, 1) } } ?? Array(repeating: "-", count: 4)
             lines.append(row([title, "\(phase.intents)", Self.number(phase.seconds, 3), Self.number(phase.perSecond, 1)] + latency))
@@ -114,7 +121,7 @@ struct BenchReport {
         lines.append(
             "cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:"
         )
-        for phase in [ceiling, cCeiling, cCeilingPaced, endToEnd, latency].compactMap({ $0 }) {
+        for phase in [ceiling, cCeiling, cCeilingPaced, cCeilingEffects, endToEnd, latency].compactMap({ $0 }) {
             let broker = phase.brokerCPUSeconds.map { Self.number(phase.perThousand($0), 3) } ?? "?"
             let services = phase.servicesCPUSeconds.map { " [\(Self.number(phase.perThousand($0), 3))]" } ?? ""
             lines.append(
@@ -128,7 +135,7 @@ struct BenchReport {
     }
 
     private func row(_ cells: [String]) -> String {
-        let widths = [18, 8, 9, 11, 9, 9, 9, 9]
+        let widths = [21, 8, 9, 11, 9, 9, 9, 9]
         return zip(cells, widths).enumerated().map { index, pair in
             let (cell, width) = pair
             let padding = String(repeating: " ", count: max(0, width - cell.count))
@@ -178,6 +185,7 @@ struct BenchReport {
             object["ceilingMatch"] = ceilingMatch.map { Self.rounded($0) } ?? .null
         }
         if let cCeilingPaced { object["cCeilingPaced"] = Self.json(cCeilingPaced) }
+        if let cCeilingEffects { object["cCeilingEffects"] = Self.json(cCeilingEffects) }
         if let latency {
             object["latency"] = Self.json(latency)
             object["latencyMode"] = .string(Self.latencyMode)

@@ -14,9 +14,14 @@ struct CCeilingPhase {
     /// Offered intents/s (open loop), with latency from each publish to the commit of its last status event;
     /// nil: full speed.
     var rate: Double?
+    /// Whether its worker commits each intent's effect (synced, in a SQLite file of its own) before it publishes the
+    /// intent's events, as a handler's `once` does: the floor of once-only effects, which the bare pattern leaves out.
+    var effects = false
 
     /// The name of the paced phase's result.
     static let pacedName = "ceiling (C) paced"
+    /// The name of the paced phase's result with `effects`.
+    static let effectsName = "ceiling (C) paced, effects"
 
     func measure() throws -> PhaseResult {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
@@ -34,6 +39,9 @@ struct CCeilingPhase {
             "--prefetch", "\(pattern.prefetch)", "--batch", "\(pattern.batchSize)",
             "--db", run.path(rate == nil ? "c-ceiling.sqlite" : "c-ceiling-paced.sqlite"),
         ]
+        if effects {
+            arguments += ["--effects", run.path(rate == nil ? "c-effects.sqlite" : "c-effects-paced.sqlite")]
+        }
         if let rate {
             // Paced, the recorder writes as IntentQueue's does at a moderate load: an open batch is written once
             // nothing more is waiting to be read, is visible at once, and is synced (then acked) at most 20 ms later.
@@ -76,7 +84,7 @@ struct CCeilingPhase {
             return LatencySummary(count: intents, p50: p50, p95: p95, p99: p99, max: max)
         }
         return PhaseResult(
-            name: rate == nil ? "ceiling (C)" : Self.pacedName, intents: intents, seconds: seconds,
+            name: rate == nil ? "ceiling (C)" : effects ? Self.effectsName : Self.pacedName, intents: intents, seconds: seconds,
             submitSeconds: result["submitSeconds"]?.numberValue ?? 0, latency: latency, processCPUSeconds: cpu,
             machineCPUSeconds: used.machineBusySeconds,
             // Its worker and recorder threads: what compares with IntentQueue's workers and recorder.

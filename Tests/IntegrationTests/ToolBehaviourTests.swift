@@ -45,6 +45,8 @@ struct ToolBehaviourTests {
         ("intent-worker", ["--owner-rate", "SendMessage=10/soon"]),
         ("intent-worker", ["--scheduling", "fast"]),
         ("intent-bench", ["--scheduling", "idle"]),
+        ("intent-bench", ["--c-effects"]),
+        ("intent-bench", ["--c-ceiling", "/bin/true", "--c-effects", "--latency-intents", "0"]),
     ])
     func badArgumentsAreUsageErrors(tool: String, arguments: [String]) async throws {
         let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"], timeout: 10)

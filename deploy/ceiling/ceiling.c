@@ -6,7 +6,7 @@
  *           --exchange intents --key SendMessage --work-queue Q --status-exchange X --ledger-queue L
  *           --intent-body FILE --status-body FILE[=routing.key] [--status-body …]
  *           --intents N --producers P --window W --prefetch F --batch B --db PATH
- *           [--rate R [--linger-us U] [--sync-ms S]]
+ *           [--rate R [--linger-us U] [--sync-ms S]] [--effects PATH]
  *
  * The topology must exist (intent-bench declares it). P producer threads
  * publish N intents (persistent, mandatory, message id, type, timestamp) with
@@ -33,6 +33,12 @@
  * one, after which everything before it is acked. --linger-us U lets an open
  * batch wait U µs of quiet for more (5 U at most); rabbitmq-c waits in whole
  * milliseconds, rounded down, so under 1000 it does not wait at all.
+ *
+ * --effects PATH adds what IntentQueue's once-only effects cost at the least: the worker holds the deliveries it
+ * reads together, commits one row per intent (its effect and outcome, keyed by the message id) in one synced
+ * transaction of a SQLite file of its own (WAL, synchronous=FULL), and only then publishes their status events,
+ * as a handler's `once` commits before the worker publishes the outcome. One commit per delivery at a light load,
+ * one per read at full speed.
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -54,7 +60,7 @@
 static struct {
     const char *host, *user, *password, *vhost;
     int port;
-    const char *exchange, *key, *work_queue, *status_exchange, *ledger_queue, *db;
+    const char *exchange, *key, *work_queue, *status_exchange, *ledger_queue, *db, *effects;
     amqp_bytes_t intent_body;
     amqp_bytes_t status_bodies[MAX_EVENTS];
     const char *status_keys[MAX_EVENTS];
@@ -237,8 +243,61 @@ static void cork(amqp_connection_state_t connection, int on) {
     if (fd >= 0) (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
 }
 
+/* Publishes every status event of one intent; returns the publish sequence of the last. */
+static uint64_t publish_events(amqp_connection_state_t connection, amqp_basic_properties_t *properties, uint64_t sequence) {
+    for (int event = 0; event < config.events; event++) {
+        check_status(amqp_basic_publish(connection, 1, amqp_cstring_bytes(config.status_exchange),
+                                        amqp_cstring_bytes(config.status_keys[event]), 0, 0, properties,
+                                        config.status_bodies[event]),
+                     "publishing a status event");
+        sequence++;
+    }
+    return sequence;
+}
+
+/* With --effects: the worker's database, where each intent's effect and outcome are committed (synced) before its
+ * status events are published, as a handler's `once` does; the deliveries read together share one commit. */
+struct effects {
+    sqlite3 *db;
+    sqlite3_stmt *insert;
+    /* Deliveries read and not yet committed: their message ids (copied) and delivery tags. */
+    amqp_bytes_t *ids;
+    uint64_t *tags;
+    int count;
+};
+
+static void sql(sqlite3 *db, const char *statement);
+
+static void open_effects(struct effects *effects) {
+    if (sqlite3_open(config.effects, &effects->db) != SQLITE_OK) die("cannot open %s", config.effects);
+    sqlite3_busy_timeout(effects->db, 5000);
+    sql(effects->db, "PRAGMA journal_mode=WAL");
+    sql(effects->db, "PRAGMA synchronous=FULL");
+    sql(effects->db, "CREATE TABLE IF NOT EXISTS effect (id TEXT PRIMARY KEY NOT NULL, outcome TEXT NOT NULL, at REAL NOT NULL)");
+    if (sqlite3_prepare_v2(effects->db, "INSERT OR IGNORE INTO effect(id, outcome, at) VALUES (?, 'success', ?)", -1,
+                           &effects->insert, NULL) != SQLITE_OK)
+        die("preparing: %s", sqlite3_errmsg(effects->db));
+    effects->ids = calloc((size_t)config.prefetch, sizeof *effects->ids);
+    effects->tags = calloc((size_t)config.prefetch, sizeof *effects->tags);
+    if (!effects->ids || !effects->tags) die("out of memory");
+}
+
+/* Commits the held deliveries' effects in one synced transaction. */
+static void commit_effects(struct effects *effects) {
+    sql(effects->db, "BEGIN IMMEDIATE");
+    for (int i = 0; i < effects->count; i++) {
+        sqlite3_bind_text(effects->insert, 1, effects->ids[i].bytes, (int)effects->ids[i].len, SQLITE_STATIC);
+        sqlite3_bind_double(effects->insert, 2, now());
+        if (sqlite3_step(effects->insert) != SQLITE_DONE) die("recording an effect: %s", sqlite3_errmsg(effects->db));
+        sqlite3_reset(effects->insert);
+    }
+    sql(effects->db, "COMMIT");
+}
+
 static void *work(void *argument) {
     (void)argument;
+    struct effects effects = {0};
+    if (config.effects) open_effects(&effects);
     amqp_connection_state_t connection = open_connection();
     enable_confirms(connection);
     amqp_basic_qos(connection, 1, 0, (uint16_t)config.prefetch, 0);
@@ -268,22 +327,23 @@ static void *work(void *argument) {
         /* While corked, only what rabbitmq-c already holds is read: a read that would wait uncorks first. */
         amqp_rpc_reply_t reply = amqp_consume_message(connection, &envelope, corked ? &no_wait : &timeout, 0);
         if (reply.reply_type == AMQP_RESPONSE_NORMAL) {
-            if (received >= config.intents) die("more deliveries than intents");
-            properties.message_id = envelope.message.properties.message_id;
-            if (!corked && amqp_data_in_buffer(connection)) {
-                cork(connection, 1);
-                corked = 1;
+            if (received + effects.count >= config.intents) die("more deliveries than intents");
+            if (config.effects) {
+                /* Held until the deliveries read together are committed. */
+                if (effects.count == config.prefetch) die("more unacked deliveries than the prefetch");
+                effects.ids[effects.count] = amqp_bytes_malloc_dup(envelope.message.properties.message_id);
+                effects.tags[effects.count++] = envelope.delivery_tag;
+            } else {
+                properties.message_id = envelope.message.properties.message_id;
+                if (!corked && amqp_data_in_buffer(connection)) {
+                    cork(connection, 1);
+                    corked = 1;
+                }
+                sequence = publish_events(connection, &properties, sequence);
+                last_sequence[received] = sequence;
+                delivery_tag[received] = envelope.delivery_tag;
+                received++;
             }
-            for (int event = 0; event < config.events; event++) {
-                check_status(amqp_basic_publish(connection, 1, amqp_cstring_bytes(config.status_exchange),
-                                                amqp_cstring_bytes(config.status_keys[event]), 0, 0, &properties,
-                                                config.status_bodies[event]),
-                             "publishing a status event");
-                sequence++;
-            }
-            last_sequence[received] = sequence;
-            delivery_tag[received] = envelope.delivery_tag;
-            received++;
             amqp_destroy_envelope(&envelope);
         } else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && reply.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
             struct timeval zero = {0, 0};
@@ -305,6 +365,22 @@ static void *work(void *argument) {
         }
         /* What was corked leaves once nothing complete waits in the buffer; then one ack for everything settled. */
         int drained = settled == config.intents || !amqp_data_in_buffer(connection);
+        if (effects.count > 0 && (drained || nothing)) {
+            commit_effects(&effects);
+            if (effects.count > 1 && !corked) {
+                cork(connection, 1);
+                corked = 1;
+            }
+            for (int i = 0; i < effects.count; i++) {
+                properties.message_id = effects.ids[i];
+                sequence = publish_events(connection, &properties, sequence);
+                last_sequence[received] = sequence;
+                delivery_tag[received] = effects.tags[i];
+                received++;
+                amqp_bytes_free(effects.ids[i]);
+            }
+            effects.count = 0;
+        }
         if (corked && (drained || nothing)) {
             cork(connection, 0);
             corked = 0;
@@ -315,6 +391,12 @@ static void *work(void *argument) {
         }
     }
     add_cpu(&worker_cpu, cpu_start);
+    if (config.effects) {
+        sqlite3_finalize(effects.insert);
+        sqlite3_close(effects.db);
+        free(effects.ids);
+        free(effects.tags);
+    }
     free(last_sequence);
     free(delivery_tag);
     close_connection(connection);
@@ -466,6 +548,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(option, "--status-exchange")) config.status_exchange = value;
         else if (!strcmp(option, "--ledger-queue")) config.ledger_queue = value;
         else if (!strcmp(option, "--db")) config.db = value;
+        else if (!strcmp(option, "--effects")) config.effects = value;
         else if (!strcmp(option, "--intent-body")) config.intent_body = read_file(value);
         else if (!strcmp(option, "--status-body")) {
             if (config.events == MAX_EVENTS) die("at most %d --status-body", MAX_EVENTS);
