@@ -495,6 +495,16 @@ public final class AMQPConnection {
         return iq_amqp_data_in_buffer(state) != 0 || iq_amqp_frames_enqueued(state) != 0
     }
 
+    /// Whether the socket has something to read now, by one `poll` that does not wait (an error or a hang-up counts:
+    /// the read that follows reports it). What rabbitmq-c has already read is `hasBufferedData`. Cheaper than
+    /// `nextEvent(timeout: 0)` finding nothing, which costs a `recv` and a `poll`.
+    public var socketIsReadable: Bool {
+        let socket = socketDescriptor
+        guard socket >= 0 else { return false }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) != 0
+    }
+
     /// Waits up to `timeout` seconds (nil: forever) for the next delivery,
     /// confirm or returned message. Returns nil once `timeout` has passed (up to 1.5 ms after it), or
     /// sooner when a frame came that is no event. Heartbeats are sent and checked inside this call.

@@ -441,6 +441,11 @@ public final class ConsumerLoop: Sendable {
                         .unroutable, context: "publishing to '\(message.exchange)'",
                         detail: "the broker returned a message with key '\(message.routingKey)': nothing is bound for it")
                 }
+                // All that rabbitmq-c had read is taken. Whatever has come on the socket since ends the wait below at
+                // once, so asking the socket again here (at a light load a `recv` and a `poll` that find nothing,
+                // after every frame) is left to that wait. The budget is not spent, so the round does not come
+                // straight back.
+                if !connection.hasBufferedData { break }
             }
             let acksWait = try flushAcks(now: now, force: shutdown || stopConsuming || ackDelay == 0)
 

@@ -344,6 +344,13 @@ public final class StatusRecorder: Service {
                 waiting = 0
             }
             if let next = nextRelease, storeRetryAt == nil { waiting = max(0, min(waiting, next - Date().timeIntervalSince1970)) }
+            // Nothing more waiting is the usual answer at a light load, after every message: one `poll` says so,
+            // where a read that finds nothing costs a `recv` and a `poll`. (A wait that is not 0 goes into rabbitmq-c,
+            // which sends and checks heartbeats there.)
+            if waiting == 0, !connection.hasBufferedData, !connection.socketIsReadable {
+                try flush()
+                continue
+            }
             let event = try connection.nextEvent(timeout: waiting)
             guard let event else {
                 try flush()
