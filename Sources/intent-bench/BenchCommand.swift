@@ -49,7 +49,7 @@ struct BenchCommand: Command {
           --timeout S          seconds each phase may take (default 60 + N/200; latency: 60 + M/R)
           --dir PATH           where the run's SQLite files go (default the temporary folder)
           --json               print one JSON object instead of the table
-          --keep               keep the run's SQLite files (the broker objects are never deleted yet)
+          --keep               keep the run's SQLite files (its queues and exchanges are deleted either way)
           -h, --help           show this help
 
         Workers and the recorder run inside this process, on the run's own queues and exchanges
