@@ -49,6 +49,9 @@ struct BenchReport {
         "open loop: each producer sleeps until its intent's scheduled time and never waits for an earlier intent; "
         + "windowed IntentPublisher.submit, so a confirm wait never delays the next publish"
 
+    /// Every phase that ran, in the order they ran.
+    var phases: [PhaseResult] { [ceiling, cCeiling, cCeilingPaced, cCeilingEffects, endToEnd, latency].compactMap { $0 } }
+
     var ratio: Double? { ceiling.map { $0.perSecond > 0 ? endToEnd.perSecond / $0.perSecond : 0 } }
 
     /// The Swift ceiling against the C one: 1 means the ceiling phase costs nothing of its own.
@@ -69,7 +72,7 @@ struct BenchReport {
             "",
             row(["phase", "intents", "seconds", "intents/s", "p50 ms", "p95 ms", "p99 ms", "max ms"]),
         ]
-        for phase in [ceiling, cCeiling, cCeilingPaced, cCeilingEffects, endToEnd, latency].compactMap({ $0 }) {
+        for phase in phases {
             let paced =
                 switch phase.name {
                 case CCeilingPhase.pacedName: "C ceiling"
@@ -121,7 +124,7 @@ struct BenchReport {
         lines.append(
             "cpu (user+sys) s per 1,000 intents — this process [workers + recorder] / broker\(s.brokerPID.map { " (pid \($0))" } ?? "") / whole machine:"
         )
-        for phase in [ceiling, cCeiling, cCeilingPaced, cCeilingEffects, endToEnd, latency].compactMap({ $0 }) {
+        for phase in phases {
             let broker = phase.brokerCPUSeconds.map { Self.number(phase.perThousand($0), 3) } ?? "?"
             let services = phase.servicesCPUSeconds.map { " [\(Self.number(phase.perThousand($0), 3))]" } ?? ""
             lines.append(
