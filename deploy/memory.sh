@@ -95,7 +95,7 @@ while true; do
         # Where the rest are: still in the broker (ready, or delivered and unacked), or in the store in another state.
         "$HERE/broker.sh" ctl intentqueue list_queues -p iqmemory name messages_ready messages_unacknowledged consumers \
             --silent >&2 2>/dev/null || true
-        "$HERE/broker.sh" ctl intentqueue list_channels -p iqmemory connection messages_unacknowledged messages_unconfirmed \
+        "$HERE/broker.sh" ctl intentqueue list_channels vhost connection messages_unacknowledged messages_unconfirmed \
             prefetch_count --silent >&2 2>/dev/null || true
         sqlite3 -cmd ".timeout 5000" "file:$INTENT_STATUS_DB?mode=ro" "SELECT state, count(*) FROM intent_status GROUP BY state" >&2 || true
         KEEP=yes
