@@ -58,7 +58,11 @@ struct BenchCommand: Command {
         Environment:
           INTENT_BROKER_URL    amqp://user:password@host:port/vhost (default \(BrokerURL.defaultURL))
 
-        Exit codes: 0 done, 1 a phase failed or timed out (or --dir is unusable), 64 usage error, 69 broker unreachable.
+        SIGINT or SIGTERM stops the running phase; the run's queues and exchanges are deleted and its files removed
+        (kept with --keep), and it exits 130 or 143. A second signal exits at once and leaves them.
+
+        Exit codes: 0 done, 1 a phase failed or timed out (or --dir is unusable), 64 usage error, 69 broker unreachable,
+        130 / 143 interrupted by SIGINT / SIGTERM.
         """
 
     var intents: Int
@@ -135,6 +139,8 @@ struct BenchCommand: Command {
                 Self.tool, error.kind == .library ? error.description : "broker unreachable: \(error)",
                 code: error.kind == .configuration ? ExitCode.usage : ExitCode.unavailable)
         }
+        // From here on a SIGINT or SIGTERM stops the phase and deletes what the run made in the broker.
+        Interruption.install()
         let run: BenchRun
         do {
             run = try BenchRun(baseDirectory: directory)
@@ -147,6 +153,10 @@ struct BenchCommand: Command {
         } catch {
             let failure = BenchError.from(error, phase: Self.tool)
             deleteTopologies(of: run, url: url)
+            if Interruption.signal != nil, !keep {
+                run.removeDirectory()
+                return Terminal.fail(Self.tool, failure.description, code: failure.exitCode)
+            }
             return Terminal.fail(Self.tool, "\(failure.description) (files kept in \(run.directory))", code: failure.exitCode)
         }
         Terminal.write(json ? report.json() : report.table())

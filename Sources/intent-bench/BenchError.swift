@@ -1,3 +1,4 @@
+import Foundation
 import IntentAMQP
 import IntentCLI
 
@@ -14,6 +15,12 @@ struct BenchError: Error, CustomStringConvertible {
     /// A phase did not finish in time or its result is wrong (exit 1).
     static func failed(_ reason: String) -> BenchError {
         BenchError(description: reason, exitCode: ExitCode.failed)
+    }
+
+    /// The run was stopped by `signal` (exit 128 + the signal's number, as a shell reports it).
+    static func interrupted(_ signal: Int32) -> BenchError {
+        let name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)"
+        return BenchError(description: "interrupted by \(name)", exitCode: 128 + signal)
     }
 
     /// Wraps what a phase's thread or set-up threw, naming the phase.

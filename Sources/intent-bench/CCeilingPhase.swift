@@ -63,12 +63,18 @@ struct CCeilingPhase {
         try process.run()
         let deadline = Date().addingTimeInterval(pattern.timeout)
         while process.isRunning {
+            if let signal = Interruption.signal {
+                Self.end(process)
+                throw BenchError.interrupted(signal)
+            }
             if Date() > deadline {
-                process.terminate()
+                Self.end(process)
                 throw BenchError.failed("C ceiling: not done within \(Int(pattern.timeout)) s")
             }
             Thread.sleep(forTimeInterval: 0.01)
         }
+        // A Ctrl-C in a terminal reaches the program too: it then ends by the signal, which is the run's.
+        try Interruption.check()
         let used = ProcessMetrics.sample(broker: pattern.broker).since(before)
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard process.terminationStatus == 0, let result = try? JSONValue.parse(Data(text.utf8)),
@@ -92,6 +98,15 @@ struct CCeilingPhase {
                 result["recorderCpuSeconds"]?.numberValue.map { worker + $0 }
             },
             brokerCPUSeconds: used.brokerCPUSeconds, offeredRate: rate)
+    }
+
+    /// Ends the program: SIGTERM, then SIGKILL if it has not ended 5 s later; waits for it either way.
+    private static func end(_ process: Process) {
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     /// Writes a message body the C program reads, saying which file could not be written.

@@ -25,6 +25,7 @@ final class PhaseControl: Sendable {
 
     /// Throws when the phase was stopped or its deadline passed; `doing` says what was awaited.
     func check(_ doing: @autoclosure () -> String) throws(BenchError) {
+        try Interruption.check()
         if isStopped { throw .failed("\(phase): stopped while \(doing())") }
         if Date() >= deadline { throw .failed("\(phase): timed out after \(Int(timeout)) s while \(doing())") }
     }
@@ -52,5 +53,34 @@ final class PhaseControl: Sendable {
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
+    }
+}
+
+/// A SIGINT or SIGTERM the run received. Every phase gives up at its next check, so an interrupted run ends by the
+/// path a failed phase takes: its services stopped and every queue and exchange it made deleted, instead of leaving
+/// quorum queues the broker keeps ticking from then on. A second signal ends the process at once.
+enum Interruption {
+    private static let received = Atomic<Int32>(0)
+
+    /// The signal received first, if any.
+    static var signal: Int32? {
+        let number = received.load(ordering: .relaxed)
+        return number == 0 ? nil : number
+    }
+
+    /// Catches SIGINT and SIGTERM from now on. A handler (not an ignored signal) so that a child process, the C
+    /// ceiling, starts with the default dispositions.
+    static func install() {
+        for number in [SIGINT, SIGTERM] {
+            Glibc.signal(number) { number in
+                // Only what is safe in a signal handler: an atomic exchange, then `_exit` on the second signal.
+                if Interruption.received.exchange(number, ordering: .relaxed) != 0 { _exit(128 + number) }
+            }
+        }
+    }
+
+    /// Throws when a signal was received.
+    static func check() throws(BenchError) {
+        if let signal { throw .interrupted(signal) }
     }
 }

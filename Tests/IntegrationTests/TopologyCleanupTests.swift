@@ -54,4 +54,72 @@ struct TopologyCleanupTests {
         #expect(left.queues.isEmpty, "left behind: \(left.queues)")
         #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
     }
+
+    /// A run stopped by SIGINT in its fixed-load phase stops its in-process services, deletes every queue and exchange
+    /// it made, removes its files and exits 130, as a shell reports a Ctrl-C.
+    @Test func anInterruptedBenchmarkRunLeavesNothingInTheBroker() async throws {
+        let sandbox = try await Sandbox("bench-interrupt")
+        defer { Task { await sandbox.tearDown() } }
+        let bench = try WorkerProcess(
+            arguments: ["--skip-ceiling", "--intents", "10", "--latency-intents", "100000", "--rate", "50", "--concurrency", "4"],
+            environment: ["INTENT_BROKER_URL": sandbox.brokerURL, "TMPDIR": sandbox.directory.path],
+            executable: Paths.tool("intent-bench"), logPath: sandbox.directory.appendingPathComponent("bench.log").path)
+        try await eventually(timeout: 120, "the fixed-load phase's queues (log: \(bench.logPath))") {
+            if !bench.isRunning { throw BrokerFailure(message: "intent-bench ended early:\n\(bench.log)") }
+            return try await Self.objects(in: sandbox).queues.contains { $0.hasSuffix(".e2e.ledger") } && Self.runFolders(in: sandbox).count == 1
+        }
+        kill(bench.pid, SIGINT)
+        let exitCode = try await bench.waitForExit()
+        #expect(exitCode == 130, "\(bench.log)")
+        #expect(bench.log.contains("interrupted by SIGINT"), "\(bench.log)")
+        let left = try await Self.objects(in: sandbox)
+        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
+        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+        #expect(Self.runFolders(in: sandbox).isEmpty, "\(bench.log)")
+    }
+
+    /// SIGTERM while the C ceiling program runs ends that program too (here a stand-in that notes the SIGTERM it gets),
+    /// then deletes both ceilings' queues and exchanges and exits 143.
+    @Test func aBenchmarkRunTerminatedDuringTheCCeilingEndsTheProgramAndLeavesNothing() async throws {
+        let sandbox = try await Sandbox("bench-terminate")
+        defer { Task { await sandbox.tearDown() } }
+        let marks = sandbox.directory.appendingPathComponent("marks").path
+        try FileManager.default.createDirectory(atPath: marks, withIntermediateDirectories: true)
+        let program = sandbox.directory.appendingPathComponent("stand-in-ceiling").path
+        let script = """
+            #!/bin/sh
+            trap 'echo terminated > "$MARKS/ended"; exit 0' TERM
+            echo $$ > "$MARKS/started"
+            while :; do sleep 0.05; done
+
+            """
+        #expect(FileManager.default.createFile(atPath: program, contents: Data(script.utf8), attributes: [.posixPermissions: 0o755]))
+        let bench = try WorkerProcess(
+            arguments: ["--intents", "40", "--latency-intents", "0", "--concurrency", "4", "--c-ceiling", program],
+            environment: ["INTENT_BROKER_URL": sandbox.brokerURL, "TMPDIR": sandbox.directory.path, "MARKS": marks],
+            executable: Paths.tool("intent-bench"), logPath: sandbox.directory.appendingPathComponent("bench.log").path)
+        try await eventually(timeout: 120, "the stand-in C ceiling to start (log: \(bench.logPath))") {
+            if !bench.isRunning { throw BrokerFailure(message: "intent-bench ended early:\n\(bench.log)") }
+            return FileManager.default.fileExists(atPath: marks + "/started")
+        }
+        // Should intent-bench leave it running (it has not noted an end), the test ends it.
+        let started = (try? String(contentsOfFile: marks + "/started", encoding: .utf8)) ?? ""
+        let standIn = Int32(started.trimmingCharacters(in: .whitespacesAndNewlines))
+        defer {
+            if let standIn, !FileManager.default.fileExists(atPath: marks + "/ended") { kill(standIn, SIGKILL) }
+        }
+        let exitCode = try await bench.stop(timeout: 60)
+        #expect(exitCode == 143, "\(bench.log)")
+        #expect(bench.log.contains("interrupted by SIGTERM"), "\(bench.log)")
+        let ended = (try? String(contentsOfFile: marks + "/ended", encoding: .utf8)) ?? ""
+        #expect(ended.contains("terminated"), "the C ceiling program was not ended: \(bench.log)")
+        let left = try await Self.objects(in: sandbox)
+        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
+        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+    }
+
+    /// The folders intent-bench made for its runs under the sandbox's temporary folder.
+    static func runFolders(in sandbox: Sandbox) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.directory.path)) ?? []).filter { $0.hasPrefix("intentbench.") }
+    }
 }

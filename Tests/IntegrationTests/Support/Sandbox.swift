@@ -134,6 +134,15 @@ final class WorkerProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits for the process to end by itself (nothing is sent to it) and returns its exit code.
+    func waitForExit(timeout: Double = 60) async throws -> Int32 {
+        try await eventually(timeout: timeout, "\(process.executableURL?.lastPathComponent ?? "the process") to exit (log: \(logPath))") {
+            !process.isRunning
+        }
+        ProcessReaper.forget(process.processIdentifier)
+        return process.terminationStatus
+    }
+
     /// Sends SIGTERM and waits for the exit code.
     func stop(timeout: Double = 30) async throws -> Int32 {
         if process.isRunning { process.terminate() }
