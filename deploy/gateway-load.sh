@@ -11,7 +11,7 @@
 #      worker runs: the gateway's RSS then; then a worker starts and every poll must be
 #      answered with its intent's terminal state.
 # Prints the figures the README quotes. Needs the release build (deploy/quickstart.sh or
-# swift build -c release --static-swift-stdlib) and wrk (Debian's).
+# deploy/build-release.sh) and wrk (Debian's).
 #
 #   deploy/gateway-load.sh [--seconds S] [--connections C] [--polls N] [--hold S]
 set -euo pipefail
@@ -33,7 +33,7 @@ while (($#)); do
 done
 ulimit -n 65536 2>/dev/null || true
 command -v wrk >/dev/null || { echo "gateway-load.sh: wrk is not installed (apt-get install wrk)" >&2; exit 69; }
-BIN="$(swift build -c release --static-swift-stdlib --show-bin-path)"
+BIN="$(deploy/build-release.sh --show-bin-path)"
 for tool in intent-worker intent-gateway intent-bench; do
     [[ -x "$BIN/$tool" ]] || { echo "gateway-load.sh: $BIN/$tool is missing: build the release first" >&2; exit 69; }
 done
