@@ -109,7 +109,9 @@ PRODUCER=
 
 echo
 echo "store: $(du -cb "$INTENT_STATUS_DB"* | tail -1 | cut -f1) bytes, $(recorded) intents success"
-ldd "$BIN/intent-status" | grep -q libswiftCore && linkage="the Swift runtime linked dynamically" || linkage="the Swift runtime linked statically"
+libraries="$(ldd "$BIN/intent-status")"
+grep -q libswiftCore <<<"$libraries" && linkage="the Swift runtime linked dynamically" || linkage="the Swift runtime linked statically"
+grep -q 'libstdc++' <<<"$libraries" && linkage+=", libstdc++ dynamically" || linkage+=", libstdc++ too"
 echo "intent-status as a whole process, $linkage (median of 100 runs after 5 warm-ups):"
 python3 - "$BIN/intent-status" "memory-$((INTENTS / 2))" <<'PY'
 import statistics, subprocess, sys, time
