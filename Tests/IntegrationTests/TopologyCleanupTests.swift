@@ -36,9 +36,7 @@ struct TopologyCleanupTests {
         connection.close()
 
         topology.deleteAll(url: url)
-        let left = try await Self.objects(in: sandbox)
-        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
-        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+        try await Self.expectNothingLeft(in: sandbox)
     }
 
     /// intent-bench deletes every phase's queues and exchanges once it is done, the paced phases' included.
@@ -50,9 +48,7 @@ struct TopologyCleanupTests {
             environment: ["INTENT_BROKER_URL": sandbox.brokerURL, "TMPDIR": sandbox.directory.path], timeout: 300)
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stderr.contains("deleted the run's"), "\(result.stderr)")
-        let left = try await Self.objects(in: sandbox)
-        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
-        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+        try await Self.expectNothingLeft(in: sandbox)
     }
 
     /// A run stopped by SIGINT in its fixed-load phase stops its in-process services, deletes every queue and exchange
@@ -72,9 +68,7 @@ struct TopologyCleanupTests {
         let exitCode = try await bench.waitForExit()
         #expect(exitCode == 130, "\(bench.log)")
         #expect(bench.log.contains("interrupted by SIGINT"), "\(bench.log)")
-        let left = try await Self.objects(in: sandbox)
-        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
-        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+        try await Self.expectNothingLeft(in: sandbox)
         #expect(Self.runFolders(in: sandbox).isEmpty, "\(bench.log)")
     }
 
@@ -113,9 +107,15 @@ struct TopologyCleanupTests {
         #expect(bench.log.contains("interrupted by SIGTERM"), "\(bench.log)")
         let ended = (try? String(contentsOfFile: marks + "/ended", encoding: .utf8)) ?? ""
         #expect(ended.contains("terminated"), "the C ceiling program was not ended: \(bench.log)")
-        let left = try await Self.objects(in: sandbox)
-        #expect(left.queues.isEmpty, "left behind: \(left.queues)")
-        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)")
+        try await Self.expectNothingLeft(in: sandbox)
+    }
+
+    /// Expects the sandbox's virtual host to hold no queue and no exchange (other than the broker's own), failing at the
+    /// caller's line.
+    static func expectNothingLeft(in sandbox: Sandbox, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let left = try await objects(in: sandbox)
+        #expect(left.queues.isEmpty, "left behind: \(left.queues)", sourceLocation: sourceLocation)
+        #expect(left.exchanges.isEmpty, "left behind: \(left.exchanges)", sourceLocation: sourceLocation)
     }
 
     /// The folders intent-bench made for its runs under the sandbox's temporary folder.
