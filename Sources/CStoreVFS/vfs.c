@@ -30,10 +30,12 @@ struct StoreFile {
     sqlite3_int64 commitPageOffset;
     int commitWritten;
     long long syncs;
-    /// A database: its log while it is open, whether its commits are synced, and how many were.
+    /// A database: its log while it is open, whether its commits are synced, and how many were; and how many of its
+    /// log's next syncs are to fail (for tests).
     StoreFile *log;
     int durable;
     long long commitSyncs;
+    int failingLogSyncs;
 };
 
 static sqlite3_vfs storeVFS;
@@ -175,6 +177,10 @@ static int storeSync(sqlite3_file *file, int flags) {
             if (!store->database->durable) return SQLITE_OK;
             store->database->commitSyncs += 1;
         }
+    }
+    if (store->database != NULL && store->database->failingLogSyncs > 0) {
+        store->database->failingLogSyncs -= 1;
+        return SQLITE_IOERR_FSYNC;
     }
     store->syncs += 1;
     return timedSync(store->real, flags);
@@ -420,6 +426,21 @@ int iq_store_vfs_set_durable(sqlite3 *db, int durable) {
     StoreFile *file = databaseFile(db);
     if (file == NULL) return SQLITE_NOTFOUND;
     file->durable = durable != 0;
+    return SQLITE_OK;
+}
+
+int iq_store_sync_log(sqlite3 *db) {
+    sqlite3_file *log = NULL;
+    int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log);
+    if (rc != SQLITE_OK) return rc;
+    if (log == NULL || log->pMethods == NULL) return SQLITE_OK;
+    return log->pMethods->xSync(log, SQLITE_SYNC_NORMAL);
+}
+
+int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count) {
+    StoreFile *file = databaseFile(db);
+    if (file == NULL) return SQLITE_NOTFOUND;
+    file->failingLogSyncs = count;
     return SQLITE_OK;
 }
 

@@ -155,9 +155,13 @@ public final class Database {
             try run(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
         }
         synchronousFull = durable
+        if !durable { unsyncedCommits = true }
     }
 
     private var synchronousFull = true
+    /// Whether commits may have been made without a sync since the last durable transaction: its commit syncs the log
+    /// with them, or `transaction` syncs it when the commit wrote nothing.
+    private var unsyncedCommits = false
     /// Whether the VFS decides this connection's commit syncs (`setDurable` is then a flag, not a pragma).
     private(set) var syncsCommits = false
 
@@ -296,7 +300,7 @@ public final class Database {
     /// Ends a read, whatever its body did: every statement still running (one stopped halfway by an error) is reset,
     /// and a transaction the body began and left open is rolled back, so that no snapshot stays to hold the log back
     /// from a checkpoint.
-    func endReadTransaction() {
+    @usableFromInline func endReadTransaction() {
         guard let handle else { return }
         var statement = sqlite3_next_stmt(handle, nil)
         while let running = statement {
@@ -326,6 +330,10 @@ public final class Database {
         // Set only when it changes: without the VFS it is a pragma, which SQLite compiles again each time it runs (its
         // effect is made as it is compiled), some 8,000 instructions.
         try setDurable(durable)
+        // The commits made without a sync before it are made durable by this one's sync of the log, but a commit that
+        // writes nothing (a body that changed no row, or wrote back what a row held) makes none: then it syncs the
+        // log itself. The VFS counts the commits it synced; without it, the log is synced whenever there were some.
+        let syncedBefore = durable && unsyncedCommits ? syncedCommits : nil
         var attempt = 1
         while true {
             do {
@@ -334,16 +342,45 @@ public final class Database {
                 do {
                     let value = try body(self)
                     try run("COMMIT")
+                    if durable, unsyncedCommits {
+                        try syncCommitsBefore(unlessSyncedSince: syncedBefore)
+                    }
                     return value
+                } catch let error as DatabaseError where error.committed {
+                    throw error
                 } catch {
                     try? run("ROLLBACK")
                     throw error
                 }
-            } catch let error as DatabaseError where error.isBusy && attempt < attempts {
+            } catch let error as DatabaseError where error.isBusy && !error.committed && attempt < attempts {
                 attempt += 1
                 Thread.sleep(forTimeInterval: 0.01 * Double(attempt))
             }
         }
+    }
+
+    /// After a durable commit: syncs the log unless the commit did (the VFS counted one more synced commit than
+    /// `before`), so that the commits made without a sync before it are durable too. A failed sync throws an error
+    /// that says the transaction committed: its writes stand, but are not durable, and must not be applied again.
+    private func syncCommitsBefore(unlessSyncedSince before: Int64?) throws(DatabaseError) {
+        if let before, let now = syncedCommits, now > before {
+            unsyncedCommits = false
+            return
+        }
+        let rc = iq_store_sync_log(try rawHandle)
+        guard rc == SQLITE_OK else {
+            var error = DatabaseError(code: rc, message: "the log could not be synced", context: "syncing \(path)'s log after a commit")
+            error.committed = true
+            throw error
+        }
+        unsyncedCommits = false
+    }
+
+    /// Makes the next `count` syncs of the log fail, as a failing disk would (through the VFS only), for tests of
+    /// what a commit that could not be made durable does.
+    func failLogSyncs(_ count: Int) {
+        guard let handle else { return }
+        _ = iq_store_vfs_fail_log_syncs(handle, Int32(count))
     }
 
     /// Makes the next `count` COMMITs fail (SQLite turns them into a rollback),

@@ -10,6 +10,9 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// What IntentQueue was doing: `opening /path/status.sqlite`, `running INSERT INTO …`.
     public var context: String
+    /// True when the transaction committed and only the sync that would make it durable failed
+    /// (`Database.transaction`): its writes stand (though not yet durable), so running them again would apply them twice.
+    public var committed = false
 
     /// A failure with SQLite's `code` and `message` while doing `context`.
     public init(code: Int32, message: String, context: String) {

@@ -255,9 +255,11 @@ public final class DatabaseQueue: @unchecked Sendable {
             // full disk, an I/O error), so none of its writes stands. Each write
             // that had not failed by itself is tried again in a transaction of
             // its own: one bad write, or a commit that failed for a moment, must
-            // not fail every intent of the batch.
+            // not fail every intent of the batch. Unless it committed and only its
+            // sync failed: then its writes stand, and each is told the error.
+            let committed = (error as? DatabaseError)?.committed == true
             for index in batch.indices where errors[index] == nil {
-                errors[index] = again(batch[index], durable: durable)
+                errors[index] = committed ? error : again(batch[index], durable: durable)
             }
         }
         for (index, write) in batch.enumerated() {
@@ -284,6 +286,10 @@ public final class DatabaseQueue: @unchecked Sendable {
             try database.transaction(durable: durable) { db in
                 for write in batch { try Self.run(write, in: db, failure: &failure) }
             }
+        } catch let error as DatabaseError where error.committed {
+            // Committed, and only the sync failed: each write stands, and is told.
+            for write in batch { write.finish(error) }
+            return .committed
         } catch {
             return failure == nil ? .failedAsAWhole : .writeThrew
         }
@@ -314,7 +320,8 @@ public final class DatabaseQueue: @unchecked Sendable {
             return (nil, false)
         } catch {
             if let failure { return (failure, true) }
-            return (error, false)
+            // Committed, and only the sync failed: not to be applied again.
+            return (error, (error as? DatabaseError)?.committed == true)
         }
     }
 

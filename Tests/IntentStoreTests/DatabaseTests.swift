@@ -156,10 +156,31 @@ import Testing
         try database.transaction(durable: false) { db in try db.run("INSERT INTO item(x) VALUES (2)") }
         try database.run("INSERT INTO item(x) VALUES (3)")
         #expect(database.syncedCommits == start + 2, "not durable, until told again")
-        try database.transaction { _ in }
-        #expect(database.syncedCommits == start + 2, "a commit that writes nothing has nothing to sync")
         try database.transaction { db in try db.run("INSERT INTO item(x) VALUES (4)") }
         #expect(database.syncedCommits == start + 3)
+    }
+
+    /// A durable commit makes the commits before it durable by syncing the log; one that writes nothing (no row
+    /// changed, or a row written back as it was) syncs nothing by itself, so the transaction syncs the log: a caller
+    /// told "durable" after it (the recorder, acking what it recorded unsynced) is told the truth.
+    @Test func aDurableCommitThatWritesNothingStillMakesTheUnsyncedCommitsBeforeItDurable() throws {
+        try database.execute("CREATE TABLE item(x)")
+        try database.transaction { db in try db.run("INSERT INTO item(x) VALUES (1)") }
+        let commits = try #require(database.syncedCommits)
+        let logSyncs = try #require(database.logSyncs)
+        try database.transaction(durable: false) { db in try db.run("INSERT INTO item(x) VALUES (2)") }
+        #expect(database.logSyncs == logSyncs, "not durable: the log is written, not synced")
+
+        try database.transaction { db in try db.run("UPDATE item SET x = x") }
+        #expect(database.syncedCommits == commits, "a commit that writes nothing makes no sync of its own")
+        #expect(database.logSyncs == logSyncs + 1, "so the transaction synced the log, with the unsynced commit in it")
+
+        try database.transaction { db in try db.run("UPDATE item SET x = x") }
+        #expect(database.logSyncs == logSyncs + 1, "with nothing unsynced before it, nothing more to sync")
+        try database.transaction(durable: false) { db in try db.run("INSERT INTO item(x) VALUES (3)") }
+        try database.transaction { db in try db.run("INSERT INTO item(x) VALUES (4)") }
+        #expect(database.syncedCommits == commits + 1, "a commit that writes syncs the log itself")
+        #expect(database.logSyncs == logSyncs + 2, "and no second sync follows it")
     }
 
     @Test func aReadOnlyConnectionSeesWALAndCannotWrite() throws {

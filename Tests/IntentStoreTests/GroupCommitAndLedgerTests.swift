@@ -155,6 +155,30 @@ import Testing
         #expect(try rows(queue) == 1)
     }
 
+    /// A durable write after unsynced ones, which itself changes no row, commits and then syncs the log; should
+    /// that sync fail, the write is told, and is not run again: it committed, and a second run would apply it twice.
+    /// The next durable write syncs the log.
+    @Test func aWriteWhoseCommitStoodButWhoseSyncFailedIsToldAndNotRunAgain() async throws {
+        let queue = try queue()
+        try await queue.write(durable: false) { db in try db.run("INSERT INTO item(name) VALUES ('unsynced')") }
+        let logSyncs = try #require(try queue.sync { $0.logSyncs })
+        try queue.sync { db in db.failLogSyncs(1) }
+        let runs = Mutex(0)
+        let error = await #expect(throws: DatabaseError.self) {
+            try await queue.write { db in
+                runs.withLock { $0 += 1 }
+                try db.run("UPDATE item SET name = name")
+            }
+        }
+        #expect(error?.committed == true, "\(String(describing: error))")
+        #expect(runs.withLock { $0 } == 1, "a write that committed is not run again")
+        #expect(try queue.sync { $0.logSyncs } == logSyncs, "the sync failed")
+
+        try await queue.write { db in runs.withLock { $0 += 1 } }
+        #expect(try queue.sync { $0.logSyncs } == logSyncs + 1, "the next durable write, though it writes nothing, syncs the log")
+        #expect(try rows(queue) == 1)
+    }
+
     @Test func aLoneWriteWhoseCommitFailsIsTriedOnceMore() async throws {
         let queue = try queue()
         try queue.sync { db in db.failNextCommits(1) }
@@ -353,6 +377,23 @@ import Testing
     }
 
     // MARK: The ledger
+
+    /// A refusal is said only once the owner it rests on is durable. The owner was admitted without a sync, and the
+    /// refusal's write changes no row (it writes the owner back as it was), so its commit makes no sync of its own:
+    /// the transaction syncs the log.
+    @Test func aRefusalIsSaidOnlyOnceTheOwnerItRestsOnIsDurable() async throws {
+        let queue = try queue()
+        let ledger = try DatabaseOutcomeLedger(queue: queue)
+        let first = try await ledger.admit("x", type: "SendMessage", sender: Sender(user: "alice"), turn: 0, request: nil, confirming: [])
+        #expect(first.refusal == nil && first.owner == "alice")
+        let commits = try #require(try queue.sync { $0.syncedCommits })
+        let logSyncs = try #require(try queue.sync { $0.logSyncs })
+
+        let refused = try await ledger.admit("x", type: "SendMessage", sender: Sender(user: "mallory"), turn: 0, request: .cancel, confirming: [])
+        #expect(refused.refusal?.code == FailureCode.notOwner)
+        #expect(try queue.sync { $0.syncedCommits } == commits, "the refusal's write changed no row, and its commit synced nothing")
+        #expect(try queue.sync { $0.logSyncs } == logSyncs + 1, "the log, with the owner in it, was synced before the refusal was said")
+    }
 
     @Test func theFirstDecisionStandsForEveryLaterOne() async throws {
         let ledger = try DatabaseOutcomeLedger(queue: queue())

@@ -596,6 +596,22 @@ import Testing
         #expect(try StatusStore(path: path).reader.status(id: "n")?.state == .queued)
     }
 
+    /// The recorder acks what it wrote unsynced once a durable batch has synced the log. A durable batch that
+    /// changes nothing (an outcome delivered again, a cancel of a finished intent) writes no page, and its commit
+    /// syncs nothing: the store syncs the log itself, or the batches before it would be acked and not durable.
+    @Test func aDurableBatchThatChangesNothingStillMakesTheBatchesBeforeItDurable() throws {
+        let writer = try StatusStore(path: path)
+        try writer.record([.queued(Self.envelope("x"))], now: 1)
+        try writer.record([Self.event("x", .success, at: 2, response: Self.done)], now: 2, durable: false)
+        let commits = try #require(writer.database.syncedCommits)
+        let logSyncs = try #require(writer.database.logSyncs)
+
+        try writer.record([Self.event("x", .success, at: 2, response: Self.done)], now: 3)
+        #expect(writer.database.syncedCommits == commits, "the same outcome again changed no row: its commit synced nothing")
+        #expect(writer.database.logSyncs == logSyncs + 1, "the log was synced, with the unsynced outcome in it")
+        #expect(try writer.reader.status(id: "x")?.state == .success)
+    }
+
     @Test func aReaderOpensTheFileReadOnly() throws {
         _ = try StatusStore(path: path)
         let reader = try StatusReader(path: path)

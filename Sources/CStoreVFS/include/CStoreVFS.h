@@ -45,6 +45,14 @@ long long iq_store_vfs_joined_writes(void);
 /// connection itself runs FULL); SQLITE_NOTFOUND when `db` was not opened through this VFS.
 int iq_store_vfs_set_durable(sqlite3 *db, int durable);
 
+/// Syncs the write-ahead log of `db`'s main database now, through whichever VFS opened it: for commits made while
+/// not durable when the durable commit after them wrote nothing (and so synced nothing). SQLITE_OK when there is no
+/// log open (nothing was written to one), else the sync's result.
+int iq_store_sync_log(sqlite3 *db);
+
+/// Makes the next `count` syncs of `db`'s log fail with SQLITE_IOERR_FSYNC, as a failing disk would (for tests).
+int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count);
+
 /// How many of `db`'s commits this VFS synced, or -1 when `db` was not opened through it (for tests).
 long long iq_store_vfs_commit_syncs(sqlite3 *db);
 
