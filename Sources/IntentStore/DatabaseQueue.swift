@@ -108,7 +108,12 @@ public final class DatabaseQueue: @unchecked Sendable {
             var value: T?
             if try inPlaceReader.run({ value = try body($0) }), let value { return value }
         }
-        return try await read(body)
+        // On the queue, the writer's connection: a transaction the body began, or a statement it stopped halfway, is
+        // ended there too, or every write after it would fail.
+        return try await read { database in
+            defer { database.endReadTransaction() }
+            return try body(database)
+        }
     }
 
     /// A read-only connection that one caller at a time uses on its own thread (`readInPlace`), opened on first use.

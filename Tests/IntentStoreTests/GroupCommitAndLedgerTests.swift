@@ -376,6 +376,23 @@ import Testing
         #expect(checkpoint == [0, 0, 0], "busy, log frames, frames checkpointed: \(String(describing: checkpoint))")
     }
 
+    /// The same on the queue, where a read in place goes when it cannot have a connection of its own (another
+    /// caller holds it, the file is busy, or there is none: a database in memory). A transaction it left open there
+    /// would stay open on the writer's connection, and every write after it fail ("cannot start a transaction within
+    /// a transaction").
+    @Test func aReadInPlaceOnTheQueueLeavesNoTransactionOpen() async throws {
+        let memory = try DatabaseQueue(path: ":memory:")
+        #expect(memory.inPlaceReader == nil, "no file to share: every read in place runs on the queue")
+        try memory.sync { db in try db.execute("CREATE TABLE item(name TEXT)") }
+        await #expect(throws: Refused.self) {
+            try await memory.readInPlace { db in try db.query("SELECT 1") { _ -> Int in throw Refused() } }
+        }
+        _ = try await memory.readInPlace { db in try db.run("BEGIN") }
+        _ = try await memory.readInPlace { db in try db.run("SAVEPOINT left_open") }
+        try await memory.write { db in try db.run("INSERT INTO item(name) VALUES ('after the reads')") }
+        #expect(try memory.sync { db in try db.queryFirst("SELECT count(*) FROM item") { $0.int(0) } } == 1)
+    }
+
     // MARK: The ledger
 
     /// A refusal is said only once the owner it rests on is durable. The owner was admitted without a sync, and the
