@@ -250,7 +250,12 @@ public final class StatusRecorder: Service {
                 batch.removeAll(keepingCapacity: true)
                 takenTag = lastTag
                 recordedTag = hold.writtenThrough(lastTag)
-                guard durable else { return }
+                guard durable else {
+                    // Acked with the next sync, like a write: a delivery that recorded nothing does not wait, unacked,
+                    // for the next one (on an idle system, for the broker's consumer timeout).
+                    if recordedTag > ackedTag, syncDue == nil { syncDue = Date().addingTimeInterval(configuration.syncInterval) }
+                    return
+                }
                 guard recordedTag > ackedTag else {
                     // Nothing more to ack before the oldest held submission: its write asks for the next sync.
                     syncDue = nil

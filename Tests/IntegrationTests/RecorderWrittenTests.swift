@@ -181,4 +181,43 @@ struct RecorderWrittenTests {
             #expect(written.filter { $0 == id }.count == 1, "\(id) written once: \(written)")
         }
     }
+
+    /// A delivery that records nothing (a body no one can read) is acked with the next sync, like a write: it does not
+    /// wait, unacked, for the next write, which on an idle system may never come before the broker's consumer timeout.
+    /// Seen in the unacked count of the recorder's channel (read from the channel itself, not from statistics that
+    /// lag): one while the sync is due, ten seconds later here, and none once it is done.
+    @Test func aDeliveryThatRecordsNothingIsAckedWhileNothingElseComes() async throws {
+        let sandbox = try await Sandbox("recorder-skip")
+        defer { Task { await sandbox.tearDown() } }
+        let binder = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await binder.stop() == 0)
+
+        var configuration = StatusRecorder.Configuration(brokerURL: try BrokerURL(sandbox.brokerURL), storePath: sandbox.statusStorePath)
+        configuration.syncInterval = 10
+        let recorder = StatusRecorder(configuration: configuration, logger: .disabled())
+        let running = Task { try await recorder.run() }
+        defer { recorder.stop() }
+        try await publishRaw(url: sandbox.brokerURL, routingKey: "SendMessage", body: Array("not an envelope".utf8), messageID: "unreadable")
+        let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
+        /// The unacked deliveries of the virtual host's channels, once that count is `expected` (or the last seen after a minute).
+        func unacked(_ expected: Int) async throws -> Int? {
+            var count: Int?
+            let deadline = Date().addingTimeInterval(60)
+            repeat {
+                if let listed = try? await TestBroker.shared.control(["list_channels", "-q", "vhost", "messages_unacknowledged"]) {
+                    count = listed.split(separator: "\n").reduce(0) { total, line in
+                        let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
+                        return fields.count == 2 && fields[0] == vhost ? total + (Int(fields[1]) ?? 0) : total
+                    }
+                }
+                if count == expected { break }
+                try await Task.sleep(for: .milliseconds(100))
+            } while Date() < deadline
+            return count
+        }
+        #expect(try await unacked(1) == 1, "the recorder read it")
+        #expect(try await unacked(0) == 0, "and acked it with the next sync, though it recorded nothing")
+        recorder.stop()
+        try await running.value
+    }
 }
