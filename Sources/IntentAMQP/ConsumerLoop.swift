@@ -423,7 +423,9 @@ public final class ConsumerLoop: Sendable {
                     // A channel that once failed to reach a quorum queue (its leader moved
                     // as a cluster node went down) can go on refusing every publish; a new
                     // connection starts with a fresh channel. Unacked deliveries return to
-                    // the queue and come back, and OnceOnly keeps their effects single.
+                    // the queue and come back, and OnceOnly keeps their effects single. The acks
+                    // already due go first: their outcomes are confirmed, and they need not run again.
+                    _ = try? flushAcks(now: now, force: true)
                     throw AMQPError(
                         .rejected, context: "publishing status events",
                         detail: "the broker refused a publish (basic.nack); reconnecting for a fresh channel")
@@ -437,6 +439,8 @@ public final class ConsumerLoop: Sendable {
                             "amqp.routing_key": message.routingKey, "amqp.exchange": message.exchange,
                             "intent.id": message.messageID ?? "",
                         ])
+                    // The acks already due go first, as for a refused publish.
+                    _ = try? flushAcks(now: now, force: true)
                     throw AMQPError(
                         .unroutable, context: "publishing to '\(message.exchange)'",
                         detail: "the broker returned a message with key '\(message.routingKey)': nothing is bound for it")

@@ -64,4 +64,57 @@ import Testing
         loop.stopConsuming()
         await loop.shutdown(grace: 1)
     }
+
+    /// A returned publish makes the loop reconnect (to declare the queues again); the deliveries whose outcomes the
+    /// broker had confirmed, their acks still waiting for the batch, are acked first: only the delivery whose publish
+    /// was returned comes back, not one whose outcome already stands.
+    @Test(.timeLimit(.minutes(10)))
+    func aReconnectAfterAReturnedPublishFirstAcksTheDeliveriesWhoseOutcomesWereConfirmed() async throws {
+        let url = try BrokerURL(await TestBroker.shared.makeVirtualHost("returned"))
+        let setup = try AMQPConnection(url: url)
+        defer { setup.close() }
+        try setup.enableConfirms()
+        @Sendable func declare(_ connection: AMQPConnection) throws {
+            try connection.declareQueue("returned.in")
+            try connection.declareQueue("returned.out")
+        }
+        try declare(setup)
+        func put(_ id: String) throws {
+            try setup.publishConfirmed(
+                [OutgoingMessage(exchange: "", routingKey: "returned.in", body: Array(id.utf8), messageID: id)], timeout: 10,
+                context: "putting \(id)")
+        }
+        try put("first")
+        try put("second")
+        var configuration = ConsumerLoop.Configuration(url: url, queue: "returned.in", prefetch: 8) { try declare($0) }
+        // Acks wait for the batch (up to a second): the first's is still waiting when the second's publish comes back.
+        configuration.ackDelay = 1
+        let (settles, settling) = AsyncStream.makeStream(of: UInt64.self)
+        configuration.onLocalSettled = { number, _ in settling.yield(number) }
+        let loop = ConsumerLoop(configuration: configuration, logger: .disabled())
+        var deliveries = loop.deliveries.makeAsyncIterator()
+        loop.start()
+        let first = try #require(await deliveries.next())
+        let second = try #require(await deliveries.next())
+        #expect([first.messageID, second.messageID] == ["first", "second"])
+
+        // The broker confirms the first outcome: known once a publish of the loop's own to the same queue, sent
+        // after it, is settled (the queue confirms in order). Then it returns the second (nothing is bound for it).
+        loop.send(.publish([OutgoingMessage(exchange: "", routingKey: "returned.out", body: Array("outcome".utf8))], thenAck: first.tag))
+        loop.send(.publish([OutgoingMessage(exchange: "", routingKey: "returned.out", body: Array("marker".utf8))], thenAck: .local(1)))
+        var settled = settles.makeAsyncIterator()
+        #expect(await settled.next() == 1)
+        loop.send(.publish([OutgoingMessage(exchange: "", routingKey: "nowhere", body: Array("lost".utf8), mandatory: true)], thenAck: second.tag))
+
+        let again = try #require(await deliveries.next())
+        #expect(again.messageID == "second", "the first's outcome was confirmed: it was acked before the reconnect")
+        loop.send(.ack(again.tag))
+        // Behind whatever came back: had the first been requeued, it would come before this one.
+        try put("third")
+        let next = try #require(await deliveries.next())
+        #expect(next.messageID == "third")
+        loop.send(.ack(next.tag))
+        loop.stopConsuming()
+        await loop.shutdown(grace: 1)
+    }
 }
