@@ -84,7 +84,8 @@ struct WorkerCommand {
         \(app.moreHelp.isEmpty ? "" : "\n" + app.moreHelp + "\n")
         Options:
           --concurrency N       handlers running at once (default 8)
-          --prefetch N          unacked deliveries the broker may send ahead (default 2 × concurrency)
+          --prefetch N          unacked deliveries the broker may send ahead from each of the two work queues
+                                (normal and high priority; default 2 × concurrency)
           --with-recorder       also run the status recorder, which writes INTENT_STATUS_DB
           --recorder-only       run only the status recorder
           --scheduler           also run a scheduler, which submits the intents of the recurring schedules

@@ -10,7 +10,9 @@ public struct WorkerConfiguration: Sendable {
     public var topology: Topology
     /// Handlers running at the same time.
     public var concurrency: Int
-    /// Unacked deliveries the broker may send ahead; at least `concurrency`.
+    /// Unacked deliveries the broker may send ahead from each work queue; at least `concurrency`. The normal and the
+    /// high-priority queue each have a consumer, and RabbitMQ counts the prefetch per consumer: while both hold work,
+    /// a worker has up to twice this in hand.
     public var prefetch: UInt16
     /// Seconds; heartbeats keep a connection alive (and detect a dead one) while handlers run.
     public var heartbeat: Int
