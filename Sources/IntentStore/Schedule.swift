@@ -34,6 +34,11 @@ public struct Schedule: Sendable, Hashable, Decodable {
         self.paused = paused
     }
 
+    /// The first due times a schedule may have, in seconds since 1970: from 1970 to about the year 5100. Counted
+    /// in steps of at least a second from such a time, a due time's index stays far below 2^53, where a `Double`
+    /// stops counting by ones.
+    public static let startsRange: ClosedRange<Double> = 0...100_000_000_000
+
     /// Why `name` cannot name a schedule, or nil.
     public static func problem(withName name: String) -> String? {
         guard !name.isEmpty, name.utf8.count <= 100, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
@@ -43,13 +48,17 @@ public struct Schedule: Sendable, Hashable, Decodable {
 
     /// The due times in `(after, upTo]`, earliest first (at most `limit`).
     public func dueTimes(after: Double, upTo: Double, limit: Int = 1_000) -> [Double] {
-        guard every > 0, upTo >= starts else { return [] }
+        // A schedule made through the library, not read back from a store (which keeps only what `startsRange` and
+        // a second's step allow), is held to them here: past them, an index too large to count by ones never moved.
+        guard every >= 1, every.isFinite, Self.startsRange.contains(starts), after.isFinite, upTo.isFinite, upTo >= starts else { return [] }
         var index = max(0, ((after - starts) / every).rounded(.down) + 1)
         if after < starts { index = 0 }
         var times: [Double] = []
+        var last = -Double.infinity
         while times.count < limit {
             let due = starts + index * every
-            guard due <= upTo else { break }
+            guard due <= upTo, due > last else { break }
+            last = due
             if due > after { times.append(due) }
             index += 1
         }

@@ -187,10 +187,12 @@ public enum StatusQuery: Sendable, Hashable {
             guard let fields = object["schedule"]?.objectValue, let name = fields["name"]?.stringValue, Schedule.problem(withName: name) == nil,
                 let type = fields["type"]?.stringValue, IntentEnvelope.problem(withType: type) == nil,
                 let parameters = fields["parameters"]?.objectValue, let every = fields["every"]?.numberValue, every >= 1, every <= 366 * 86_400,
-                let starts = fields["starts"]?.numberValue, starts.isFinite
+                let starts = fields["starts"]?.numberValue, Schedule.startsRange.contains(starts)
             else {
                 throw Invalid(
-                    description: "a schedule needs a name (1 to 100 letters, digits, '-', '_'), a type, parameters, every (1 s to a year) and starts")
+                    description:
+                        "a schedule needs a name (1 to 100 letters, digits, '-', '_'), a type, parameters, every (1 s to a year) and starts (seconds since 1970, at most 10^11)"
+                )
             }
             return .schedule(Schedule(name: name, type: type, parameters: parameters, every: every, starts: starts))
         case "pause", "resume", "unschedule":

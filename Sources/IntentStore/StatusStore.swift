@@ -629,7 +629,10 @@ public final class StatusStore {
 
     /// Adds a schedule, or replaces one of the same name and owner; false when the name is another owner's.
     public func addSchedule(_ schedule: Schedule, now: Double = Date().timeIntervalSince1970) throws -> Bool {
-        try database.transaction { db in
+        guard Schedule.startsRange.contains(schedule.starts), schedule.every >= 1, schedule.every.isFinite else {
+            throw StatusQuery.Invalid(description: "a schedule repeats every second or more, from a first due time from 1970 on (at most 10^11 s)")
+        }
+        return try database.transaction { db in
             if let existing = try db.queryFirst("SELECT owner FROM intent_schedule WHERE name = ?", [.text(schedule.name)], { $0.text(0) }),
                 existing != schedule.owner
             {

@@ -143,6 +143,7 @@ struct StatusCommand: Command {
                 parameters[String(pair[..<equals])] = .string(String(pair[pair.index(after: equals)...]))
             }
             let starts = try arguments.instant("--starting") ?? Date().timeIntervalSince1970.rounded(.up)
+            guard Schedule.startsRange.contains(starts) else { throw UsageError("--starting is a time from 1970 on") }
             return StatusCommand(
                 action: .schedule(Schedule(name: words[0], type: words[1], parameters: parameters, every: every, starts: starts)), json: json)
         default:

@@ -102,6 +102,25 @@ import Testing
         #expect(Schedule.problem(withName: "tick 1") != nil && Schedule.problem(withName: String(repeating: "a", count: 101)) != nil)
     }
 
+    /// A first due time far in the past (-10^16 s, where adding one to a due time's index no longer changes it)
+    /// once made every scheduler's thread loop for ever: such a schedule is refused by the recorder, the store and
+    /// the command line, and one made through the library has no due time.
+    @Test(.timeLimit(.minutes(1))) func aScheduleFromAnImpossibleTimeIsRefusedAndHasNoDueTimes() throws {
+        let store = try StatusStore(path: path)
+        for starts in [-1e16, -1e300, -1, 1e12, 1e300] {
+            let odd = Schedule(name: "odd", type: "SendMessage", parameters: [:], every: 1, starts: starts)
+            #expect(odd.dueTimes(after: 1.7e9, upTo: 1.7e9 + 60).isEmpty, "\(starts)")
+            #expect(throws: StatusQuery.Invalid.self, "\(starts)") { try StatusQuery.decode(StatusQuery.schedule(odd).encoded) }
+            #expect(throws: StatusQuery.Invalid.self, "\(starts)") { try store.addSchedule(odd) }
+        }
+        #expect(try store.reader.schedules().isEmpty)
+        let fast = Schedule(name: "fast", type: "SendMessage", parameters: [:], every: 0.5, starts: 1_000)
+        #expect(fast.dueTimes(after: 999, upTo: 1_010).isEmpty, "every is at least a second")
+        #expect(throws: StatusQuery.Invalid.self) { try store.addSchedule(fast) }
+        let late = Schedule(name: "late", type: "SendMessage", parameters: [:], every: 1, starts: Schedule.startsRange.upperBound)
+        #expect(late.dueTimes(after: Schedule.startsRange.upperBound + 1e9, upTo: Schedule.startsRange.upperBound + 1e9 + 3).count == 3)
+    }
+
     @Test func anAnswerDecodesToTheStatusTheStoreHolds() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.queued("a"), Self.event("a", .inProgress), Self.event("a", .success, code: "success")])
