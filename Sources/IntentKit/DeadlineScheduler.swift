@@ -10,6 +10,12 @@ public protocol DeadlineScheduler: Sendable {
     func clear(_ token: Int)
 }
 
+extension DeadlineScheduler {
+    /// The longest wait a deadline is given, about 31 years: a longer one (a time limit of 10^13 s, say) waits that
+    /// long, where counting it in microseconds would overflow.
+    public static var longest: Double { 1_000_000_000 }
+}
+
 /// A deadline per task: each sleeps until its time and is canceled when
 /// cleared. Enough for tests and tools; a worker uses its timer thread.
 public final class TaskDeadlines: DeadlineScheduler {
@@ -25,7 +31,7 @@ public final class TaskDeadlines: DeadlineScheduler {
         // Stored before the task can look for itself: it runs only if still there.
         tasks.withLock { tasks in
             tasks[token] = Task { [weak self] in
-                try? await Task.sleep(for: .microseconds(Int64(max(0, seconds) * 1_000_000)))
+                try? await Task.sleep(for: .microseconds(Int64(min(max(0, seconds), Self.longest) * 1_000_000)))
                 guard self?.tasks.withLock({ $0.removeValue(forKey: token) }) != nil else { return }
                 action()
             }

@@ -1,4 +1,5 @@
 import Foundation
+import IntentKit
 import Synchronization
 import Testing
 
@@ -34,6 +35,21 @@ struct DeadlinesTests {
         }
         let (sleeps, signals) = deadlines.sleepsAndSignals
         #expect(sleeps > 0 && signals > 0, "the thread never slept between the rounds: \(sleeps) sleeps")
+    }
+
+    /// A deadline too far off to count in microseconds (a time limit of 10^13 s) once trapped on the overflow: it
+    /// waits as long as the longest one, and an action after it still runs first.
+    @Test func aDeadlineTooFarOffToCountWaitsAsTheLongestAndOthersStillRun() async {
+        let (deadlines, _) = Self.deadlines()
+        let ran = Mutex(false)
+        let far = deadlines.schedule(after: 1e13) { ran.withLock { $0 = true } }
+        let tasks = TaskDeadlines()
+        let farTask = tasks.schedule(after: 1e300) { ran.withLock { $0 = true } }
+        #expect(await Self.run(on: deadlines) { 1 } == 1, "the one due now ran")
+        let farOnesRan = ran.withLock { $0 }
+        #expect(!farOnesRan)
+        deadlines.clear(far)
+        tasks.clear(farTask)
     }
 
     @Test func aClearedActionNeverRunsAndTheNextOneDoes() async {
