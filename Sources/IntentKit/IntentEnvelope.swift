@@ -141,6 +141,9 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         if id.unicodeScalars.contains(where: isControl) {
             return "the id contains a control character"
         }
+        // As a segment of a URL (the gateway's /v1/intents/<id>), "." and ".." are the path's own steps, even
+        // percent-encoded: such an intent could not be named there.
+        if id == "." || id == ".." { return "the id may not be '.' or '..'" }
         return nil
     }
 

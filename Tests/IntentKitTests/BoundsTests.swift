@@ -18,6 +18,8 @@ import Testing
         #expect(IntentEnvelope.problem(withID: "order-17 🙂") == nil)
         #expect(IntentEnvelope.problem(withID: "a\u{85}b") != nil, "a C1 control (NEL) is a control character too")
         #expect(IntentEnvelope.problem(withID: "a\u{A0}b") == nil, "a no-break space is not")
+        #expect(IntentEnvelope.problem(withID: ".") != nil && IntentEnvelope.problem(withID: "..") != nil, "a URL's own path steps")
+        #expect(IntentEnvelope.problem(withID: "...") == nil && IntentEnvelope.problem(withID: ".hidden") == nil)
     }
 
     @Test func trimmingTakesWhitespaceCharactersFromBothEndsAndNothingElse() {
