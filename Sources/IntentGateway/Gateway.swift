@@ -204,12 +204,15 @@ public final class Gateway: Sendable {
             405, "methodNotAllowed", "allowed here: \(methods.joined(separator: ", "))", headers: [("Allow", methods.joined(separator: ", "))])
     }
 
-    /// The route's name in metrics: the path with its ids and types left out.
+    /// The route's name in metrics: the path with its ids and types left out, and only the routes there are (a path
+    /// anyone may send is never a label: unbounded, and free to hold a quote or a line of its own).
     static func routeName(_ segments: [String]) -> String {
         switch (segments.first, segments.count) {
-        case ("v1", 2): return "/v1/\(segments[1])"
+        case ("v1", 2) where ["intents", "dead", "stats", "events"].contains(segments[1]): return "/v1/\(segments[1])"
         case ("v1", 3) where segments[1] == "intents": return "/v1/intents/{}"
-        case ("v1", 4): return "/v1/\(segments[1])/{}/\(segments[3])"
+        case ("v1", 4) where segments[1] == "intents" && ["events", "answer", "confirm", "deny", "cancel"].contains(segments[3]),
+            ("v1", 4) where segments[1] == "dead" && segments[3] == "requeue":
+            return "/v1/\(segments[1])/{}/\(segments[3])"
         case ("", 1): return "/"
         case (let first?, 1) where ["healthz", "metrics", "dashboard.js", "dashboard.css"].contains(first): return "/\(first)"
         default: return "other"

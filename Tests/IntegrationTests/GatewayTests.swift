@@ -136,6 +136,15 @@ struct GatewayTests {
         let (_, response) = try await URLSession.shared.data(for: big)
         #expect((response as? HTTPURLResponse)?.statusCode == 413)
 
+        // Paths no route has are counted under one name: a path sent is never a label of its own (an unbounded
+        // table, or a quote and a line break that forge a sample).
+        for index in 0..<20 {
+            #expect(try await world.request("GET", "/v1/made-up-\(index)", token: nil).status == 404)
+        }
+        let forging = try await world.request("GET", "/v1/a%22%7D%201%0Aintent_gateway_broker_up%201%0A%23", token: nil)
+        #expect(forging.status == 404, "\(forging)")
+        #expect(try await world.request("GET", "/v1/intents/x/made-up", token: nil).status == 404)
+
         // The gateway asks the recorder every 2 s; on a busy machine its first answer may come after the gateway is up.
         try await eventually(timeout: 60, "the gateway to report the broker and the recorder up") {
             let health = try await world.request("GET", "/healthz", token: nil)
@@ -144,6 +153,10 @@ struct GatewayTests {
         let metrics = try await world.request("GET", "/metrics", token: nil)
         #expect(metrics.status == 200 && metrics.text.contains("intent_gateway_requests_total{code=\"400\""), "\(metrics)")
         #expect(metrics.text.contains("intent_gateway_unauthorized_total 2"), "\(metrics.text.prefix(2000))")
+        #expect(!metrics.text.contains("made-up") && !metrics.text.contains("route=\"/v1/a"), "\(metrics.text.prefix(4000))")
+        #expect(metrics.text.contains("intent_gateway_requests_total{code=\"404\",route=\"other\"}"), "\(metrics.text.prefix(4000))")
+        let samples = metrics.text.split(separator: "\n").filter { $0.hasPrefix("intent_gateway_broker_up") }
+        #expect(samples.count == 1, "one sample of the gauge, none forged: \(samples)")
         let page = try await world.request("GET", "/", token: nil)
         #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
     }
