@@ -212,8 +212,11 @@ struct Handlers: Sendable {
                 return answer.send(Self.unknown(id), responder)
             }
             if status.state.isTerminal { return answer.send(Self.ok(status), responder) }
+            // Not ready until the cancel is published (as a submission's wait): a deadline passing first must not
+            // answer `cancelRequested` for a cancel whose publish then fails.
             let key = follower.register(
-                waiter(id: id, seconds: wait, responder: responder, done: { $0.state.isTerminal || IntentClient.isRefusal($0) }) { decided in
+                waiter(id: id, seconds: wait, responder: responder, ready: false, done: { $0.state.isTerminal || IntentClient.isRefusal($0) }) {
+                    decided in
                     guard let decided, !IntentClient.isRefusal(decided) else {
                         return Self.json(202, ["id": .string(id), "type": .string(status.type), "state": "cancelRequested"])
                     }
@@ -225,7 +228,7 @@ struct Handlers: Sendable {
                 follower.cancel(key)
                 throw error
             }
-            follower.check(key, unknownEnds: false)
+            follower.confirmed(key)
         }
     }
 
