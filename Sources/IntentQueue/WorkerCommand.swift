@@ -192,8 +192,8 @@ struct WorkerCommand {
         guard let level = Logger.Level.allCases.first(where: { $0.name == levelName }) else {
             throw UsageError("--log-level must be one of \(Logger.Level.allCases.map(\.name).joined(separator: ", ")), not '\(levelName)'")
         }
-        let timeLimits = try perType("--time-limit", in: arguments, expecting: "Type=seconds (more than 0, at most 10^9), such as BookAppointment=30") {
-            text in
+        let timeLimitShape = "Type=seconds (more than 0, at most 10^9), such as BookAppointment=30"
+        let timeLimits = try perType("--time-limit", in: arguments, expecting: timeLimitShape) { text in
             Double(text).flatMap { $0 > 0 && $0 <= 1_000_000_000 ? $0 : nil }
         }
         let ownerLimits = try perType("--owner-limit", in: arguments, expecting: "Type=count (1 to 100000), such as BookAppointment=2") { text in
