@@ -63,6 +63,10 @@ public struct Topology: Sendable {
     /// The header with which a worker's retry or an operator's requeue names the
     /// intent's owner; workers believe it only from trusted users and operators.
     public static let ownerHeader = "x-intent-owner"
+    /// On a worker's retry: the sender it names was itself trusted (the recorder, a scheduler, another worker), as
+    /// the message's own user was when it first came. Without it the sender named is what it was: a submitter.
+    /// Believed, like the owner, only from trusted users.
+    public static let trustedSenderHeader = "x-intent-sender-trusted"
     /// The header counting how many times an intent waited for storage (a full
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"

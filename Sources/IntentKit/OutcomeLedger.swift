@@ -51,7 +51,8 @@ public struct Sender: Sendable, Hashable {
     public var user: String?
     /// An operator may act on any intent.
     public var isOperator: Bool
-    /// The recorder or a worker: the only senders of an expiry.
+    /// The recorder or a worker (or a message of theirs a worker retried): the only senders of an expiry. A
+    /// submitter's message a worker retried names the submitter, who is not trusted for it.
     public var isTrusted: Bool
 
     /// A sender verified as `user`, neither an operator nor trusted unless said.

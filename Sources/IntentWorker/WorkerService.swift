@@ -373,15 +373,32 @@ public final class WorkerService: Service {
         if let user, configuration.operators.contains(user) {
             guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return Sender(user: user, isOperator: true) }
             let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
-            if isTrusted(publisher), let named { return Sender(user: named, isTrusted: true) }
+            if isTrusted(publisher), let named { return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery)) }
             return Sender(user: publisher, isTrusted: isTrusted(publisher))
         }
         let trusted = isTrusted(user)
-        if trusted, let named { return Sender(user: named, isTrusted: true) }
+        if trusted, let named { return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery)) }
         return Sender(user: user, isTrusted: trusted)
     }
 
     static let countLimit = 1_000_000
+
+    /// Whether a trusted user published the delivery (the recorder's release, a worker's retry, a kept intent taken from
+    /// the ledger, or an operator's requeue of one of those), whoever the sender it names is: what its `released`
+    /// header is believed from.
+    private func publishedByTrusted(_ delivery: Delivery) -> Bool {
+        if delivery.tag.isLocal { return true }
+        guard let user = delivery.userID else { return false }
+        if configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
+            return isTrusted(delivery.headers[DeadLetters.publisherHeader]?.stringValue)
+        }
+        return isTrusted(user)
+    }
+
+    /// Whether a trusted republisher's message says the sender it names was trusted too.
+    private static func namesTrustedSender(_ delivery: Delivery) -> Bool {
+        delivery.headers[Topology.trustedSenderHeader]?.integerValue == 1
+    }
 
     private static func count(_ header: HeaderValue?) -> Int {
         Int(clamping: min(max(header?.integerValue ?? 0, 0), Int64(countLimit)))
@@ -462,7 +479,7 @@ public final class WorkerService: Service {
         }
         // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
         // runs, whatever the clocks say.
-        let released = job.sender.isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
+        let released = publishedByTrusted(job.delivery) && job.delivery.headers[Topology.releasedHeader] != nil
         if !job.delivery.tag.isLocal, let dueAt = envelope.dueAt, released || dueAt <= Date().timeIntervalSince1970 {
             // The recorder released it, or the broker brought it again once due (its early ack was lost):
             // this run is its run, and no worker is to take it from the ledger as well.
@@ -842,9 +859,14 @@ public final class WorkerService: Service {
         ]
         if storageWaits > 0 { headers[Topology.storageRetriesHeader] = .integer(Int64(storageWaits)) }
         // A released scheduled intent stays released when it comes back (else, early by this worker's clock, it would be dropped).
-        if job.sender.isTrusted, let released = job.delivery.headers[Topology.releasedHeader] { headers[Topology.releasedHeader] = released }
-        // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header.
+        if publishedByTrusted(job.delivery), let released = job.delivery.headers[Topology.releasedHeader] {
+            headers[Topology.releasedHeader] = released
+        }
+        // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header, and
+        // whether the sender was trusted in another (a retry before the admission names the sender, who must not
+        // come back trusted for being republished by a worker).
         if let owner = job.owner ?? job.sender.user { headers[Topology.ownerHeader] = .string(owner) }
+        if job.sender.isTrusted { headers[Topology.trustedSenderHeader] = .integer(1) }
         return OutgoingMessage(
             exchange: configuration.topology.retryExchange, routingKey: job.envelope.routingKey, body: job.delivery.body,
             messageID: job.id, type: job.envelope.type, persistent: true, mandatory: true, headers: headers)
@@ -888,9 +910,14 @@ public final class WorkerService: Service {
             // The ledger cannot be written: the message waits in a retry queue, as for any storage failure.
             let waits = Self.count(delivery.headers[Topology.storageRetriesHeader])
             let wait = configuration.topology.retryQueue(forDelay: min(30, 0.5 * Double(1 << min(waits, 6))))
-            var headers = delivery.headers.filter { $0.key != Topology.retryBucketHeader && $0.key != Topology.storageRetriesHeader }
+            // Republished by this worker, whose headers the workers believe: the sender's own are not kept (an owner
+            // it named would come back believed), only the sender as verified.
+            let kept: Set<String> = [Topology.retriesHeader, Topology.releasedHeader]
+            var headers = delivery.headers.filter { kept.contains($0.key) && sender.isTrusted }
             headers[Topology.retryBucketHeader] = .string(wait.bucket)
             headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
+            if let user = sender.user { headers[Topology.ownerHeader] = .string(user) }
+            if sender.isTrusted { headers[Topology.trustedSenderHeader] = .integer(1) }
             loop.send(
                 .publish(
                     [

@@ -326,6 +326,30 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// A worker's retry names its sender in a header, and is published by the worker, a trusted user. The sender
+    /// named comes back trusted only when it was: a producer's expiry of another's question, retried before it was
+    /// admitted (the ledger was busy, say), once came back as a trusted sender's, and expired the question.
+    @Test func aRetriedRequestComesBackAsTrustedOnlyWhenItsSenderWas() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("q", nil), userID: "alice")))
+        #expect(try harness.events("q").last?.state == .needsInput)
+        let retried: [String: HeaderValue] = [Topology.ownerHeader: .string("mallory"), Topology.storageRetriesHeader: .integer(1)]
+        let malloryExpires = harness.deliver(.request(.expire, id: "q", type: Note.typeName, turn: 1), headers: retried, userID: "guest")
+        #expect(await harness.acked(malloryExpires))
+        let afterMallory = try harness.events("q").filter { $0.refused != true }
+        #expect(afterMallory.last?.state == .needsInput, "mallory's expiry was refused: \(afterMallory.map(\.state))")
+
+        // The recorder's own expiry, retried, still counts: its sender was trusted, and the retry says so.
+        var fromRecorder = retried
+        fromRecorder[Topology.ownerHeader] = .string("alice")
+        fromRecorder[Topology.trustedSenderHeader] = .integer(1)
+        let recorderExpires = harness.deliver(.request(.expire, id: "q", type: Note.typeName, turn: 1), headers: fromRecorder, userID: "guest")
+        #expect(await harness.acked(recorderExpires))
+        #expect(try harness.events("q").last?.state == .failure)
+        #expect(try harness.events("q").last?.response?.code == FailureCode.expired)
+        await harness.stop()
+    }
+
     @Test func aCancelWinsOverAWaitingIntentAndItsLateAnswerAndLosesToAHandledOne() async throws {
         let harness = try Harness()
         #expect(await harness.acked(harness.deliver(Self.note("q", nil))))
