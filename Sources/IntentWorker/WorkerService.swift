@@ -656,6 +656,15 @@ public final class WorkerService: Service {
         return .full
     }
 
+    /// Gives back the claim of a run that decided nothing (a ledger without the effects), and returns the outcome a
+    /// cancel requested meanwhile decided then, if any: the intent's outcome, to be published in place of what the
+    /// run would have said (a retry, or `scheduled`).
+    private func releaseClaim(of job: Job) async throws -> DecidedOutcome? {
+        guard !job.ledger.holdsEffects else { return nil }
+        try await job.ledger.release(job.id)
+        return try await job.ledger.outcome(of: job.id)
+    }
+
     /// The pipeline's outcome, decided in the ledger and published. A time
     /// limit arrives here at its deadline, before the handler has returned.
     private func conclude(_ job: Job, outcome: PipelineOutcome, received: ContinuousClock.Instant, committed: CommittedOutcome) async {
@@ -674,7 +683,10 @@ public final class WorkerService: Service {
         do {
             if let reason = outcome.retryReason {
                 // The intent waits in a retry queue: unclaimed, so it may still be canceled meanwhile.
-                if !job.ledger.holdsEffects { try await job.ledger.release(job.id) }
+                if let canceled = try await releaseClaim(of: job) {
+                    publish(canceled, for: job)
+                    return
+                }
                 if outcome.waitsForStorage {
                     waitForStorage(job, reason: reason)
                 } else {
@@ -684,7 +696,10 @@ public final class WorkerService: Service {
             }
             if outcome.state == .scheduled, let dueAt = job.envelope.dueAt {
                 // Resolved and confirmed ahead of its due time: nothing decided, the claim given back, kept to run then.
-                if !job.ledger.holdsEffects { try await job.ledger.release(job.id) }
+                if let canceled = try await releaseClaim(of: job) {
+                    publish(canceled, for: job)
+                    return
+                }
                 var kept = job
                 kept.kept = try await keep(job, dueAt: dueAt)
                 finish(outcome, for: kept)
