@@ -52,7 +52,16 @@ public final class Gateway: Sendable {
     private let follower: StatusFollower
     private let metrics = GatewayMetrics()
     private let server: Box<HTTPServer?> = Box(nil)
-    private let recorderHealth = Mutex<(at: Date, up: Bool)?>(nil)
+    private let recorderHealth = Mutex(RecorderHealth())
+
+    /// What the gateway last heard of the recorder, and the health checks waiting for the probe under way.
+    private struct RecorderHealth {
+        /// When the last probe ended, and whether the recorder answered it.
+        var last: (at: Date, up: Bool)?
+        /// The requests waiting for the probe under way: at most one probe runs, however many ask.
+        var waiting: [(answer: Answer, responder: Responder)] = []
+        var probing = false
+    }
 
     /// The largest `limit` a list may ask for.
     public static let maximumLimit = 1000
@@ -185,16 +194,30 @@ public final class Gateway: Sendable {
             ]
             return HTTPResponse(status: ok ? 200 : 503, headers: ok ? [] : [("Retry-After", "1")], body: body.serialized() + [0x0A])
         }
-        // The recorder is asked at most once a second, however often /healthz (which needs no token) is called.
-        if let recent = recorderHealth.withLock({ $0 }), Date().timeIntervalSince(recent.at) < 1 {
+        // The recorder is asked at most once a second, however often /healthz (which needs no token) is called, and
+        // by one probe at a time: the checks that come while it runs wait for its answer, rather than each queue a
+        // probe of its own for the broker pool (which, with the recorder down, takes 2 s each).
+        if let recent = recorderHealth.withLock({ $0.last }), Date().timeIntervalSince(recent.at) < 1 {
             return .now(answer.finish(respond(recent.up)))
         }
         let user = configuration.brokerURL.user
         return .later { [self] responder in
+            let first = recorderHealth.withLock { health in
+                health.waiting.append((answer, responder))
+                defer { health.probing = true }
+                return !health.probing
+            }
+            guard first else { return }
             pool.run { [self] session in
+                metrics.probedRecorder()
                 let up = (try? session.ask(.show(id: "gateway-health-probe"), as: user, timeout: 2)) != nil
-                recorderHealth.withLock { $0 = (Date(), up) }
-                answer.send(respond(up), responder)
+                let waiting = recorderHealth.withLock { health in
+                    health.last = (Date(), up)
+                    health.probing = false
+                    defer { health.waiting = [] }
+                    return health.waiting
+                }
+                for (answer, responder) in waiting { answer.send(respond(up), responder) }
             }
         }
     }

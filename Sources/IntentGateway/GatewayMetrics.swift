@@ -29,6 +29,7 @@ final class GatewayMetrics: Sendable {
         metrics.declare("intent_gateway_open_connections", .gauge, help: "HTTP connections with a request in progress.")
         metrics.declare("intent_gateway_broker_up", .gauge, help: "1 while the gateway follows status events on the broker.")
         metrics.declare("intent_gateway_unauthorized_total", .counter, help: "Requests refused for a missing or unknown token.")
+        metrics.declare("intent_gateway_recorder_probes_total", .counter, help: "Questions to the recorder whether it answers, for /healthz.")
     }
 
     func answered(route: String, status: Int, seconds: Double) {
@@ -46,6 +47,8 @@ final class GatewayMetrics: Sendable {
     func submitted() { metrics.increment("intent_gateway_submits_total") }
 
     func unauthorized() { metrics.increment("intent_gateway_unauthorized_total") }
+
+    func probedRecorder() { metrics.increment("intent_gateway_recorder_probes_total") }
 
     func setBrokerUp(_ up: Bool) { metrics.set("intent_gateway_broker_up", to: up ? 1 : 0) }
 

@@ -161,6 +161,40 @@ struct GatewayTests {
         #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
     }
 
+    /// /healthz needs no token. While the recorder does not answer, each question to it holds a broker thread for
+    /// 2 s: the checks that come meanwhile share the one question under way, rather than each queue one of their
+    /// own ahead of every other request.
+    @Test func healthChecksWhileTheRecorderIsSilentShareOneProbe() async throws {
+        let world = try await GatewaySandbox("gw-health")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        try await eventually(timeout: 60, "the gateway to report the recorder up") {
+            try await world.request("GET", "/healthz", token: nil).status == 200
+        }
+        func probes() async throws -> Int? {
+            let metrics = try await world.request("GET", "/metrics", token: nil)
+            let line = metrics.text.split(separator: "\n").first { $0.hasPrefix("intent_gateway_recorder_probes_total ") }
+            return line.flatMap { Int(Double($0.split(separator: " ").last ?? "") ?? -1) }
+        }
+        let recorder = try #require(world.secure.recorderProcess)
+        kill(recorder.pid, SIGSTOP)
+        defer { kill(recorder.pid, SIGCONT) }
+        // The last answer is kept a second: past it, the next check asks the silent recorder.
+        try await Task.sleep(for: .milliseconds(1_100))
+        let before = try #require(try await probes())
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<30 { group.addTask { try await world.request("GET", "/healthz", token: nil).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 503 }, "degraded while the recorder is silent: \(statuses)")
+        let asked = try #require(try await probes()) - before
+        #expect((1...2).contains(asked), "30 checks at once asked the recorder \(asked) times")
+        kill(recorder.pid, SIGCONT)
+        try await eventually(timeout: 60, "the gateway to report the recorder up again") {
+            try await world.request("GET", "/healthz", token: nil).status == 200
+        }
+    }
+
     @Test func browsersOfOtherOriginsAreAllowedOnlyWhenConfigured() async throws {
         let world = try await GatewaySandbox("gw-cors")
         defer { Task { await world.tearDown() } }

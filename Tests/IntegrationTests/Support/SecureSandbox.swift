@@ -105,6 +105,9 @@ final class SecureSandbox: @unchecked Sendable {
         return try await startWorker(workerArguments)
     }
 
+    /// The recorder `startServices` started, while it is there.
+    var recorderProcess: WorkerProcess? { processes.first }
+
     /// A worker as the worker user; it replaces the previous one as `worker`.
     @discardableResult
     func startWorker(_ arguments: [String] = [], environment extra: [String: String] = [:], waiting: Bool = true) async throws -> WorkerProcess {
