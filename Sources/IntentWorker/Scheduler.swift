@@ -57,6 +57,12 @@ public final class Scheduler: Service {
         var connection: AMQPConnection?
         // The ids this process has submitted, with their due times (forgotten once past the catch-up).
         var submitted: [String: Double] = [:]
+        // Whether each schedule was paused when last read (empty before the first reading), and since when the ones
+        // made or resumed since then are active: the due times before that are not caught up on (those of a pause
+        // are skipped, as a paused schedule promises). A restarted scheduler catches up on every schedule.
+        var pausedWhenRead: [String: Bool] = [:]
+        var activeSince: [String: Double] = [:]
+        var firstReading = true
         logger.info("scheduler starting")
         while !stopping.isRequested {
             let now = Date().timeIntervalSince1970
@@ -68,6 +74,13 @@ public final class Scheduler: Service {
                     guard case .schedules(let read) = try StatusQuery.decodeReply(try asking.ask(StatusQuery.schedules.encoded, timeout: 5))
                     else { throw StatusQuery.Invalid(description: "the recorder did not answer with schedules") }
                     schedules = read
+                    for schedule in read where !schedule.paused {
+                        let was = pausedWhenRead[schedule.name]
+                        if was == true || (was == nil && !firstReading) { activeSince[schedule.name] = now }
+                    }
+                    pausedWhenRead = Dictionary(read.map { ($0.name, $0.paused) }, uniquingKeysWith: { first, _ in first })
+                    activeSince = activeSince.filter { pausedWhenRead[$0.key] != nil }
+                    firstReading = false
                 } catch {
                     logger.warning("cannot read the schedules (the recorder answers them): \(error); keeping the last ones read")
                     requester?.close()
@@ -75,7 +88,8 @@ public final class Scheduler: Service {
                 }
             }
             for schedule in schedules where !schedule.paused {
-                for due in schedule.dueTimes(after: now - configuration.catchUp, upTo: now) {
+                let from = max(now - configuration.catchUp, activeSince[schedule.name] ?? -.infinity)
+                for due in schedule.dueTimes(after: from, upTo: now) {
                     let id = schedule.intentID(dueAt: due)
                     guard submitted[id] == nil else { continue }
                     do {

@@ -438,6 +438,35 @@ struct IntentsInTimeTests {
         for id in ids { #expect(try sandbox.messageCount(intentID: id) == 1, "\(id) sent once") }
     }
 
+    /// A paused schedule skips its due times: resumed, it goes on from then, and does not catch up on those of
+    /// the pause (a scheduler catches up only on what it missed while it was not running).
+    @Test func aResumedScheduleSkipsTheDueTimesOfItsPause() async throws {
+        let sandbox = try await Sandbox("resumed")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker()
+        try await sandbox.startWorker(["--scheduler-only"], expectedConnections: 0)
+        let made = try await sandbox.status(["schedule", "beat", "--every", "1s", "SendMessage", "recipients=Alice Smith", "content=beat"])
+        #expect(made.exitCode == 0, "\(made)")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        func beats() throws -> [Double] {
+            guard FileManager.default.fileExists(atPath: sandbox.statusStorePath) else { return [] }
+            return try sandbox.statusStore().list(type: "SendMessage", limit: 1_000).map(\.id).filter { $0.hasPrefix("beat@") }
+                .compactMap { formatter.date(from: String($0.dropFirst("beat@".count)))?.timeIntervalSince1970 }.sorted()
+        }
+        try await eventually(timeout: 60, "two due times to be submitted") { try beats().count >= 2 }
+        #expect(try await sandbox.status(["pause", "beat"]).exitCode == 0)
+        let pausedAt = Date().timeIntervalSince1970
+        // Long enough for several due times to pass while it is paused (the scenario itself, not a wait for the
+        // system): the scheduler sees the pause within its 2 s refresh.
+        try await Task.sleep(for: .seconds(6))
+        #expect(try await sandbox.status(["resume", "beat"]).exitCode == 0)
+        let resumedAt = Date().timeIntervalSince1970
+        try await eventually(timeout: 60, "a due time after the resume to be submitted") { try beats().contains { $0 > resumedAt } }
+        let inPause = try beats().filter { $0 > pausedAt + 2.5 && $0 < resumedAt }
+        #expect(inPause.isEmpty, "due times of the pause submitted: \(inPause.map { $0 - pausedAt })")
+    }
+
     static func onThread(_ work: @escaping @Sendable () throws -> Void) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()
