@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "IntentClientTests", dependencies: ["IntentClient", "IntentStore"]),
         .testTarget(name: "IntentWorkerTests", dependencies: ["IntentWorker", "IntentAMQP", "IntentStore", "IntentTesting"]),
         .testTarget(name: "HairdressersTests", dependencies: ["Hairdressers", "IntentStore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient", "IntentWorker"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["IntentKit", "IntentStore", "IntentAMQP", "IntentClient", "IntentWorker", "IntentGateway"]),
         .testTarget(name: "IntentGatewayTests", dependencies: ["IntentGateway"]),
     ],
     swiftLanguageModes: [.v6]

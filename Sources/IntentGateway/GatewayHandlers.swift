@@ -316,7 +316,14 @@ struct Handlers: Sendable {
                 if let key { follower.confirmed(key) } else { answer.send(acceptedResponse, responder) }
             case .failure(let error):
                 if let key { follower.cancel(key) }
-                answer.send(GatewayError.response(for: error), responder)
+                switch error.kind {
+                case .configuration, .timeout, .unavailable:
+                    // Perhaps published and not confirmed: the id to submit again under (which never repeats its effects).
+                    let body: [String: JSONValue] = ["code": "unavailable", "error": .string(error.message), "id": .string(envelope.id)]
+                    answer.send(Self.json(503, body, headers: [("Location", location), ("Retry-After", "1")]), responder)
+                default:
+                    answer.send(GatewayError.response(for: error), responder)
+                }
             }
         }
     }

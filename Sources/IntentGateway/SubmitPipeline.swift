@@ -17,10 +17,11 @@ import Synchronization
 final class SubmitPipeline: Sendable {
     typealias Done = @Sendable (Result<Void, IntentClientError>) -> Void
 
-    private struct Pending: Sendable {
+    struct Pending: Sendable {
         var message: OutgoingMessage
         var done: Done
-        /// When the request handed it over.
+        /// When it was published: what the confirm timeout counts from (a message that waited its turn in the queue
+        /// behind a full window has not waited for the broker).
         var since = ContinuousClock.now
     }
 
@@ -162,7 +163,7 @@ final class SubmitPipeline: Sendable {
     }
 
     /// The messages published and not yet confirmed, by sequence number.
-    private struct InFlight {
+    struct InFlight {
         private var bySequence: [UInt64: Pending] = [:]
         private var order: [UInt64] = []
         private var head = 0
@@ -170,7 +171,7 @@ final class SubmitPipeline: Sendable {
 
         var count: Int { bySequence.count }
 
-        /// When the oldest request still waiting for its confirm was handed over.
+        /// When the oldest request still waiting for its confirm was published.
         var oldest: ContinuousClock.Instant? {
             var index = head
             while index < order.count {
@@ -181,7 +182,9 @@ final class SubmitPipeline: Sendable {
         }
 
         mutating func add(_ sequence: UInt64, _ pending: Pending) {
-            bySequence[sequence] = pending
+            var published = pending
+            published.since = .now
+            bySequence[sequence] = published
             order.append(sequence)
         }
 
