@@ -735,7 +735,7 @@ public final class WorkerService: Service {
                 state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
             // The handler's `once` committed this very outcome with its effects: it stands, with no second write.
             var standing = committed.value == ours ? ours : nil
-            if standing == nil { standing = try await job.ledger.decide(job.id, ours, attempt: job.attempt, by: .run) }
+            if standing == nil { standing = try await decideRun(job, ours) }
             guard let standing else {
                 loop.send(.ack(job.delivery.tag))  // a run always decides; nothing to publish if it did not
                 return
@@ -749,6 +749,24 @@ public final class WorkerService: Service {
             }
         } catch {
             giveUpOrWait(job, error: error)
+        }
+    }
+
+    /// Records a run's outcome in the ledger. For a ledger without the effects (effects outside any database: a
+    /// message sent), the handler has acted by now: a storage failure here (busy, full) is waited out in place, the
+    /// delivery held, rather than sent round a retry queue, whose next delivery would find the run's claim, wait
+    /// for it to go stale, and run the handler a second time. A ledger with the effects lost nothing with the write
+    /// that failed: its delivery waits in a retry queue as any other.
+    private func decideRun(_ job: Job, _ outcome: DecidedOutcome) async throws -> DecidedOutcome? {
+        var wait = 0.05
+        while true {
+            do {
+                return try await job.ledger.decide(job.id, outcome, attempt: job.attempt, by: .run)
+            } catch let error as any RetryableError where error.isRetryable && !job.ledger.holdsEffects {
+                job.logger.warning("the run's outcome could not be recorded yet, trying again in \(JSONValue.formatNumber(wait)) s: \(error)")
+                try await Task.sleep(for: .seconds(wait))
+                wait = min(wait * 2, 5)
+            }
         }
     }
 

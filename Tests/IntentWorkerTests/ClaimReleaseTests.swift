@@ -1,6 +1,7 @@
 import Foundation
 import IntentAMQP
 import IntentKit
+import IntentStore
 import Synchronization
 import Testing
 
@@ -32,8 +33,8 @@ struct ClaimReleaseTests {
         func handle(_ intent: Call, context: IntentContext) async throws -> IntentResponse { .success("called") }
     }
 
-    /// A worker on an in-memory transport, with the handler above and `ledger` as its own.
-    static func worker(_ handler: CallHandler, ledger: InMemoryOutcomeLedger) throws -> (WorkerService, InMemoryTransport) {
+    /// A worker on an in-memory transport, with `handler` and `ledger` as its own.
+    static func worker(_ handler: some IntentHandler, ledger: any OutcomeLedger) throws -> (WorkerService, InMemoryTransport) {
         var registry = IntentRegistry()
         try registry.register(handler)
         var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: 2)
@@ -81,5 +82,81 @@ struct ClaimReleaseTests {
         #expect(try await ledger.outcome(of: "c")?.state == .canceled)
         for worker in [runner, other] { worker.stop() }
         for task in running { _ = await task.result }
+    }
+
+    /// The worker's own ledger, whose first decision of a run's outcome fails as a busy database would.
+    final class FlakyLedger: OutcomeLedger {
+        let inner = InMemoryOutcomeLedger()
+        let failures = Mutex(1)
+        var holdsEffects: Bool { false }
+
+        func outcome(of intentID: String) async throws -> DecidedOutcome? { try await inner.outcome(of: intentID) }
+        func admit(
+            _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
+        ) async throws -> Admission {
+            try await inner.admit(intentID, type: type, sender: sender, turn: turn, request: request, confirming: confirming)
+        }
+        func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
+            if case .run = decider, takeFailure() {
+                throw DatabaseError(code: 5, message: "database is locked", context: "recording the outcome")
+            }
+            return try await inner.decide(intentID, outcome, attempt: attempt, by: decider)
+        }
+        /// Whether this decision fails (one of the failures left).
+        private func takeFailure() -> Bool {
+            failures.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0
+            }
+        }
+
+        func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
+            try await inner.ask(intentID, turn: turn, confirmations: confirmations, granted: granted)
+        }
+        func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? { try await inner.claim(intentID, attempt: attempt) }
+        func release(_ intentID: String) async throws { try await inner.release(intentID) }
+    }
+
+    /// "Ring them now", counted each time its handler runs.
+    struct Ring: Intent {
+        static let typeName = "Ring"
+        @Parameter("Whom?") var whom: String
+    }
+
+    final class Rings: Sendable {
+        let count = Mutex(0)
+    }
+
+    struct RingHandler: IntentHandler {
+        let rings: Rings
+
+        func handle(_ intent: Ring, context: IntentContext) async throws -> IntentResponse {
+            rings.count.withLock { $0 += 1 }
+            return .success("rang")
+        }
+    }
+
+    /// A call placed, then its outcome not recorded (the ledger busy for a moment): the handler has acted, and must
+    /// not act again. The worker waits the failure out with the delivery held, and publishes the outcome; before,
+    /// the delivery went round a retry queue, and its next delivery found the run's claim, waited for it to go
+    /// stale (15 minutes), and placed the call a second time.
+    @Test func aRunWhoseOutcomeCannotBeRecordedYetIsRecordedLaterWithoutRunningAgain() async throws {
+        let rings = Rings()
+        let ledger = FlakyLedger()
+        let (worker, transport) = try Self.worker(RingHandler(rings: rings), ledger: ledger)
+        let running = Task { try await worker.run() }
+        let ring = IntentEnvelope(id: "r", type: Ring.typeName, parameters: ["whom": "Bob"], submittedAt: 0)
+        let tag = transport.deliver(body: ring.encoded(), routingKey: Ring.typeName, messageID: "r", type: Ring.typeName, userID: "alice")
+        #expect(await transport.wait { $0.acked.contains(tag) })
+
+        #expect(ledger.failures.withLock { $0 } == 0, "the first decision failed")
+        let published = transport.published
+        #expect(!published.contains { $0.exchange == "intents.retry" }, "nothing sent round a retry queue")
+        let events = try published.filter { $0.exchange == "intents.status" && $0.messageID == "r" }.map { try StatusEvent.decode($0.body) }
+        #expect(events.last?.state == .success, "\(events.map(\.state))")
+        #expect(try await ledger.outcome(of: "r")?.state == .success)
+        #expect(rings.count.withLock { $0 } == 1)
+        worker.stop()
+        _ = await running.result
     }
 }
