@@ -167,6 +167,9 @@ public protocol OutcomeLedger: Sendable {
     /// Forgets the kept intent's `turn` (or an earlier one): it ran, or the recorder released it.
     func forgetKept(_ intentID: String, turn: Int) async throws
 
+    /// The turn of the intent the ledger keeps to run when due, if it keeps one.
+    func keptTurn(of intentID: String) async throws -> Int?
+
     /// Lets go of a kept intent's `turn` taken earlier, to be taken again (what its run
     /// published was lost with the broker connection).
     func letGoKept(_ intentID: String, turn: Int) async throws
@@ -238,6 +241,9 @@ extension OutcomeLedger {
 
     /// By default nothing is kept.
     public func forgetKept(_ intentID: String, turn: Int) async throws {}
+
+    /// By default nothing is kept.
+    public func keptTurn(of intentID: String) async throws -> Int? { nil }
 
     /// By default nothing is kept.
     public func letGoKept(_ intentID: String, turn: Int) async throws {}
@@ -433,6 +439,11 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
             if entry.cancelRequested, entry.outcome == nil { entry.outcome = .canceled("canceled by request while it was being handled") }
             entries[intentID] = entry
         }
+    }
+
+    /// The turn of the intent kept, if any.
+    public func keptTurn(of intentID: String) async throws -> Int? {
+        kept.withLock { $0[intentID]?.intent.turn }
     }
 
     /// Keeps the intent's turn, unless a later turn is kept (or the same one, taken).

@@ -193,6 +193,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// The turn of the intent this database keeps, if it keeps one.
+    public func keptTurn(of intentID: String) async throws -> Int? {
+        try await queue.read { db in try db.queryFirst("SELECT turn FROM intent_kept WHERE intent_id = ?", [.text(intentID)]) { $0.int(0) } }
+    }
+
     /// Keeps the intent's turn in this database, unless a later turn is kept (or the same one, taken).
     public func keep(_ intent: KeptIntent) async throws -> Bool {
         try await queue.write { db in

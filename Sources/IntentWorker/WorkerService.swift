@@ -480,6 +480,14 @@ public final class WorkerService: Service {
         // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
         // runs, whatever the clocks say.
         let released = publishedByTrusted(job.delivery) && job.delivery.headers[Topology.releasedHeader] != nil
+        if envelope.turn == 0, !job.admission.isNew, !released, !job.delivery.tag.isLocal, try await ledger.keptTurn(of: job.id) == 0 {
+            // A submission under the id of an intent kept to run when due (the same one delivered again, or a second
+            // one under a deduplication key's id): the kept one runs then, as it was submitted. This one neither
+            // runs now nor replaces it, or the intent would run otherwise than the store says it will.
+            job.logger.info("submitted again while it is kept to run when due: the kept submission stands")
+            loop.send(.ack(job.delivery.tag))
+            return
+        }
         if !job.delivery.tag.isLocal, let dueAt = envelope.dueAt, released || dueAt <= Date().timeIntervalSince1970 {
             // The recorder released it, or the broker brought it again once due (its early ack was lost):
             // this run is its run, and no worker is to take it from the ledger as well.

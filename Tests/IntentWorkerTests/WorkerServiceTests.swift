@@ -350,6 +350,26 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// A second submission under the id of an intent kept to run when due (what a deduplication key's second
+    /// submitter publishes, its own parameters and no due time) neither runs now nor replaces the kept one: the
+    /// intent runs when due, as first submitted, which is what the store says.
+    @Test func aSecondSubmissionOfAKeptIntentNeitherRunsNowNorReplacesIt() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("k", "first", dueAt: due), userID: "alice")))
+        #expect(try harness.kept() == 1)
+        #expect(await harness.acked(harness.deliver(Self.note("k", "second"), userID: "alice")))
+        #expect(await harness.acked(harness.deliver(Self.note("k", "third", dueAt: due + 600), userID: "alice")))
+        #expect(try harness.notes("k") == 0, "nothing ran before it was due")
+        let states = try harness.events("k").map(\.state)
+        #expect(states == [.scheduled], "\(states)")
+        try harness.makeKeptDue()
+        #expect(await harness.transport.wait { _ in (try? harness.notes("k")) == 1 })
+        let texts = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = 'k'") { $0.string(0) } }
+        #expect(texts == ["first"], "run as first submitted")
+        await harness.stop()
+    }
+
     @Test func aCancelWinsOverAWaitingIntentAndItsLateAnswerAndLosesToAHandledOne() async throws {
         let harness = try Harness()
         #expect(await harness.acked(harness.deliver(Self.note("q", nil))))
