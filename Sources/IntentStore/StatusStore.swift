@@ -479,7 +479,7 @@ public final class StatusStore {
     private static let queuedUpsert = """
         INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
             due_at, release_body, release_at)
-        VALUES (?1, ?2, ?9, \(StatusStore.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11, ?10)
+        VALUES (?1, ?2, ?9, \(StatusStore.queuedRank), ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?10, ?11, ?12)
         ON CONFLICT(id) DO UPDATE SET
             parameters = coalesce(intent_status.parameters, excluded.parameters),
             submitted_at = coalesce(intent_status.submitted_at, excluded.submitted_at),
@@ -530,13 +530,19 @@ public final class StatusStore {
         }
         // Kept as it was submitted, for the recorder to release to the workers when it is due — even when
         // recorded after that (the recorder lagged): the worker that saw it early acked it, so the release is its run.
+        // One already due when it was submitted (for a time just past, or by a clock ahead) is run by the worker that
+        // takes it, at once: released, like one a worker keeps, only if it has not begun a grace after it was
+        // recorded (its worker's events, read after it, would come too late to stop a release made now, and it
+        // would run twice).
         let scheduled = envelope.request == nil && envelope.dueAt != nil
+        let release = envelope.dueAt.map { due in due <= envelope.submittedAt && due <= now ? now + Self.keptReleaseGrace : due }
         try db.run(
             Self.queuedUpsert,
             [
                 .text(envelope.id), .text(envelope.type), .optional(parameters), .real(envelope.submittedAt), .real(now),
                 .optional(envelope.group), .optional(confirmed), .optional(owner), .text(scheduled ? "scheduled" : "queued"),
                 scheduled ? .real(envelope.dueAt!) : .null, scheduled ? .text(String(decoding: envelope.encoded(), as: UTF8.self)) : .null,
+                scheduled ? .optional(release) : .null,
             ])
     }
 

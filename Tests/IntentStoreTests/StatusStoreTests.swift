@@ -171,6 +171,24 @@ import Testing
         #expect(try store.dueIntents(at: 2_003 + lease).map(\.id) == ["kept"])
     }
 
+    /// A submission already due when it was submitted (for a time just past) is run by the worker that takes it, at
+    /// once: the recorder releases it only if it has not begun a grace after it was recorded, not at once, or it
+    /// would run twice (its worker's events come after it).
+    @Test func aSubmissionAlreadyDueWhenRecordedIsReleasedOnlyIfNotBegunAGraceLater() throws {
+        let store = try StatusStore(path: path)
+        let grace = StatusStore.keptReleaseGrace
+        for id in ["ran", "lost"] {
+            var envelope = Self.envelope(id, submittedAt: 1_999)
+            envelope.dueAt = 1_999
+            try store.record([.queued(envelope)], now: 2_000)
+        }
+        #expect(try store.reader.status(id: "ran")?.state == .scheduled)
+        #expect(try store.dueIntents(at: 2_000).isEmpty, "not released at once")
+        #expect(try store.nextDue() == 2_000 + grace)
+        try store.record([Self.event("ran", .inProgress, at: 2_001), Self.event("ran", .success, at: 2_002)], now: 2_002)
+        #expect(try store.dueIntents(at: 2_000 + grace).map(\.id) == ["lost"], "the one no worker was heard of, a grace later")
+    }
+
     @Test func aKeptTurnThatRanIsNotReleasedAfterItsAnswer() throws {
         let store = try StatusStore(path: path)
         var envelope = Self.envelope("asked", submittedAt: 900)
