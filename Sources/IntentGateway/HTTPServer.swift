@@ -221,9 +221,15 @@ struct Sleep {
         settling = true
     }
 
-    /// A wake: true when the connection is to be resumed now (asleep, and its round over).
+    /// A wake: true when the connection is to be resumed now (asleep, and its round over). One that comes before
+    /// the connection is put to sleep (the server stopping, between its look at `stopping` and the suspend) is
+    /// kept too: the round's `settle` resumes it, or the connection would sleep on, answered, with nothing left to
+    /// wake it, and the server be stopped with it asleep.
     mutating func wake() -> Bool {
-        guard isAsleep else { return false }
+        guard isAsleep else {
+            wakeWanted = true
+            return false
+        }
         if settling {
             wakeWanted = true
             return false
