@@ -772,7 +772,11 @@ public final class WorkerService: Service {
                 return try await job.ledger.decide(job.id, outcome, attempt: job.attempt, by: .run)
             } catch let error as any RetryableError where error.isRetryable && !job.ledger.holdsEffects {
                 job.logger.warning("the run's outcome could not be recorded yet, trying again in \(JSONValue.formatNumber(wait)) s: \(error)")
-                try await Task.sleep(for: .seconds(wait))
+                // Not `Task.sleep`: the runner's task may be canceled (a time limit passed), and the outcome is to be
+                // recorded all the same.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + wait) { done.resume() }
+                }
                 wait = min(wait * 2, 5)
             }
         }
