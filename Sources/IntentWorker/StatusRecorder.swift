@@ -367,7 +367,10 @@ public final class StatusRecorder: Service {
                     // What was read so far is written first, held submissions too, so the answer is at least as new
                     // as the request.
                     try flush(all: true)
-                    try answer(delivery, from: store, on: connection)
+                    // A store that refuses writes (a full disk, say) kept what was read from being written: an answer
+                    // from it may say "unknown" of a submission the broker confirmed. It says the store is behind instead.
+                    let unwritten = storeRetryAt != nil && !(batch.isEmpty && hold.count == 0) ? batch.count + hold.count : 0
+                    try answer(delivery, from: store, on: connection, unwritten: unwritten)
                     continue
                 }
                 let previous = lastTag
@@ -433,7 +436,7 @@ public final class StatusRecorder: Service {
     }
 
     /// Answers one remote status query on its `reply_to`.
-    private func answer(_ request: Delivery, from store: StatusStore, on connection: AMQPConnection) throws {
+    private func answer(_ request: Delivery, from store: StatusStore, on connection: AMQPConnection, unwritten: Int = 0) throws {
         // Only to a direct reply-to address: an answer routed to any other queue
         // (intents.work, say) would be a message put where it does not belong.
         guard let replyTo = request.replyTo, replyTo.hasPrefix(Topology.directReplyTo) else {
@@ -446,6 +449,10 @@ public final class StatusRecorder: Service {
             // The recorder's own user acts as an operator here, as it does everywhere else in the recorder.
             let isOperator = request.userID.map { configuration.operators.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
             let query = try StatusQuery.decode(request.body)
+            guard unwritten == 0 else {
+                throw StatusStoreBehind(
+                    description: "the status store cannot be written now: \(unwritten) recorded updates wait for it; try again later")
+            }
             // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
             let schedulerReads = query == .schedules && isTrusted(request.userID)
             let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
@@ -457,6 +464,11 @@ public final class StatusRecorder: Service {
             OutgoingMessage(
                 exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
                 correlationID: request.correlationID))
+    }
+
+    /// Why a remote read is not answered: the store is behind what the recorder read, and cannot catch up for now.
+    struct StatusStoreBehind: Error, CustomStringConvertible {
+        var description: String
     }
 
     /// Publishes, on `intents.status`, the outcome only the recorder sees (a

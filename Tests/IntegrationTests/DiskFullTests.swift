@@ -80,6 +80,10 @@ struct DiskFullTests {
         }
         let during = try finished()
         #expect(process.isRunning && process.pid == pid)
+        // Asked over the broker meanwhile, the recorder says its store is behind, not "unknown" (exit 4) for what it
+        // read and could not write.
+        let asked = try await sandbox.status(["full-0999", "--remote", "--json"])
+        #expect(asked.exitCode != 0 && asked.exitCode != 4 && asked.stderr.contains("cannot be written now"), "\(asked)")
 
         // Free it: everything confirmed ends, once.
         try FileManager.default.removeItem(atPath: filler)
