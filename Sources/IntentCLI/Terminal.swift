@@ -1,14 +1,37 @@
 import Foundation
 import IntentKit
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Output helpers for the command-line tools.
 public enum Terminal {
     public static func write(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        put(text + "\n", to: STDOUT_FILENO)
     }
 
     public static func writeError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        put(text + "\n", to: STDERR_FILENO)
+    }
+
+    /// Writes `text` whole to `descriptor`, or as much as it takes. An output that is closed or full (a pipe whose
+    /// reader is gone, /dev/full) is not a crash, as `FileHandle.write(_: Data)` made it: the tool's work (a
+    /// submission the broker confirmed, say) stands, and the tool ends as it would have.
+    static func put(_ text: String, to descriptor: Int32) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, base + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
     }
 
     /// Prints `Error: …`, the usage line and a `--help` hint to standard error;
@@ -47,7 +70,7 @@ public enum Terminal {
             }
             lock.lock()
             defer { lock.unlock() }
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            put(line + "\n", to: STDERR_FILENO)
         }
     }
 

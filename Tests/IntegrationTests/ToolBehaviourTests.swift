@@ -14,6 +14,25 @@ struct ToolBehaviourTests {
         #expect(result.stdout.isEmpty)
     }
 
+    /// A request the recorder refuses as not valid is a usage error (64), not a recorder that cannot answer (69).
+    @Test func aRequestTheRecorderRefusesIsAUsageError() async throws {
+        let sandbox = try await Sandbox("refused-request")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--with-recorder"])
+        let result = try await sandbox.status(["", "--remote"])
+        #expect(result.exitCode == 64, "\(result)")
+        #expect(result.stderr.contains("refused the request"), "\(result)")
+    }
+
+    /// A tool whose output cannot be written (a full disk, a closed pipe) still ends as it would have, never by a
+    /// trap in the middle of its work.
+    @Test(arguments: ["intent-status", "intent-submit", "intent-worker"])
+    func aToolWhoseOutputCannotBeWrittenDoesNotCrash(tool: String) async throws {
+        let result = try await run("/bin/sh", ["-c", "exec '\(Paths.tool(tool))' --help >/dev/full"], timeout: 30)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(!result.stderr.contains("Fatal error"), "\(result)")
+    }
+
     @Test func anUnknownIDExitsFour() async throws {
         let sandbox = try await Sandbox("unknown")
         defer { Task { await sandbox.tearDown() } }
@@ -33,6 +52,9 @@ struct ToolBehaviourTests {
         ("intent-submit", ["SendMessage", "--parameters", "[1,2]"]),
         ("intent-submit", ["Send.Message"]),
         ("intent-submit", ["SendMessage", "--bogus"]),
+        ("intent-submit", ["SendMessage", "--id", "."]),
+        ("intent-submit", ["SendMessage", "--id", "a\u{1}b"]),
+        ("intent-status", ["schedule", "s", "--every", "400d", "SendMessage"]),
         ("intent-status", [String]()),
         ("intent-status", ["list", "--limit", "0"]),
         ("intent-status", ["list", "--state", "done"]),
