@@ -420,6 +420,8 @@ public final class IntentClient: Sendable {
             throw IntentClientError(error.kind == .unroutable ? .unavailable : IntentClientError(error).kind, "remote status unavailable: \(error)")
         } catch let error as StatusQuery.Forbidden {
             throw IntentClientError(.forbidden, error.description)
+        } catch let error as StatusQuery.Refused {
+            throw IntentClientError(.invalid, "the recorder refused the request: \(error.description)")
         } catch {
             throw IntentClientError(.unavailable, "remote status unavailable: \(error)")
         }

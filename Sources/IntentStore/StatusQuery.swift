@@ -115,6 +115,15 @@ public enum StatusQuery: Sendable, Hashable {
         return JSONValue.object(object).serialized()
     }
 
+    /// The recorder refused the request itself as not valid (a schedule out of bounds, too many ids): the
+    /// requester's to mend, not a recorder that cannot answer.
+    public struct Refused: Error, CustomStringConvertible {
+        /// What the recorder said is wrong with it.
+        public var description: String
+        /// An error saying `description`.
+        public init(description: String) { self.description = description }
+    }
+
     /// A request, or a recorder's answer, that cannot be read.
     public struct Invalid: Error, CustomStringConvertible {
         /// What is wrong with it, for the user to read.
@@ -304,6 +313,8 @@ public enum StatusQuery: Sendable, Hashable {
             return JSONValue.object(["dedupe": ["id": .string(id), "first": .bool(first)]]).serialized()
         case .failure(let error as Forbidden):
             return JSONValue.object(["error": .string(error.description), "forbidden": true]).serialized()
+        case .failure(let error as Invalid):
+            return JSONValue.object(["error": .string(error.description), "invalid": true]).serialized()
         case .failure(let error):
             return JSONValue.object(["error": .string("\(error)")]).serialized()
         }
@@ -334,6 +345,7 @@ public enum StatusQuery: Sendable, Hashable {
             var schedules: [Schedule]?
             var error: String?
             var forbidden: Bool?
+            var invalid: Bool?
         }
         let reply: Reply
         do {
@@ -343,6 +355,7 @@ public enum StatusQuery: Sendable, Hashable {
         }
         if let error = reply.error {
             if reply.forbidden == true { throw Forbidden(description: error) }
+            if reply.invalid == true { throw Refused(description: error) }
             throw Invalid(description: "the recorder could not answer: \(error)")
         }
         if let statuses = reply.statuses { return .statuses(statuses) }

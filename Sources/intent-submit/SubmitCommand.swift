@@ -148,6 +148,8 @@ struct SubmitCommand: Command {
         guard !id.isEmpty, id.utf8.count <= 255, !id.contains(where: { $0.isWhitespace || $0.isNewline }) else {
             throw UsageError("--id must be 1 to 255 bytes with no spaces")
         }
+        // The workers' own rule (control characters, '.' and '..'): an id they refuse is refused here, not dead-lettered.
+        if let problem = IntentEnvelope.problem(withID: id) { throw UsageError("--id: \(problem)") }
         let timeout = try arguments.seconds("--timeout")
         if timeout != nil, !arguments.has("--wait") { throw UsageError("--timeout only applies with --wait") }
         let group = try arguments.value("--group")
