@@ -188,6 +188,8 @@ struct SubmitCommand: Command {
         }
         // The store file when this machine has it; otherwise the recorder answers over the broker.
         let client = IntentClient(brokerURL: url, source: IntentClient.source(storePath: Environment.statusStorePath()))
+        // Once the broker confirmed the submission, a failure to follow it must not read as a failure to submit it.
+        var submitted: String?
         do {
             var envelope: IntentEnvelope
             switch mode {
@@ -221,7 +223,10 @@ struct SubmitCommand: Command {
                 return ExitCode.success
             }
             let json = self.json
-            let status = try client.submit(envelope, waitingUpTo: timeout, asOperator: asOperator) { if !json { Terminal.write(id) } }
+            let status = try client.submit(envelope, waitingUpTo: timeout, asOperator: asOperator) {
+                submitted = id
+                if !json { Terminal.write(id) }
+            }
             if json {
                 Terminal.write(
                     status.map { StatusReport.jsonString($0) }
@@ -235,6 +240,10 @@ struct SubmitCommand: Command {
             }
             return StatusReport.exitCode(for: status)
         } catch {
+            if let submitted {
+                let reason = "\(submitted) was submitted, but its status could not be followed: \(error.message)"
+                return Terminal.fail(Self.tool, reason, code: ExitCode.of(error))
+            }
             return Terminal.fail(Self.tool, error.message, code: ExitCode.of(error))
         }
     }

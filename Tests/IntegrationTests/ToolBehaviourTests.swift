@@ -33,6 +33,19 @@ struct ToolBehaviourTests {
         #expect(!result.stderr.contains("Fatal error"), "\(result)")
     }
 
+    /// A submission the broker confirmed, whose status then cannot be followed (no store file here, no recorder to
+    /// ask), is said to have been submitted: the failure is in following it, not in submitting it.
+    @Test func aSubmissionWhoseStatusCannotBeFollowedIsSaidToBeSubmitted() async throws {
+        let sandbox = try await Sandbox("unfollowed")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        let result = try await sandbox.submit([
+            "SendMessage", "recipients=Alice Smith", "content=hi", "--id", "unfollowed-1", "--wait", "--json", "--timeout", "5",
+        ])
+        #expect(result.exitCode != 0, "\(result)")
+        #expect(result.stderr.contains("unfollowed-1 was submitted"), "\(result)")
+    }
+
     @Test func anUnknownIDExitsFour() async throws {
         let sandbox = try await Sandbox("unknown")
         defer { Task { await sandbox.tearDown() } }
