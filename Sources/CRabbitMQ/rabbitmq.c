@@ -11,7 +11,7 @@
     X(amqp_new_connection) X(amqp_destroy_connection) X(amqp_tcp_socket_new) X(amqp_ssl_socket_new)                 \
     X(amqp_ssl_socket_set_cacert) X(amqp_ssl_socket_set_verify_peer) X(amqp_ssl_socket_set_verify_hostname)         \
     X(amqp_socket_open_noblock) X(amqp_get_socket) X(amqp_get_sockfd) X(amqp_set_rpc_timeout)                       \
-    X(amqp_set_handshake_timeout) X(amqp_login) X(amqp_get_rpc_reply) X(amqp_connection_close) X(amqp_channel_open) \
+    X(amqp_set_handshake_timeout) X(amqp_login_with_properties) X(amqp_get_rpc_reply) X(amqp_connection_close) X(amqp_channel_open) \
     X(amqp_channel_close) X(amqp_confirm_select) X(amqp_basic_qos) X(amqp_exchange_declare) X(amqp_exchange_delete) \
     X(amqp_queue_declare) X(amqp_queue_bind) X(amqp_queue_delete) X(amqp_basic_consume) X(amqp_basic_cancel)        \
     X(amqp_basic_publish) X(amqp_basic_get) X(amqp_basic_ack) X(amqp_basic_reject) X(amqp_send_method)             \
@@ -103,7 +103,21 @@ int iq_amqp_set_handshake_timeout(amqp_connection_state_t state, const struct ti
 
 amqp_rpc_reply_t iq_amqp_login_plain(amqp_connection_state_t state, const char *vhost, int channel_max, int frame_max,
                                      int heartbeat, const char *user, const char *password) {
-    return p_amqp_login(state, vhost, channel_max, frame_max, heartbeat, AMQP_SASL_METHOD_PLAIN, user, password);
+    // The client says it understands a consumer canceled by the broker (consumer_cancel_notify): without it, RabbitMQ
+    // cancels the consumer of a queue deleted under it without a word, and the client waits on it for ever.
+    // rabbitmq-c merges this capability with its own (authentication_failure_close, exchange_exchange_bindings).
+    amqp_table_entry_t capability;
+    capability.key = (amqp_bytes_t){sizeof "consumer_cancel_notify" - 1, (void *)"consumer_cancel_notify"};
+    capability.value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    capability.value.value.boolean = 1;
+    amqp_table_entry_t property;
+    property.key = (amqp_bytes_t){sizeof "capabilities" - 1, (void *)"capabilities"};
+    property.value.kind = AMQP_FIELD_KIND_TABLE;
+    property.value.value.table.num_entries = 1;
+    property.value.value.table.entries = &capability;
+    amqp_table_t properties = {1, &property};
+    return p_amqp_login_with_properties(state, vhost, channel_max, frame_max, heartbeat, &properties, AMQP_SASL_METHOD_PLAIN,
+                                        user, password);
 }
 
 amqp_rpc_reply_t iq_amqp_get_rpc_reply(amqp_connection_state_t state) { return p_amqp_get_rpc_reply(state); }

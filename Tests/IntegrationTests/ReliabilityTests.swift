@@ -8,6 +8,25 @@ import Testing
 /// Nothing lost, nothing done twice: retries, poison messages, bad input and shutdown.
 @Suite(.timeLimit(.minutes(10)))
 struct ReliabilityTests {
+    /// A queue deleted under its consumer (an operator's `rabbitmqctl delete_queue`) is noticed: the broker says so
+    /// (the client asks for consumer_cancel_notify at login), and the recorder reconnects and declares it again,
+    /// rather than wait on it for ever while the store stops changing.
+    @Test func aDeletedLedgerQueueIsDeclaredAgainAndRecordingGoesOn() async throws {
+        let sandbox = try await Sandbox("deleted-ledger")
+        defer { Task { await sandbox.tearDown() } }
+        let worker = try await sandbox.startWorker()
+        let before = try await sandbox.submit(["SendMessage", "recipients=Alice Smith", "content=before", "--wait"])
+        #expect(before.exitCode == 0, "\(before)")
+        let vhost = String(sandbox.brokerURL.split(separator: "/").last ?? "")
+        _ = try await TestBroker.shared.control(["delete_queue", "-p", vhost, "intents.ledger"])
+        try await eventually(timeout: 90, "the recorder to consume the ledger queue again (log: \(worker.logPath))") {
+            try await queueConsumers("intents.ledger", sandbox: sandbox) == 1
+        }
+        let after = try await sandbox.submit(
+            ["SendMessage", "recipients=Alice Smith", "content=after", "--wait", "--timeout", "60"], timeout: 90)
+        #expect(after.exitCode == 0, "\(after)\n\(worker.log)")
+    }
+
     @Test func transientFailuresAreRetriedWithBackoffThenGiveUp() async throws {
         let sandbox = try await Sandbox("retry")
         defer { Task { await sandbox.tearDown() } }
