@@ -98,10 +98,31 @@ public struct Arguments: Sendable {
     public func instant(_ option: String) throws(UsageError) -> Double? {
         guard let text = try value(option) else { return nil }
         let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        if let date = formatter.date(from: text), Self.namesARealTime(text) { return date.timeIntervalSince1970 }
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        if let date = formatter.date(from: text), Self.namesARealTime(text) { return date.timeIntervalSince1970 }
         throw UsageError("\(option) must be a time in ISO 8601 with its zone, such as 2026-12-24T18:00:00Z, not '\(text)'")
+    }
+
+    /// Whether the fields of a time the formatter read exist: it rolls 30 February over into March, an hour of 25
+    /// into the next day, and takes a zone of +99:99. `text` is `YYYY-MM-DDTHH:MM:SS`, perhaps a fraction, then `Z`
+    /// or `±HH:MM`, as the formatter accepted it.
+    static func namesARealTime(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        func number(_ start: Int, _ count: Int) -> Int? {
+            guard start + count <= bytes.count else { return nil }
+            return Int(String(decoding: bytes[start..<start + count], as: UTF8.self))
+        }
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+            let minute = number(14, 2), let second = number(17, 2), (1...12).contains(month), hour < 24, minute < 60, second < 60
+        else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        guard (1...days).contains(day) else { return false }
+        if bytes.last == UInt8(ascii: "Z") { return true }
+        // The zone's hours and minutes, at the end: ±HH:MM (UTC±14:00 is the widest in use).
+        guard let zoneHours = number(bytes.count - 5, 2), let zoneMinutes = number(bytes.count - 2, 2) else { return false }
+        return zoneHours <= 14 && zoneMinutes < 60
     }
 
     /// A whole number within `range`, or nil when absent.

@@ -166,7 +166,10 @@ struct StatusCommand: Command {
             if state == .queued {
                 throw UsageError("watch follows the events workers publish; 'queued' is the broker's acceptance, which only the store records")
             }
-            return StatusCommand(action: .watch(type: try arguments.value("--type"), state: state, everyone: arguments.has("--all")), json: json)
+            let type = try arguments.value("--type")
+            // A type no intent can have would be watched for ever, silently.
+            if let type, let problem = IntentEnvelope.problem(withType: type) { throw UsageError("--type: \(problem)") }
+            return StatusCommand(action: .watch(type: type, state: state, everyone: arguments.has("--all")), json: json)
         }
         if first == "delete" {
             let ids = Array(arguments.positionals.dropFirst())

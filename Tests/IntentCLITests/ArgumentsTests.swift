@@ -142,7 +142,12 @@ import Testing
         #expect(try Self.parse(["--timeout", "2026-12-24T18:00:00Z"]).instant("--timeout") == 1_798_135_200)
         #expect(try Self.parse(["--timeout", "2026-12-24T19:00:00+01:00"]).instant("--timeout") == 1_798_135_200)
         #expect(try Self.parse(["--timeout", "2026-12-24T18:00:00.250Z"]).instant("--timeout") == 1_798_135_200.25)
-        for text in ["2026-12-24 18:00", "2026-12-24T18:00:00", "tomorrow"] {
+        #expect(try Self.parse(["--timeout", "2028-02-29T12:00:00Z"]).instant("--timeout") != nil, "a leap day")
+        // Times that do not exist, which the formatter rolls over (30 February into March) or takes as given.
+        for text in [
+            "2026-12-24 18:00", "2026-12-24T18:00:00", "tomorrow", "2026-02-30T10:00:00Z", "2027-02-29T10:00:00Z", "2026-04-31T10:00:00Z",
+            "2026-12-24T25:00:00Z", "2026-12-24T18:00:00+99:99", "2026-13-01T10:00:00Z",
+        ] {
             let arguments = try Self.parse(["--timeout", text])
             let error = #expect(throws: UsageError.self) { try arguments.instant("--timeout") }
             #expect(error?.description == "--timeout must be a time in ISO 8601 with its zone, such as 2026-12-24T18:00:00Z, not '\(text)'")
