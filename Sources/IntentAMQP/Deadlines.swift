@@ -60,7 +60,7 @@ public final class Deadlines: DeadlineScheduler {
     /// Runs `action` (on the deadline thread) once `seconds` have passed, unless cleared first.
     public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
-        let deadline = ContinuousClock.now.advanced(by: .microseconds(Int64(min(max(0, seconds), Self.longest) * 1_000_000)))
+        let deadline = ContinuousClock.now.advanced(by: .microseconds(Self.microseconds(waiting: seconds)))
         let wake = state.withLock { state in
             state.entries[token] = Entry(deadline: deadline, action: action)
             guard state.asleep else { return false }

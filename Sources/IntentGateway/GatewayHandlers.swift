@@ -316,14 +316,11 @@ struct Handlers: Sendable {
                 if let key { follower.confirmed(key) } else { answer.send(acceptedResponse, responder) }
             case .failure(let error):
                 if let key { follower.cancel(key) }
-                switch error.kind {
-                case .configuration, .timeout, .unavailable:
-                    // Perhaps published and not confirmed: the id to submit again under (which never repeats its effects).
-                    let body: [String: JSONValue] = ["code": "unavailable", "error": .string(error.message), "id": .string(envelope.id)]
-                    answer.send(Self.json(503, body, headers: [("Location", location), ("Retry-After", "1")]), responder)
-                default:
-                    answer.send(GatewayError.response(for: error), responder)
-                }
+                let response = GatewayError.response(for: error)
+                guard response.status == 503 else { return answer.send(response, responder) }
+                // Perhaps published and not confirmed: the id to submit again under (which never repeats its effects).
+                let body: [String: JSONValue] = ["code": "unavailable", "error": .string(error.message), "id": .string(envelope.id)]
+                answer.send(Self.json(503, body, headers: [("Location", location), ("Retry-After", "1")]), responder)
             }
         }
     }

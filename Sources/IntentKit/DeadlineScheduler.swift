@@ -14,6 +14,11 @@ extension DeadlineScheduler {
     /// The longest wait a deadline is given, about 31 years: a longer one (a time limit of 10^13 s, say) waits that
     /// long, where counting it in microseconds would overflow.
     public static var longest: Double { 1_000_000_000 }
+
+    /// `seconds` as the microseconds a deadline waits: none for a negative one, at most `longest`.
+    public static func microseconds(waiting seconds: Double) -> Int64 {
+        Int64(min(max(0, seconds), longest) * 1_000_000)
+    }
 }
 
 /// A deadline per task: each sleeps until its time and is canceled when
@@ -31,7 +36,7 @@ public final class TaskDeadlines: DeadlineScheduler {
         // Stored before the task can look for itself: it runs only if still there.
         tasks.withLock { tasks in
             tasks[token] = Task { [weak self] in
-                try? await Task.sleep(for: .microseconds(Int64(min(max(0, seconds), Self.longest) * 1_000_000)))
+                try? await Task.sleep(for: .microseconds(Self.microseconds(waiting: seconds)))
                 guard self?.tasks.withLock({ $0.removeValue(forKey: token) }) != nil else { return }
                 action()
             }

@@ -39,6 +39,15 @@ public struct Schedule: Sendable, Hashable, Decodable {
     /// stops counting by ones.
     public static let startsRange: ClosedRange<Double> = 0...100_000_000_000
 
+    /// The steps between due times a new schedule may have: a second to a year (leap or not).
+    public static let everyRange: ClosedRange<Double> = 1...(366 * 86_400)
+
+    /// Whether its due times can be counted: a step of a second or more from a first due time in `startsRange`, what
+    /// a store keeps.
+    public var hasCountableTimes: Bool {
+        every >= Self.everyRange.lowerBound && every.isFinite && Self.startsRange.contains(starts)
+    }
+
     /// Why `name` cannot name a schedule, or nil.
     public static func problem(withName name: String) -> String? {
         guard !name.isEmpty, name.utf8.count <= 100, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
@@ -50,7 +59,7 @@ public struct Schedule: Sendable, Hashable, Decodable {
     public func dueTimes(after: Double, upTo: Double, limit: Int = 1_000) -> [Double] {
         // A schedule made through the library, not read back from a store (which keeps only what `startsRange` and
         // a second's step allow), is held to them here: past them, an index too large to count by ones never moved.
-        guard every >= 1, every.isFinite, Self.startsRange.contains(starts), after.isFinite, upTo.isFinite, upTo >= starts else { return [] }
+        guard hasCountableTimes, after.isFinite, upTo.isFinite, upTo >= starts else { return [] }
         var index = max(0, ((after - starts) / every).rounded(.down) + 1)
         if after < starts { index = 0 }
         var times: [Double] = []

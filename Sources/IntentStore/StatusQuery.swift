@@ -195,7 +195,7 @@ public enum StatusQuery: Sendable, Hashable {
         case "schedule":
             guard let fields = object["schedule"]?.objectValue, let name = fields["name"]?.stringValue, Schedule.problem(withName: name) == nil,
                 let type = fields["type"]?.stringValue, IntentEnvelope.problem(withType: type) == nil,
-                let parameters = fields["parameters"]?.objectValue, let every = fields["every"]?.numberValue, every >= 1, every <= 366 * 86_400,
+                let parameters = fields["parameters"]?.objectValue, let every = fields["every"]?.numberValue, Schedule.everyRange.contains(every),
                 let starts = fields["starts"]?.numberValue, Schedule.startsRange.contains(starts)
             else {
                 throw Invalid(

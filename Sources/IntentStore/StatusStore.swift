@@ -635,7 +635,7 @@ public final class StatusStore {
 
     /// Adds a schedule, or replaces one of the same name and owner; false when the name is another owner's.
     public func addSchedule(_ schedule: Schedule, now: Double = Date().timeIntervalSince1970) throws -> Bool {
-        guard Schedule.startsRange.contains(schedule.starts), schedule.every >= 1, schedule.every.isFinite else {
+        guard schedule.hasCountableTimes else {
             throw StatusQuery.Invalid(description: "a schedule repeats every second or more, from a first due time from 1970 on (at most 10^11 s)")
         }
         return try database.transaction { db in

@@ -369,7 +369,7 @@ public final class StatusRecorder: Service {
                     try flush(all: true)
                     // A store that refuses writes (a full disk, say) kept what was read from being written: an answer
                     // from it may say "unknown" of a submission the broker confirmed. It says the store is behind instead.
-                    let unwritten = storeRetryAt != nil && !(batch.isEmpty && hold.count == 0) ? batch.count + hold.count : 0
+                    let unwritten = storeRetryAt == nil ? 0 : batch.count + hold.count
                     try answer(delivery, from: store, on: connection, unwritten: unwritten)
                     continue
                 }

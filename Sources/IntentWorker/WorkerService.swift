@@ -368,31 +368,28 @@ public final class WorkerService: Service {
     private func sender(of delivery: Delivery) -> Sender {
         // A kept intent taken from the ledger: its owner as the ledger admitted it.
         if delivery.tag.isLocal { return Sender(user: delivery.headers[Topology.ownerHeader]?.stringValue, isTrusted: true) }
-        let user = delivery.userID
-        let named = delivery.headers[Topology.ownerHeader]?.stringValue
-        if let user, configuration.operators.contains(user) {
-            guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return Sender(user: user, isOperator: true) }
-            let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
-            if isTrusted(publisher), let named { return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery)) }
-            return Sender(user: publisher, isTrusted: isTrusted(publisher))
+        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] == nil {
+            return Sender(user: user, isOperator: true)
         }
-        let trusted = isTrusted(user)
-        if trusted, let named { return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery)) }
-        return Sender(user: user, isTrusted: trusted)
+        let publisher = publisher(of: delivery)
+        if publisher.isTrusted, let named = delivery.headers[Topology.ownerHeader]?.stringValue {
+            return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery))
+        }
+        return Sender(user: publisher.user, isTrusted: publisher.isTrusted)
     }
 
     static let countLimit = 1_000_000
 
-    /// Whether a trusted user published the delivery (the recorder's release, a worker's retry, a kept intent taken from
-    /// the ledger, or an operator's requeue of one of those), whoever the sender it names is: what its `released`
-    /// header is believed from.
-    private func publishedByTrusted(_ delivery: Delivery) -> Bool {
-        if delivery.tag.isLocal { return true }
-        guard let user = delivery.userID else { return false }
-        if configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
-            return isTrusted(delivery.headers[DeadLetters.publisherHeader]?.stringValue)
+    /// Who published the delivery, as its headers are believed from: the message's original publisher for an
+    /// operator's requeue, this worker for a kept intent taken from the ledger, else the broker-verified user.
+    /// Whether that publisher is trusted is what a `released` header, and the sender a header names, are believed on.
+    private func publisher(of delivery: Delivery) -> (user: String?, isTrusted: Bool) {
+        if delivery.tag.isLocal { return (nil, true) }
+        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
+            let original = delivery.headers[DeadLetters.publisherHeader]?.stringValue
+            return (original, isTrusted(original))
         }
-        return isTrusted(user)
+        return (delivery.userID, isTrusted(delivery.userID))
     }
 
     /// Whether a trusted republisher's message says the sender it names was trusted too.
@@ -479,7 +476,7 @@ public final class WorkerService: Service {
         }
         // The recorder's release of a scheduled intent, or a kept one taken when due: the first time it
         // runs, whatever the clocks say.
-        let released = publishedByTrusted(job.delivery) && job.delivery.headers[Topology.releasedHeader] != nil
+        let released = publisher(of: job.delivery).isTrusted && job.delivery.headers[Topology.releasedHeader] != nil
         if envelope.turn == 0, !job.admission.isNew, !released, !job.delivery.tag.isLocal, try await ledger.keptTurn(of: job.id) == 0 {
             // A submission under the id of an intent kept to run when due (the same one delivered again, or a second
             // one under a deduplication key's id): the kept one runs then, as it was submitted. This one neither
@@ -904,7 +901,7 @@ public final class WorkerService: Service {
         ]
         if storageWaits > 0 { headers[Topology.storageRetriesHeader] = .integer(Int64(storageWaits)) }
         // A released scheduled intent stays released when it comes back (else, early by this worker's clock, it would be dropped).
-        if publishedByTrusted(job.delivery), let released = job.delivery.headers[Topology.releasedHeader] {
+        if publisher(of: job.delivery).isTrusted, let released = job.delivery.headers[Topology.releasedHeader] {
             headers[Topology.releasedHeader] = released
         }
         // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header, and
@@ -958,7 +955,7 @@ public final class WorkerService: Service {
             // Republished by this worker, whose headers the workers believe: the sender's own are not kept (an owner
             // it named would come back believed), only the sender as verified.
             let kept: Set<String> = [Topology.retriesHeader, Topology.releasedHeader]
-            var headers = delivery.headers.filter { kept.contains($0.key) && sender.isTrusted }
+            var headers = sender.isTrusted ? delivery.headers.filter { kept.contains($0.key) } : [:]
             headers[Topology.retryBucketHeader] = .string(wait.bucket)
             headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
             if let user = sender.user { headers[Topology.ownerHeader] = .string(user) }

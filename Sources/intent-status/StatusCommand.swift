@@ -134,7 +134,7 @@ struct StatusCommand: Command {
             if let problem = Schedule.problem(withName: words[0]) { throw UsageError(problem) }
             if let problem = IntentEnvelope.problem(withType: words[1]) { throw UsageError(problem) }
             guard let every = try arguments.duration("--every") else { throw UsageError("schedule needs --every, such as --every 2s or --every 1d") }
-            guard every >= 1, every <= 366 * 86_400 else { throw UsageError("--every is from 1 s to 366 days") }
+            guard Schedule.everyRange.contains(every) else { throw UsageError("--every is from 1 s to 366 days") }
             var parameters: [String: JSONValue] = [:]
             for pair in words.dropFirst(2) {
                 guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else {
