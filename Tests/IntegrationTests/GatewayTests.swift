@@ -179,14 +179,22 @@ struct GatewayTests {
         let recorder = try #require(world.secure.recorderProcess)
         kill(recorder.pid, SIGSTOP)
         defer { kill(recorder.pid, SIGCONT) }
-        // The last answer is kept a second: past it, the next check asks the silent recorder.
-        try await Task.sleep(for: .milliseconds(1_100))
         let before = try #require(try await probes())
+        // The last answer is kept a second: checks until one says degraded, the first past it having asked the
+        // silent recorder (its probe counted as it starts, and held 2 s by the silence).
+        let trigger = Task {
+            try await eventually(timeout: 60, "a health check to say degraded") {
+                try await world.request("GET", "/healthz", token: nil).status == 503
+            }
+        }
+        try await eventually(timeout: 60, "a probe of the silent recorder to start") { (try await probes() ?? before) > before }
+        // While it is under way, thirty checks at once.
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<30 { group.addTask { try await world.request("GET", "/healthz", token: nil).status } }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses.allSatisfy { $0 == 503 }, "degraded while the recorder is silent: \(statuses)")
+        try await trigger.value
         let asked = try #require(try await probes()) - before
         #expect((1...2).contains(asked), "30 checks at once asked the recorder \(asked) times")
         kill(recorder.pid, SIGCONT)

@@ -457,9 +457,11 @@ struct IntentsInTimeTests {
         try await eventually(timeout: 60, "two due times to be submitted") { try beats().count >= 2 }
         #expect(try await sandbox.status(["pause", "beat"]).exitCode == 0)
         let pausedAt = Date().timeIntervalSince1970
-        // Long enough for several due times to pass while it is paused (the scenario itself, not a wait for the
-        // system): the scheduler sees the pause within its 2 s refresh.
-        try await Task.sleep(for: .seconds(6))
+        // The pause spans several due times (the scenario itself, not a wait for the system): the scheduler sees
+        // the pause within its 2 s refresh, and at least three due times pass after that while it is paused.
+        try await eventually(timeout: 60, "six seconds of due times to pass while it is paused") {
+            Date().timeIntervalSince1970 >= pausedAt + 6
+        }
         #expect(try await sandbox.status(["resume", "beat"]).exitCode == 0)
         let resumedAt = Date().timeIntervalSince1970
         try await eventually(timeout: 60, "a due time after the resume to be submitted") { try beats().contains { $0 > resumedAt } }
