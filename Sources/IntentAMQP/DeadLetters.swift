@@ -60,7 +60,10 @@ public enum DeadLetters {
             // header, with the owner a worker's retry named. Workers believe them from an operator only.
             var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
             if let publisher = message.userID { headers[publisherHeader] = .string(publisher) }
-            if let owner = message.headers[Topology.ownerHeader]?.stringValue { headers[Topology.ownerHeader] = .string(owner) }
+            // What a retry said of its sender (an owner, trusted or anonymous) goes with it.
+            for name in [Topology.ownerHeader, Topology.trustedSenderHeader, Topology.anonymousSenderHeader] {
+                if let value = message.headers[name] { headers[name] = value }
+            }
             try connection.publishConfirmed(
                 [
                     OutgoingMessage(

@@ -67,6 +67,10 @@ public struct Topology: Sendable {
     /// the message's own user was when it first came. Without it the sender named is what it was: a submitter.
     /// Believed, like the owner, only from trusted users.
     public static let trustedSenderHeader = "x-intent-sender-trusted"
+    /// On a message a trusted user republishes (a worker's retry, the recorder's release, a scheduler's run): its
+    /// sender was anonymous (a message without a `user_id`), so it acts as no one, not as the user republishing it.
+    /// Believed, like the owner, only from trusted users.
+    public static let anonymousSenderHeader = "x-intent-sender-anonymous"
     /// The header counting how many times an intent waited for storage (a full
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"

@@ -147,6 +147,19 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         return nil
     }
 
+    /// Whether `id` has the form the scheduler gives a schedule's runs: the schedule's name, `@`, and the due time
+    /// in ISO 8601 to the millisecond (`tick@2026-12-07T09:00:00.000Z`). Only a trusted user (the scheduler, a
+    /// worker's retry, the recorder's release) submits under such an id: were anyone else to take it first, the
+    /// run due then would be refused, or find an outcome it did not decide.
+    public static func isScheduledRunID(_ id: String) -> Bool {
+        let form = "@0000-00-00T00:00:00.000Z".utf8
+        let tail = id.utf8.suffix(form.count)
+        guard id.utf8.count > form.count, tail.count == form.count else { return false }
+        return zip(tail, form).allSatisfy { byte, expected in
+            expected == UInt8(ascii: "0") ? (0x30...0x39).contains(byte) : byte == expected
+        }
+    }
+
     /// Whether `scalar` is a control character (Unicode's general category Cc: U+0000–U+001F and
     /// U+007F–U+009F), told by its value: asking its properties looks it up in Unicode's tables, which
     /// every envelope the worker and the recorder read paid for, per character of its id.

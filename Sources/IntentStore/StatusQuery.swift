@@ -280,7 +280,12 @@ public enum StatusQuery: Sendable, Hashable {
             return .schedules(try store.schedules(owner: reader.isOperator ? nil : reader.user ?? ""))
         case .schedule(var schedule):
             guard let writer else { throw Forbidden(description: "only the recorder keeps schedules: ask it over the broker") }
-            schedule.owner = reader.user
+            // A schedule runs as its owner: one asked for without a verified user would run as no one's, and its
+            // intents could be claimed and acted on by anyone.
+            guard let owner = reader.user else {
+                throw Forbidden(description: "a schedule needs an owner: ask with your user_id, as the tools do")
+            }
+            schedule.owner = owner
             guard try writer.addSchedule(schedule) else { throw Forbidden(description: "the schedule \(schedule.name) is another owner's") }
             return .schedules(try store.schedules(owner: reader.isOperator ? nil : reader.user ?? "").filter { $0.name == schedule.name })
         case .changeSchedule(let name, let paused, let remove):

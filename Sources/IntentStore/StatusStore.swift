@@ -489,7 +489,7 @@ public final class StatusStore {
             release_body = coalesce(intent_status.release_body, excluded.release_body),
             release_at = coalesce(intent_status.release_at, excluded.release_at)
         WHERE intent_status.type = excluded.type
-          AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, intent_status.owner, '')
+          AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, '')
         """
 
     private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws {

@@ -168,7 +168,8 @@ public final class StatusRecorder: Service {
                     .filter { !releasingIDs.contains($0.id) && heldBack[$0.id] == nil }
                 for intent in due {
                     var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
-                    if let owner = intent.owner { headers[Topology.ownerHeader] = .string(owner) }
+                    // An anonymous submitter's intent is released as no one's: not as the recorder's own.
+                    WorkerService.name(owner: intent.owner, trusted: false, in: &headers)
                     let sequence = try connection.publish(
                         OutgoingMessage(
                             exchange: intentsExchange, routingKey: (try? IntentEnvelope.decode(intent.body))?.routingKey ?? intent.type,
@@ -526,15 +527,33 @@ public final class StatusRecorder: Service {
         if let user = delivery.userID, configuration.operators.contains(user) {
             guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return StatusStore.Submitter(user: user, isOperator: true) }
             let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
-            return StatusStore.Submitter(user: isTrusted(publisher) ? named ?? publisher : publisher)
+            guard isTrusted(publisher) else { return StatusStore.Submitter(user: publisher) }
+            return StatusStore.Submitter(user: Self.namesAnonymous(delivery) ? nil : named ?? publisher)
         }
-        if isTrusted(delivery.userID), let named { return StatusStore.Submitter(user: named) }
+        if isTrusted(delivery.userID) {
+            if Self.namesAnonymous(delivery) { return StatusStore.Submitter(user: nil) }
+            if let named { return StatusStore.Submitter(user: named) }
+        }
         return StatusStore.Submitter(user: delivery.userID)
+    }
+
+    /// Whether the message's publisher is trusted: its verified user, or the original publisher of an operator's requeue.
+    private func publishedByTrusted(_ delivery: Delivery) -> Bool {
+        guard let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil else {
+            return isTrusted(delivery.userID)
+        }
+        return isTrusted(delivery.headers[DeadLetters.publisherHeader]?.stringValue)
+    }
+
+    /// Whether a trusted user republished the message for an anonymous sender.
+    private static func namesAnonymous(_ delivery: Delivery) -> Bool {
+        delivery.headers[Topology.anonymousSenderHeader] != nil
     }
 
     /// The owner a dead letter names: its publisher, or the owner a worker's retry named.
     func owner(ofDeadLetter delivery: Delivery) -> String? {
-        isTrusted(delivery.userID) ? delivery.headers[Topology.ownerHeader]?.stringValue ?? delivery.userID : delivery.userID
+        guard isTrusted(delivery.userID) else { return delivery.userID }
+        return Self.namesAnonymous(delivery) ? nil : delivery.headers[Topology.ownerHeader]?.stringValue ?? delivery.userID
     }
 
     func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {
@@ -575,6 +594,10 @@ public final class StatusRecorder: Service {
             // worker's to report, as a failure, when it can read an id.
             guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
             let submitter = submitter(of: delivery)
+            if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id), !publishedByTrusted(delivery) {
+                // A schedule's run id taken by someone else: the workers refuse it, and the store keeps the id for the run.
+                return nil
+            }
             switch envelope.request {
             case .cancel?: return .cancelRequested(id: envelope.id, by: submitter)
             case .expire?: return nil  // the recorder's own request; the worker's decision will tell

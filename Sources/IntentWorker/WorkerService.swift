@@ -307,6 +307,15 @@ public final class WorkerService: Service {
             finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome, owner: sender.user, refused: true)
             return
         }
+        if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id), !publisher(of: delivery).isTrusted {
+            // Said to the sender only: a schedule's run due under that id runs as it would have.
+            let refusal = IntentFailure(
+                code: FailureCode.idInUse,
+                message: "ids of the form <schedule>@<due time> are the scheduler's: submit '\(envelope.id)' under another id")
+            logger.warning("refused: \(refusal.message)", metadata: ["amqp.user_id": sender.user ?? "none", "intent.refusal": refusal.code])
+            finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(refusal), owner: sender.user, refused: true)
+            return
+        }
         var job = Job(
             delivery: delivery, envelope: envelope, retries: retries, storageWaits: storageWaits, attempt: attempt,
             ledger: ledger, logger: logger, sender: sender)
@@ -372,8 +381,12 @@ public final class WorkerService: Service {
             return Sender(user: user, isOperator: true)
         }
         let publisher = publisher(of: delivery)
-        if publisher.isTrusted, let named = delivery.headers[Topology.ownerHeader]?.stringValue {
-            return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery))
+        if publisher.isTrusted {
+            // Republished for an anonymous sender: it acts as no one, not as the trusted user republishing it.
+            if delivery.headers[Topology.anonymousSenderHeader] != nil { return Sender(user: nil) }
+            if let named = delivery.headers[Topology.ownerHeader]?.stringValue {
+                return Sender(user: named, isTrusted: Self.namesTrustedSender(delivery))
+            }
         }
         return Sender(user: publisher.user, isTrusted: publisher.isTrusted)
     }
@@ -907,11 +920,17 @@ public final class WorkerService: Service {
         // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header, and
         // whether the sender was trusted in another (a retry before the admission names the sender, who must not
         // come back trusted for being republished by a worker).
-        if let owner = job.owner ?? job.sender.user { headers[Topology.ownerHeader] = .string(owner) }
-        if job.sender.isTrusted { headers[Topology.trustedSenderHeader] = .integer(1) }
+        Self.name(owner: job.owner ?? job.sender.user, trusted: job.sender.isTrusted, in: &headers)
         return OutgoingMessage(
             exchange: configuration.topology.retryExchange, routingKey: job.envelope.routingKey, body: job.delivery.body,
             messageID: job.id, type: job.envelope.type, persistent: true, mandatory: true, headers: headers)
+    }
+
+    /// What a message this worker republishes says of its sender: the owner it acts for, whether that sender was
+    /// trusted, or that it was anonymous (else it would come back as this worker, a trusted user).
+    static func name(owner: String?, trusted: Bool, in headers: inout [String: HeaderValue]) {
+        if let owner { headers[Topology.ownerHeader] = .string(owner) } else { headers[Topology.anonymousSenderHeader] = .integer(1) }
+        if trusted { headers[Topology.trustedSenderHeader] = .integer(1) }
     }
 
     /// A body that is not a usable envelope. Without a usable id it goes to the
@@ -958,8 +977,7 @@ public final class WorkerService: Service {
             var headers = sender.isTrusted ? delivery.headers.filter { kept.contains($0.key) } : [:]
             headers[Topology.retryBucketHeader] = .string(wait.bucket)
             headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
-            if let user = sender.user { headers[Topology.ownerHeader] = .string(user) }
-            if sender.isTrusted { headers[Topology.trustedSenderHeader] = .integer(1) }
+            Self.name(owner: sender.user, trusted: sender.isTrusted, in: &headers)
             loop.send(
                 .publish(
                     [

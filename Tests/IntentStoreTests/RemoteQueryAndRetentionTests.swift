@@ -65,6 +65,17 @@ import Testing
         }
     }
 
+    /// A schedule asked for without a verified user used to be kept with no owner, and its runs then went out as the
+    /// scheduler's own (a trusted user); now it is refused.
+    @Test func aScheduleAskedForWithoutAUserIsRefused() throws {
+        let store = try StatusStore(path: path)
+        let tick = Schedule(name: "tick", type: "SendMessage", parameters: ["content": "hi"], every: 2, starts: 1_000)
+        #expect(throws: StatusQuery.Forbidden.self) {
+            try StatusQuery.schedule(tick).answer(from: store.reader, writer: store, for: .init(user: nil, isOperator: false))
+        }
+        #expect(try store.reader.schedules().isEmpty)
+    }
+
     @Test func schedulesAreTheirOwnersToChangeAndReadAndTheirDueTimesFollowOnEveryPeriod() throws {
         let store = try StatusStore(path: path)
         let alice = StatusQuery.Reader(user: "alice", isOperator: false)

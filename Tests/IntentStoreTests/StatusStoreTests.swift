@@ -765,6 +765,17 @@ import Testing
         #expect(try store.reader.status(id: "a")?.state == .queued, "an operator may answer")
     }
 
+    /// An anonymous submission under an owned intent's id used to match its row (no owner counted as any), and
+    /// filled in what the row lacked: a due time and a body, which the recorder then released as the owner's.
+    @Test func anAnonymousSubmissionUnderAnOwnedIDChangesNothing() throws {
+        let mallory = IntentEnvelope(
+            id: "a", type: "SendMessage", parameters: ["content": "mallory's"], submittedAt: 2, group: "g", dueAt: 1)
+        try store.record([.queued(mallory, by: .init(user: nil))], now: 10)
+        let status = try #require(try store.reader.status(id: "a"))
+        #expect(status.state == .needsInput && status.dueAt == nil && status.group == nil, "\(status)")
+        #expect(try store.dueIntents(at: 2_000, keptBy: 2_000).isEmpty)
+    }
+
     @Test func anAnswerUnderAnotherTypeChangesNothing() throws {
         let underSoup = IntentEnvelope(
             id: "a", type: "OrderSoup", parameters: ["soup": "tomato"], submittedAt: 2, turn: 1, answers: ["soup": "tomato"])

@@ -350,6 +350,54 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// A message without a `user_id` is anonymous. Retried by a worker (a trusted user), it used to come back
+    /// naming no owner, so it acted as the worker itself: trusted, it could expire another's question.
+    @Test func anAnonymousSendersRetryComesBackAsNoOneNotAsTheWorker() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("anon", storage: "full"))))
+        let again = try #require(harness.transport.published.last { $0.exchange == "intents.retry" })
+        #expect(again.headers[Topology.anonymousSenderHeader] == .integer(1), "\(again.headers)")
+        #expect(again.headers[Topology.ownerHeader] == nil)
+
+        #expect(await harness.acked(harness.deliver(Self.note("q", nil), userID: "alice")))
+        #expect(try harness.events("q").last?.state == .needsInput)
+        let expiry = harness.deliver(.request(.expire, id: "q", type: Note.typeName, turn: 1), headers: again.headers, userID: "guest")
+        #expect(await harness.acked(expiry))
+        let afterRetry = try harness.events("q").filter { $0.refused != true }
+        #expect(afterRetry.last?.state == .needsInput, "the anonymous expiry was refused: \(afterRetry.map(\.state))")
+
+        // Run as no one: its events name no owner (not the worker's user).
+        #expect(await harness.acked(harness.deliver(Self.note("anon2"), headers: again.headers, userID: "guest")))
+        let ran = try #require(try harness.events("anon2").last)
+        #expect(ran.state == .success && ran.owner == nil, "\(ran.state) owned by \(ran.owner ?? "no one")")
+        await harness.stop()
+    }
+
+    /// A schedule's run has an id anyone can work out (`<name>@<due time>`). Taken first by a producer, the run due
+    /// then found it in use, or (taken anonymously) an outcome it did not decide. Only a trusted publisher submits
+    /// under such an id; an answer or a cancel of the run by its owner is not a submission, and goes on.
+    @Test func aScheduledRunsIDIsTakenOnlyByTheScheduler() async throws {
+        let harness = try Harness()
+        let id = "tick@2026-12-07T09:00:00.000Z"
+        for user in ["mallory", nil] as [String?] {
+            #expect(await harness.acked(harness.deliver(Self.note(id, "mallory's"), userID: user)))
+            let refused = try #require(try harness.events(id).last)
+            #expect(refused.refused == true && refused.response?.code == FailureCode.idInUse, "\(refused)")
+        }
+        #expect(try harness.notes(id) == 0)
+        let scheduler: [String: HeaderValue] = [Topology.ownerHeader: .string("alice")]
+        #expect(await harness.acked(harness.deliver(Self.note(id, "alice's"), headers: scheduler, userID: "guest")))
+        #expect(try harness.events(id).last?.state == .success)
+        let texts = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = ?", [.text(id)]) { $0.string(0) } }
+        #expect(texts == ["alice's"])
+        // Ids that only look alike are anyone's.
+        for other in ["tick@2026-12-07T09:00:00Z", "tick@2026-12-07 09:00:00.000Z", "@2026-12-07T09:00:00.000Z"] {
+            #expect(!IntentEnvelope.isScheduledRunID(other), "\(other)")
+        }
+        #expect(IntentEnvelope.isScheduledRunID(id))
+        await harness.stop()
+    }
+
     /// A second submission under the id of an intent kept to run when due (what a deduplication key's second
     /// submitter publishes, its own parameters and no due time) neither runs now nor replaces the kept one: the
     /// intent runs when due, as first submitted, which is what the store says.
