@@ -15,8 +15,11 @@ import IntentStore
 ///
 /// ```swift
 /// let client = IntentClient(brokerURL: try BrokerURL.fromEnvironment())
-/// let status = try client.submit(try IntentEnvelope(order), waitingUpTo: 30)
-/// if status?.state == .needsInput { _ = try client.confirm(id: order.id, waitingUpTo: 30) }
+/// let envelope = try IntentEnvelope(order)
+/// let status = try client.submit(envelope, waitingUpTo: 30)
+/// if status?.state == .needsInput {
+///     _ = try client.submit(try client.confirmation(id: envelope.id), waitingUpTo: 30)
+/// }
 /// ```
 public final class IntentClient: Sendable {
     /// Where statuses are read.
@@ -86,21 +89,39 @@ public final class IntentClient: Sendable {
     public func wait(
         id: String, timeout: Double, until done: (IntentStatus) -> Bool = StatusWaiter.answeredOrEnded
     ) throws(IntentClientError) -> IntentStatus? {
-        let owner = (try? status(id: id))??.owner
-        let feed = StatusWaiter.feed(url: brokerURL, owner: owner, topology: topology, timeout: timeout)
+        let deadline = Date().addingTimeInterval(timeout)
+        // Whose events to follow (an operator may wait for anyone's intent): asked within the wait's own time.
+        let owner: String?
+        switch source {
+        case .local: owner = (try? status(id: id))??.owner
+        case .remote:
+            let requester = try? StatusRequester(url: brokerURL, topology: topology, timeout: min(5, timeout))
+            defer { requester?.close() }
+            let answer = requester.flatMap { try? ask(.show(id: id), requester: $0, timeout: timeout) }
+            if case .status(let status)? = answer { owner = status?.owner } else { owner = nil }
+        }
+        let feed = StatusWaiter.feed(url: brokerURL, owner: owner, topology: topology, timeout: max(0.1, deadline.timeIntervalSinceNow))
         defer { feed?.close() }
-        return try wait(id: id, timeout: timeout, feed: feed, refusalsSince: nil, done: done)
+        return try wait(id: id, timeout: max(0.01, deadline.timeIntervalSinceNow), feed: feed, refusalsSince: nil, done: done)
     }
 
     // MARK: Submitting and answering
 
     /// Publishes an intent (or a turn, or a request about one) and returns once
     /// the broker confirmed it. Throws `.noWorker` when no worker serves its type.
+    /// Throws `.invalid`, publishing nothing, for an id the workers could not use (which would be dead-lettered
+    /// with no status), or a submission under the id of a schedule's run (which only the scheduler takes).
     public func submit(_ envelope: IntentEnvelope) throws(IntentClientError) {
+        if let problem = IntentEnvelope.problem(withID: envelope.id) { throw IntentClientError(.invalid, "the id cannot be used: \(problem)") }
+        if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id) {
+            throw IntentClientError(.invalid, "ids of the form <schedule>@<due time> are the scheduler's: submit under another id")
+        }
         try publish { publisher throws(AMQPError) in try publisher.submit(envelope) }
     }
 
-    /// A typed intent, submitted under `id`; returns the id. With `dueAt`, it is
+    /// A typed intent, submitted under `id`; returns the id. Should it throw, the
+    /// broker may still have taken the message: pass an `id` of your own to submit
+    /// again safely (a resubmitted id never repeats its effects). With `dueAt`, it is
     /// scheduled until then (the recorder releases it when it is due). With
     /// `expiresAt`, a worker that takes it after that time ends it
     /// `failure`/`expired` without running it.
@@ -135,13 +156,22 @@ public final class IntentClient: Sendable {
     public func submit(
         _ envelope: IntentEnvelope, deduplicatingBy key: String, within window: Double
     ) throws(IntentClientError) -> (id: String, first: Bool) {
+        let standing = try deduplicated(envelope, by: key, within: window)
+        try submit(standing.envelope)
+        return (standing.envelope.id, standing.first)
+    }
+
+    /// What `submit(_:deduplicatingBy:within:)` publishes, not yet published: `envelope` under the id the recorder
+    /// says `key` stands for, and whether it is the first. To be published once (with `submit(_:waitingUpTo:)`, say).
+    public func deduplicated(
+        _ envelope: IntentEnvelope, by key: String, within window: Double
+    ) throws(IntentClientError) -> (envelope: IntentEnvelope, first: Bool) {
         guard case .deduplicated(let id, let first) = try ask(.dedupe(type: envelope.type, key: key, id: envelope.id, seconds: window)) else {
             throw .unexpectedAnswer("a deduplicated id")
         }
         var standing = envelope
         standing.id = id
-        try submit(standing)
-        return (id, first)
+        return (standing, first)
     }
 
     /// Submits and follows the intent until it ends or asks this turn's
@@ -160,13 +190,18 @@ public final class IntentClient: Sendable {
         let me = user
         let type = envelope.type
         let minimumTurn = envelope.turn
-        return try wait(id: envelope.id, timeout: timeout, feed: feed, refusalsSince: submittedAt) { status in
+        // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
+        func isThisSubmissions(_ status: IntentStatus) -> Bool {
             if Self.isRefusal(status) { return true }
-            // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
             if !asOperator, let owner = status.owner, owner != me { return false }
-            if status.type != type { return false }
-            return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+            return status.type == type
         }
+        let status = try wait(id: envelope.id, timeout: timeout, feed: feed, refusalsSince: submittedAt) { status in
+            guard isThisSubmissions(status) else { return false }
+            return Self.isRefusal(status) || status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+        }
+        // Out of time with another intent's status in hand: nothing of this submission was recorded in time.
+        return status.flatMap { isThisSubmissions($0) ? $0 : nil }
     }
 
     /// The next turn of an intent waiting in `needsInput`: `answers` over its
@@ -455,7 +490,8 @@ public final class IntentClient: Sendable {
                 return try StatusWaiter.wait(id: id, timeout: timeout, brokerURL: brokerURL, topology: topology, feed: feed, done: done) {
                     let answer: StatusQuery.Answer
                     do {
-                        answer = try ask(.show(id: id), requester: requester, timeout: deadline.timeIntervalSinceNow)
+                        let query = refusalsSince.map { StatusQuery.submission(id: id, since: $0) } ?? .show(id: id)
+                        answer = try ask(query, requester: requester, timeout: deadline.timeIntervalSinceNow)
                     } catch let error as IntentClientError where error.kind == .timeout && answered {
                         return nil  // a slow answer near the end of the wait: no news, the wait ends on its own
                     }

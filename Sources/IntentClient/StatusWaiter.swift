@@ -6,8 +6,9 @@ import IntentStore
 /// Waits for an intent to reach a state, woken by the status events
 /// themselves: a server-named queue bound to the events that can end a wait
 /// (`*.success`, `*.failure`, `*.canceled`, `*.needsInput`). When an event for
-/// the intent arrives, the status is read again every 2 ms until the store
-/// shows it (the recorder usually commits within a few milliseconds). A read
+/// the intent arrives, the status is read again after 2 ms, then at growing
+/// intervals (up to 50 ms) until the store shows it (the recorder usually
+/// commits within a few milliseconds; a remote read is a question to it). A read
 /// every half second covers a lost notice, and without a broker it polls the
 /// store.
 ///
@@ -25,8 +26,11 @@ public enum StatusWaiter {
     /// The routing keys of the events that may end a wait.
     public static let wakingStates: [IntentState] = [.success, .failure, .canceled, .needsInput]
 
-    /// How long after the intent's event the store is read every 2 ms.
+    /// How long after the intent's event the store is read eagerly: first 2 ms after it, each next read half as
+    /// long again after the last, up to `slowestEagerRead` apart.
     public static let eagerReading = 2.0
+    /// The longest time between two eager reads (a wait that stays unmet asks the recorder ~20 times a second, not 500).
+    public static let slowestEagerRead = 0.05
 
     /// The events that can end a wait, on a queue of this client's: made before
     /// a submission (or the first read), so no event can slip past. They are
@@ -56,6 +60,7 @@ public enum StatusWaiter {
         var last = try read()
         if let last, done(last) { return last }
         var eagerUntil = Date.distantPast
+        var eagerDelay = 0.002
         var nextRead = Date().addingTimeInterval(0.5)
         var pollDelay = 0.005
         while true {
@@ -65,17 +70,19 @@ public enum StatusWaiter {
             if let live = feed {
                 var woken = false
                 do {
-                    let wait = min(deadline.timeIntervalSince(now), eager ? 0.002 : max(0.001, nextRead.timeIntervalSince(now)))
+                    let wait = min(deadline.timeIntervalSince(now), eager ? eagerDelay : max(0.001, nextRead.timeIntervalSince(now)))
                     if let delivery = try live.next(timeout: wait), delivery.messageID == id,
                         let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id
                     {
                         woken = true
                         eagerUntil = Date().addingTimeInterval(eagerReading)
+                        eagerDelay = 0.002
                     }
                 } catch {
                     feed = nil  // the broker went away: poll the store from now on (its owner closes the feed)
                 }
                 if !eager, !woken, Date() < nextRead { continue }
+                if eager, !woken { eagerDelay = min(eagerDelay * 1.5, slowestEagerRead) }
                 nextRead = Date().addingTimeInterval(0.5)
             } else {
                 Thread.sleep(forTimeInterval: min(pollDelay, max(0, deadline.timeIntervalSinceNow)))

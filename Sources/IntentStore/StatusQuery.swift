@@ -4,7 +4,7 @@ import IntentKit
 /// A question about the status store that a client without the database file
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
-/// Request: `{"query":"show","id":"…"}`, `{"query":"list","state":…,"type":…,"limit":…}`,
+/// Request: `{"query":"show","id":"…"}` (with `"refusedSince":t`, a submission's: see `submission`), `{"query":"list","state":…,"type":…,"limit":…}`,
 /// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}`, or
 /// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`, `{"query":"schedules"}`,
 /// `{"query":"schedule","schedule":{…}}`, `{"query":"pause"|"resume"|"unschedule","name":…}`.
@@ -19,6 +19,10 @@ import IntentKit
 public enum StatusQuery: Sendable, Hashable {
     /// One intent's status, by id.
     case show(id: String)
+    /// One intent's status as the answer to a submission made at `since` (seconds since 1970): this reader's
+    /// refusal of a message about the id, when one was recorded then or later, else what `show` answers (a
+    /// recorder that does not know `refusedSince` answers `show`).
+    case submission(id: String, since: Double)
     /// The most recently updated intents, at most `limit`, optionally of one state and/or type.
     case list(state: IntentState?, type: String?, limit: Int)
     /// Intents the broker dead-lettered, newest first, at most `limit`: for operators.
@@ -90,6 +94,8 @@ public enum StatusQuery: Sendable, Hashable {
         switch self {
         case .show(let id):
             object = ["query": "show", "id": .string(id)]
+        case .submission(let id, let since):
+            object = ["query": "show", "id": .string(id), "refusedSince": .number(since)]
         case .list(let state, let type, let limit):
             object = ["query": "list", "limit": .number(Double(limit))]
             if let state { object["state"] = .string(state.rawValue) }
@@ -150,7 +156,9 @@ public enum StatusQuery: Sendable, Hashable {
         switch try string("query") {
         case "show":
             guard let id = try string("id"), !id.isEmpty else { throw Invalid(description: "show needs an id") }
-            return .show(id: id)
+            guard let since = object["refusedSince"], since != .null else { return .show(id: id) }
+            guard let seconds = since.numberValue, seconds.isFinite else { throw Invalid(description: "refusedSince must be a number of seconds") }
+            return .submission(id: id, since: seconds)
         case "list":
             var state: IntentState?
             if let text = try string("state") {
@@ -256,6 +264,9 @@ public enum StatusQuery: Sendable, Hashable {
         case .show(let id):
             guard let status = try store.status(id: id) else { return .status(try store.refusal(id: id, owner: reader.user)) }
             return .status(reader.mayRead(status.owner) ? status : try store.refusal(id: id, owner: reader.user))
+        case .submission(let id, let since):
+            if let refusal = try store.refusal(id: id, owner: reader.user), refusal.updatedAt >= since { return .status(refusal) }
+            return try StatusQuery.show(id: id).answer(from: store, writer: writer, for: reader)
         case .list(let state, let type, let limit):
             let owner = reader.isOperator ? nil : reader.user ?? ""
             return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit))

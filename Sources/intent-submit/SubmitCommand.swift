@@ -150,6 +150,9 @@ struct SubmitCommand: Command {
         }
         // The workers' own rule (control characters, '.' and '..'): an id they refuse is refused here, not dead-lettered.
         if let problem = IntentEnvelope.problem(withID: id) { throw UsageError("--id: \(problem)") }
+        if conversation.isEmpty, IntentEnvelope.isScheduledRunID(id) {
+            throw UsageError("--id: ids of the form <schedule>@<due time> are the scheduler's: submit under another id")
+        }
         let timeout = try arguments.seconds("--timeout")
         if timeout != nil, !arguments.has("--wait") { throw UsageError("--timeout only applies with --wait") }
         let group = try arguments.value("--group")
@@ -190,6 +193,8 @@ struct SubmitCommand: Command {
         let client = IntentClient(brokerURL: url, source: IntentClient.source(storePath: Environment.statusStorePath()))
         // Once the broker confirmed the submission, a failure to follow it must not read as a failure to submit it.
         var submitted: String?
+        // Set from the publish on: a failure then (no confirm, the connection lost) leaves the submission unknown.
+        var publishing: String?
         do {
             var envelope: IntentEnvelope
             switch mode {
@@ -203,19 +208,20 @@ struct SubmitCommand: Command {
             }
             var deduplicated = false
             if let dedupeKey {
-                // The recorder says which intent the key stands for; it is published under that id.
-                let standing = try client.submit(envelope, deduplicatingBy: dedupeKey, within: dedupeWindow)
-                envelope.id = standing.id
+                // The recorder says which intent the key stands for; it is published (once, below) under that id.
+                let standing = try client.deduplicated(envelope, by: dedupeKey, within: dedupeWindow)
+                envelope.id = standing.envelope.id
                 deduplicated = !standing.first
                 if deduplicated {
                     Terminal.writeError(
-                        "\(Self.tool): a submission with key '\(dedupeKey)' came within the last \(JSONValue.formatNumber(dedupeWindow)) s: its intent is \(standing.id)"
+                        "\(Self.tool): a submission with key '\(dedupeKey)' came within the last \(JSONValue.formatNumber(dedupeWindow)) s: its intent is \(standing.envelope.id)"
                     )
                 }
             }
             let id = envelope.id
+            publishing = id
             guard wait else {
-                if dedupeKey == nil { try client.submit(envelope) }
+                try client.submit(envelope)
                 let state: JSONValue = (envelope.dueAt ?? 0) > Date().timeIntervalSince1970 ? "scheduled" : "queued"
                 var accepted: [String: JSONValue] = ["id": .string(id), "type": .string(envelope.type), "state": state]
                 if dedupeKey != nil { accepted["deduplicated"] = .bool(deduplicated) }
@@ -242,6 +248,12 @@ struct SubmitCommand: Command {
         } catch {
             if let submitted {
                 let reason = "\(submitted) was submitted, but its status could not be followed: \(error.message)"
+                return Terminal.fail(Self.tool, reason, code: ExitCode.of(error))
+            }
+            if let publishing, error.kind == .timeout || error.kind == .unavailable {
+                // The broker may have taken it before the failure: the same id, given again, never runs it twice.
+                let reason =
+                    "\(error.message); \(publishing) may have been submitted: look it up (intent-status \(publishing)) or submit again with --id \(publishing)"
                 return Terminal.fail(Self.tool, reason, code: ExitCode.of(error))
             }
             return Terminal.fail(Self.tool, error.message, code: ExitCode.of(error))

@@ -290,6 +290,29 @@ struct IntentsInTimeTests {
         #expect(after.exitCode == 0 && after.stdout != short.stdout && !after.stderr.contains("its intent is"), "\(after)")
     }
 
+    /// A deduplicated submission that waits for its outcome is published once: with `--wait`, the tool used to
+    /// publish it a second time. With no worker running, what it published stays in the work queue to be counted.
+    @Test func aDeduplicatedSubmissionThatWaitsIsPublishedOnce() async throws {
+        let sandbox = try await Sandbox("dedupe-wait")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startRecorderWithNoWorker()
+        let result = try await sandbox.submit([
+            "SendMessage", "recipients=Alice", "content=once", "--id", "once-1", "--dedupe-key", "once", "--wait", "--timeout", "1",
+        ])
+        #expect(result.exitCode == 3 && result.stdout.contains("once-1"), "no worker: not ended in time \(result)")
+        let url = try BrokerURL(sandbox.brokerURL)
+        let published = Mutex<[String]>([])
+        try await Self.onThread {
+            let connection = try AMQPConnection(url: url)
+            defer { connection.close() }
+            // Every confirmed publish is in the queue: read them all (closing the connection puts them back).
+            var ids: [String] = []
+            while let message = try connection.get(Topology().workQueue) { ids.append(message.messageID ?? "") }
+            published.withLock { $0 = ids }
+        }
+        #expect(published.withLock { $0 } == ["once-1"])
+    }
+
     /// Twenty high-priority intents, one after another, each submitted behind
     /// a backlog of normal ones (20,000 queued before the worker started):
     /// each starts at the worker's next free slot, not after the backlog.

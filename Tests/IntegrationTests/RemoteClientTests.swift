@@ -65,4 +65,24 @@ struct RemoteClientTests {
         #expect(try store.list().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: nowhere), "no tool made a store where INTENT_STATUS_DB pointed")
     }
+
+    /// An id reused under another type, waited for without the store file: the recorder used to answer with the
+    /// first intent's status, which the wait rightly did not take, until its time ran out; then the tool printed
+    /// that intent's `success` as this submission's and exited 0. The refusal is this submission's answer.
+    @Test func aRemoteWaitForARefusedSubmissionEndsWithTheRefusal() async throws {
+        let secure = try await SecureSandbox("remote-refusal")
+        defer { Task { await secure.tearDown() } }
+        try await secure.startServices()
+        var environment = secure.environment(as: secure.alice)
+        environment["INTENT_STATUS_DB"] = secure.sandbox.directory.appendingPathComponent("no-such-dir/status.sqlite").path
+        let first = try await run(
+            Paths.tool("intent-submit"), ["SendMessage", "recipients=Alice", "content=mine", "--id", "order-17", "--wait"],
+            environment: environment, timeout: 40)
+        #expect(first.exitCode == 0, "\(first)")
+        let otherType = try await run(
+            Paths.tool("intent-submit"), ["OrderSoup", "soup=tomato", "quantity=1", "--id", "order-17", "--wait", "--timeout", "20"],
+            environment: environment, timeout: 40)
+        #expect(otherType.exitCode == 77 && otherType.stderr.contains("taken by a SendMessage intent"), "\(otherType)")
+        #expect(!otherType.stdout.contains("success"), "\(otherType)")
+    }
 }

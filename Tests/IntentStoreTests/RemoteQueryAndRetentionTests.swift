@@ -65,6 +65,33 @@ import Testing
         }
     }
 
+    /// A submission's answer, read remotely: this reader's refusal recorded since the submission, else the status.
+    /// (A remote wait used to ask `show`, which answers with the reader's own intent under the id, so the refusal of
+    /// a second submission under it, with another type, was never seen.)
+    @Test func aSubmissionIsAnsweredWithItsRefusalOnlyWhenOneCameSinceIt() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusQuery.Reader(user: "alice", isOperator: false)
+        try store.record([.queued(IntentEnvelope(id: "o", type: "SendMessage", parameters: [:], submittedAt: 1), by: .init(user: "alice"))], now: 1)
+        let refusal = StatusEvent(
+            id: "o", type: "OrderSoup", state: .failure, at: 5, attempt: 1,
+            response: IntentResponse(code: FailureCode.idInUse, message: "taken by a SendMessage intent"), owner: "alice", refused: true)
+        try store.record([.refusal(refusal)], now: 5)
+        let query = StatusQuery.submission(id: "o", since: 4)
+        #expect(try StatusQuery.decode(query.encoded) == query)
+        guard case .status(let answered?) = try query.answer(from: store.reader, writer: store, for: alice) else {
+            Issue.record("no status")
+            return
+        }
+        #expect(answered.response?.code == FailureCode.idInUse && answered.type == "OrderSoup", "\(answered)")
+        guard case .status(let older?) = try StatusQuery.submission(id: "o", since: 6).answer(from: store.reader, writer: store, for: alice) else {
+            Issue.record("no status")
+            return
+        }
+        #expect(older.type == "SendMessage" && older.state == .queued, "a refusal from before the submission is not its answer")
+        #expect(try StatusQuery.decode(Array(#"{"query":"show","id":"o"}"#.utf8)) == .show(id: "o"))
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(#"{"query":"show","id":"o","refusedSince":"x"}"#.utf8)) }
+    }
+
     /// A schedule asked for without a verified user used to be kept with no owner, and its runs then went out as the
     /// scheduler's own (a trusted user); now it is refused.
     @Test func aScheduleAskedForWithoutAUserIsRefused() throws {
