@@ -95,6 +95,10 @@ start() {
     done
     echo "broker.sh: node $name did not start within 60 s; see $dir/log" >&2
     tail -20 "$dir/log/"*.log >&2 2>/dev/null || true
+    # Not left booting behind the failure (to take the port later): stopped, or else ended by its pid.
+    ctl "$name" stop >/dev/null 2>&1 || true
+    pid="$(cat "$dir/rabbitmq.pid" 2>/dev/null || true)"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
     exit 69
 }
 
