@@ -54,7 +54,9 @@ public final class Database {
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         if mode == .readWrite {
-            try execute("PRAGMA journal_mode=WAL")
+            // SQLite's busy handler does not wait for a change of journal mode: two processes opening one new file
+            // at once (workers sharing an app database, started together) would have one fail "database is locked".
+            try retryingWhileBusy(for: busyTimeoutMilliseconds) { () throws(DatabaseError) in try execute("PRAGMA journal_mode=WAL") }
             try execute("PRAGMA synchronous=FULL")
             // Through IntentQueue's VFS, a commit's sync (FULL's one difference from NORMAL in WAL mode) is skipped
             // when the database is not durable (see CStoreVFS.h): turning it off and on again is then no statement.
@@ -64,6 +66,22 @@ public final class Database {
     }
 
     deinit { close() }
+
+    /// Runs `body` again while another connection's lock makes it fail with `SQLITE_BUSY`, for at most `milliseconds`.
+    private func retryingWhileBusy(for milliseconds: Int32, _ body: () throws(DatabaseError) -> Void) throws(DatabaseError) {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, milliseconds)) * 1_000_000
+        var pause: useconds_t = 1_000
+        while true {
+            do {
+                try body()
+                return
+            } catch {
+                guard (error.code & 0xFF) == SQLITE_BUSY, DispatchTime.now().uptimeNanoseconds < deadline else { throw error }
+                usleep(pause)
+                pause = min(pause * 2, 50_000)
+            }
+        }
+    }
 
     /// Whether the "intentqueue" VFS is registered (once per process, on first use).
     static let storeVFSRegistered = iq_store_vfs_register() == SQLITE_OK
@@ -416,12 +434,16 @@ public final class Database {
         }
     }
 
-    /// Applies the migrations after the stored `user_version`, each in its own transaction.
+    /// Applies the migrations after the stored `user_version`, each in its own transaction. The version is read
+    /// again inside each one: another process opening the same file at the same moment (workers sharing an app
+    /// database, started together) may have applied it meanwhile, and it must be neither applied twice nor have
+    /// its version set back.
     public func migrate(_ migrations: [String]) throws {
         let current = try userVersion
         guard current < migrations.count else { return }
         for (index, sql) in migrations.enumerated() where index >= current {
             try transaction { db in
+                guard try db.userVersion == index else { return }
                 try db.execute(sql)
                 try db.execute("PRAGMA user_version=\(index + 1)")
             }

@@ -131,6 +131,38 @@ import Testing
         #expect(try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name = 'three'") { $0.int(0) } == 0)
     }
 
+    /// Processes opening one file at once (workers sharing an app database, started together) each read the
+    /// version before the other migrated: the second applied the first migration again and set the version back
+    /// (a re-runnable one then left every later open failing on the next), or failed outright. Raced many times;
+    /// with the version read again inside each migration's transaction, every open succeeds.
+    @Test func twoOpensMigratingOneFileAtOnceBothSucceedAndTheVersionOnlyMovesOn() throws {
+        let migrations = ["CREATE TABLE IF NOT EXISTS t(x)", "ALTER TABLE t ADD COLUMN y"]
+        for round in 0..<40 {
+            let path = directory.file("race-\(round).sqlite")
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                do {
+                    try Database(path: path).migrate(migrations)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
+            let reopened = try Database(path: path)
+            try reopened.migrate(migrations)
+            #expect(try reopened.userVersion == 2, "round \(round)")
+        }
+        // The status store's own migrations, the same way.
+        for round in 0..<10 {
+            let path = directory.file("status-\(round).sqlite")
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                do { _ = try StatusStore(path: path) } catch { failures.withLock { $0.append("\(error)") } }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
+        }
+    }
+
     @Test func migrationsSurviveReopening() throws {
         try database.migrate(Self.migrations)
         database.close()
