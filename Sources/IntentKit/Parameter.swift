@@ -292,12 +292,38 @@ public struct Parameter<Value: ParameterValue>: Sendable {
             return ([resolution], value.map { $0 as Any } as? Value)
         }
         var (resolutions, value) = try await Value._resolveParameter(spokenValue, name: name, prompt: prompt, context: context)
+        if value == nil, let settled = notRequired(resolutions) { (resolutions, value) = settled }
         if let check, let found = value, let problem = check(found) {
             resolutions = [ParameterResolution(name, .unsupported(reason: problem), prompt: prompt)]
             value = nil
         }
         return (resolutions, value)
     }
+
+    /// Resolved with no value and nothing to ask (its type said `notRequired`): nil for an optional parameter; for
+    /// any other, which `handle` could not read (the read would stop the worker), `unsupported`. Nil when a
+    /// resolution asks the user or is unsupported already, which stops the pipeline as it is.
+    @usableFromInline func notRequired(_ resolutions: [ParameterResolution]) -> (resolutions: [ParameterResolution], value: Value?)? {
+        let settled = resolutions.allSatisfy { resolution in
+            switch resolution.result {
+            case .success, .notRequired: true
+            case .needsValue, .disambiguation, .confirmationRequired, .unsupported: false
+            }
+        }
+        guard !resolutions.isEmpty, settled else { return nil }
+        if let none = (Value.self as? any AbsentValue.Type)?.absent as? Value { return (resolutions, none) }
+        let reason = "its type resolved it as not required, but '\(name)' has no value without one: declare it optional"
+        return ([ParameterResolution(name, .unsupported(reason: reason), prompt: prompt)], nil)
+    }
+}
+
+/// A type with a value for "none" (`Optional`'s nil): what a parameter its type resolved as not required holds.
+protocol AbsentValue {
+    static var absent: Self { get }
+}
+
+extension Optional: AbsentValue {
+    static var absent: Self { nil }
 }
 
 extension Parameter where Value: Comparable {

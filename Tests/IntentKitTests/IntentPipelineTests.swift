@@ -346,6 +346,43 @@ import Testing
         #expect(journal.recordedIntents.first == Seen(item: "Deluxe Widget", quantity: nil, recipients: nil))
     }
 
+    /// An errand whose item is optional: what its type resolves as not required reads as nil.
+    struct MaybeErrand: Intent {
+        static let typeName = "MaybeErrand"
+        @Parameter var item: Item?
+    }
+
+    final class MaybeHandler: IntentHandler {
+        let seen = Mutex<[String?]>([])
+        var dependencies: [any Sendable] { [Catalog(lookup: { said in said == "nothing" ? .notRequired : .success(Item(name: said)) })] }
+        func handle(_ intent: MaybeErrand, context: IntentContext) async throws -> IntentResponse {
+            seen.withLock { $0.append(intent.item?.name) }
+            return .success("ok")
+        }
+    }
+
+    /// A type may say a value is `notRequired` (SiriKit's own answer). For a required parameter that left no value,
+    /// and the handler's read of it stopped the worker process (and every run on it, delivery after delivery). Now
+    /// the intent fails `unsupportedParameter` before its handler runs; an optional parameter reads as nil.
+    @Test func aValueItsTypeSaysIsNotRequiredFailsARequiredParameterAndIsNilForAnOptionalOne() async throws {
+        var scripted = handler
+        scripted.catalog.lookup = { said in said == "nothing" ? .notRequired : .success(Item(name: said)) }
+        let outcome = try await run(scripted, parameters: ["item": "nothing"])
+        #expect(outcome.state == .failure && outcome.response?.code == FailureCode.unsupportedParameter, "\(outcome)")
+        #expect(outcome.response?.message?.contains("declare it optional") == true, "\(String(describing: outcome.response))")
+        #expect(journal.handles == 0)
+
+        let maybe = MaybeHandler()
+        var registry = IntentRegistry()
+        try registry.register(maybe)
+        let envelope = IntentEnvelope(id: "m", type: MaybeErrand.typeName, parameters: ["item": "nothing"], submittedAt: 1)
+        let context = IntentContext(intentID: "m", intentType: MaybeErrand.typeName, attempt: 1, submittedAt: 1)
+        let optional = await IntentPipeline.run(envelope, registry: registry, context: context)
+        #expect(optional.state == .success, "\(optional)")
+        #expect(maybe.seen.withLock { $0 } == [nil])
+    }
+
+    // MARK: Unsupported
     // MARK: Unsupported
 
     @Test func anUnsupportedValueFailsWithUnsupportedParameterAndKeepsTheResolutions() async throws {
