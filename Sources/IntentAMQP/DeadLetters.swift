@@ -9,6 +9,19 @@ public enum DeadLetters {
     /// The header naming a requeued message's original publisher (its `user_id`):
     /// workers believe it only from an operator's requeue.
     public static let publisherHeader = "x-intent-published-by"
+    /// On a message requeued again (it died after an earlier requeue): who requeued it before, whose word
+    /// `publisherHeader` is. Workers believe that header only when this one names an operator too.
+    public static let earlierRequeuerHeader = "x-intent-requeued-before-by"
+
+    /// Who first published a requeued message, as those who read it may believe: the publisher its requeue names,
+    /// or, when it was requeued before, that publisher only if the earlier requeue was an operator's too (else the
+    /// one who published what died: a producer can set any header, an operator's requeue only copies it).
+    public static func originalPublisher(of headers: [String: HeaderValue], operators: Set<String>) -> String? {
+        let named = headers[publisherHeader]?.stringValue
+        guard let earlier = headers[earlierRequeuerHeader] else { return named }
+        guard let requeuer = earlier.stringValue, operators.contains(requeuer) else { return earlier.stringValue }
+        return named
+    }
 
     /// The id a dead letter without a readable one is listed under:
     /// `dead-` and 16 hex digits of a hash (64-bit FNV-1a) of its body, so
@@ -59,7 +72,14 @@ public enum DeadLetters {
             // Republished by the operator, the message would lose its publisher: it travels in a
             // header, with the owner a worker's retry named. Workers believe them from an operator only.
             var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
-            if let publisher = message.userID { headers[publisherHeader] = .string(publisher) }
+            if message.headers[requeuedHeader] != nil, let earlier = message.userID {
+                // It died after an earlier requeue (published by that operator): the publisher that one named goes on,
+                // believed only while each requeue before was an operator's.
+                if let named = message.headers[publisherHeader] { headers[publisherHeader] = named }
+                headers[earlierRequeuerHeader] = .string(earlier)
+            } else if let publisher = message.userID {
+                headers[publisherHeader] = .string(publisher)
+            }
             // What a retry said of its sender (an owner, trusted or anonymous) goes with it.
             for name in [Topology.ownerHeader, Topology.trustedSenderHeader, Topology.anonymousSenderHeader] {
                 if let value = message.headers[name] { headers[name] = value }

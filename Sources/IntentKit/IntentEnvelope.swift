@@ -153,11 +153,18 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// run due then would be refused, or find an outcome it did not decide.
     public static func isScheduledRunID(_ id: String) -> Bool {
         let form = "@0000-00-00T00:00:00.000Z".utf8
-        let tail = id.utf8.suffix(form.count)
-        guard id.utf8.count > form.count, tail.count == form.count else { return false }
-        return zip(tail, form).allSatisfy { byte, expected in
-            expected == UInt8(ascii: "0") ? (0x30...0x39).contains(byte) : byte == expected
+        let bytes = id.utf8
+        // A schedule's name: 1 to 100 ASCII letters, digits, `_` or `-` (`Schedule.problem(withName:)`).
+        guard bytes.count > form.count, bytes.count <= form.count + 100 else { return false }
+        let name = bytes.dropLast(form.count)
+        let tail = bytes.suffix(form.count)
+        let named = name.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
         }
+        return named
+            && zip(tail, form).allSatisfy { byte, expected in
+                expected == UInt8(ascii: "0") ? (0x30...0x39).contains(byte) : byte == expected
+            }
     }
 
     /// Whether `scalar` is a control character (Unicode's general category Cc: U+0000–U+001F and

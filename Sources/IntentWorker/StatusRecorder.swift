@@ -526,7 +526,7 @@ public final class StatusRecorder: Service {
         let named = delivery.headers[Topology.ownerHeader]?.stringValue
         if let user = delivery.userID, configuration.operators.contains(user) {
             guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return StatusStore.Submitter(user: user, isOperator: true) }
-            let publisher = delivery.headers[DeadLetters.publisherHeader]?.stringValue
+            let publisher = DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators)
             guard isTrusted(publisher) else { return StatusStore.Submitter(user: publisher) }
             return StatusStore.Submitter(user: Self.namesAnonymous(delivery) ? nil : named ?? publisher)
         }
@@ -542,7 +542,7 @@ public final class StatusRecorder: Service {
         guard let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil else {
             return isTrusted(delivery.userID)
         }
-        return isTrusted(delivery.headers[DeadLetters.publisherHeader]?.stringValue)
+        return isTrusted(DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators))
     }
 
     /// Whether a trusted user republished the message for an anonymous sender.
@@ -552,6 +552,10 @@ public final class StatusRecorder: Service {
 
     /// The owner a dead letter names: its publisher, or the owner a worker's retry named.
     func owner(ofDeadLetter delivery: Delivery) -> String? {
+        // An operator's requeue that died again: the owner it carried, as for the requeue itself.
+        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
+            return submitter(of: delivery).user
+        }
         guard isTrusted(delivery.userID) else { return delivery.userID }
         return Self.namesAnonymous(delivery) ? nil : delivery.headers[Topology.ownerHeader]?.stringValue ?? delivery.userID
     }

@@ -399,7 +399,7 @@ public final class WorkerService: Service {
     private func publisher(of delivery: Delivery) -> (user: String?, isTrusted: Bool) {
         if delivery.tag.isLocal { return (nil, true) }
         if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
-            let original = delivery.headers[DeadLetters.publisherHeader]?.stringValue
+            let original = DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators)
             return (original, isTrusted(original))
         }
         return (delivery.userID, isTrusted(delivery.userID))
@@ -952,6 +952,11 @@ public final class WorkerService: Service {
         logger.warning("invalid submission: \(error.reason)", metadata: ["intent.id": id, "intent.type": type])
         let envelope = IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: 0)
         let failure = IntentFailure(code: FailureCode.invalidIntent, message: error.reason)
+        if IntentEnvelope.isScheduledRunID(id), !publisher(of: delivery).isTrusted {
+            // Not decided under a schedule's run id, which would take it before the run: said to the sender only.
+            finish(delivery, envelope: envelope, attempt: delivery.attempt, outcome: .failure(failure), owner: sender.user, refused: true)
+            return
+        }
         guard let ledger = registry.ledger(for: type) ?? ownLedger else {
             finish(delivery, envelope: envelope, attempt: delivery.attempt, outcome: .failure(failure), owner: sender.user, refused: true)
             return

@@ -383,6 +383,11 @@ struct WorkerServiceTests {
             #expect(await harness.acked(harness.deliver(Self.note(id, "mallory's"), userID: user)))
             let refused = try #require(try harness.events(id).last)
             #expect(refused.refused == true && refused.response?.code == FailureCode.idInUse, "\(refused)")
+            // Nor by a body that does not decode, under that id: its failure is the sender's, not decided under the id.
+            let unreadable = harness.transport.deliver(
+                body: Array(#"{"id":"\#(id)"}"#.utf8), routingKey: Note.typeName, messageID: id, type: Note.typeName, userID: user)
+            #expect(await harness.acked(unreadable))
+            #expect(try harness.events(id).last?.refused == true)
         }
         #expect(try harness.notes(id) == 0)
         let scheduler: [String: HeaderValue] = [Topology.ownerHeader: .string("alice")]
@@ -391,7 +396,10 @@ struct WorkerServiceTests {
         let texts = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = ?", [.text(id)]) { $0.string(0) } }
         #expect(texts == ["alice's"])
         // Ids that only look alike are anyone's.
-        for other in ["tick@2026-12-07T09:00:00Z", "tick@2026-12-07 09:00:00.000Z", "@2026-12-07T09:00:00.000Z"] {
+        for other in [
+            "tick@2026-12-07T09:00:00Z", "tick@2026-12-07 09:00:00.000Z", "@2026-12-07T09:00:00.000Z",
+            "alice@example.com@2026-12-07T09:00:00.000Z", "order/17@2026-12-07T09:00:00.000Z",
+        ] {
             #expect(!IntentEnvelope.isScheduledRunID(other), "\(other)")
         }
         #expect(IntentEnvelope.isScheduledRunID(id))
