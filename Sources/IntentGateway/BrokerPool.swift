@@ -109,9 +109,11 @@ final class BrokerSession {
         throw IntentClientError(.unavailable, "the status recorder does not answer")
     }
 
-    /// One intent's status as `user` may read it (nil: unknown to them).
-    func status(id: String, as user: String, timeout: Double = 5) throws(IntentClientError) -> IntentStatus? {
-        guard case .status(let status) = try ask(.show(id: id), as: user, timeout: timeout) else {
+    /// One intent's status as `user` may read it (nil: unknown to them); with `refusedSince`, as the answer to a
+    /// submission made then: `user`'s refusal of it, when one came since (`StatusQuery.submission`).
+    func status(id: String, as user: String, refusedSince: Double? = nil, timeout: Double = 5) throws(IntentClientError) -> IntentStatus? {
+        let query = refusedSince.map { StatusQuery.submission(id: id, since: $0) } ?? .show(id: id)
+        guard case .status(let status) = try ask(query, as: user, timeout: timeout) else {
             throw IntentClientError(.unavailable, "the recorder did not answer with one intent")
         }
         return status

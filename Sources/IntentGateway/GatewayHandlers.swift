@@ -291,23 +291,28 @@ struct Handlers: Sendable {
         if let wait {
             let minimumTurn = envelope.turn
             let type = envelope.type
-            registered = follower.register(
-                waiter(
-                    id: envelope.id, seconds: wait, responder: responder, ready: false,
-                    done: { status in
-                        if IntentClient.isRefusal(status) { return true }
-                        if !asOperator, let owner = status.owner, owner != user { return false }
-                        if status.type != type { return false }
-                        if envelope.request == .deny { return status.state.isTerminal }
-                        return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
-                    }
-                ) { status in
-                    guard let status else { return acceptedResponse }
-                    if IntentClient.isRefusal(status) {
-                        return HTTPServer.error(403, "forbidden", "refused: \(status.response?.message ?? status.response?.code ?? "")")
-                    }
-                    return Self.ok(status, headers: [("Location", location)])
-                })
+            // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
+            let isThisSubmissions: @Sendable (IntentStatus) -> Bool = { status in
+                if IntentClient.isRefusal(status) { return true }
+                if !asOperator, let owner = status.owner, owner != user { return false }
+                return status.type == type
+            }
+            let done: @Sendable (IntentStatus) -> Bool = { status in
+                guard isThisSubmissions(status) else { return false }
+                if IntentClient.isRefusal(status) { return true }
+                if envelope.request == .deny { return status.state.isTerminal }
+                return status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
+            }
+            var waiting = waiter(id: envelope.id, seconds: wait, responder: responder, ready: false, done: done) { status in
+                // Out of time with another intent's status: nothing of this submission is known yet.
+                guard let status, isThisSubmissions(status) else { return acceptedResponse }
+                if IntentClient.isRefusal(status) {
+                    return HTTPServer.error(403, "forbidden", "refused: \(status.response?.message ?? status.response?.code ?? "")")
+                }
+                return Self.ok(status, headers: [("Location", location)])
+            }
+            waiting.refusedSince = Date().timeIntervalSince1970
+            registered = follower.register(waiting)
         }
         let answer = answer
         let metrics = metrics

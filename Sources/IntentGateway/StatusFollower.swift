@@ -29,6 +29,8 @@ final class StatusFollower: Sendable {
         var responder: Responder
         /// False while its submission is not yet confirmed: the deadline does not answer it before the broker has.
         var ready = true
+        /// For a submission's wait: when it was made (its refusal since then is its answer, see `StatusQuery.submission`).
+        var refusedSince: Double?
     }
 
     /// An event stream: one intent's (ending after its terminal event) or the live one.
@@ -114,7 +116,7 @@ final class StatusFollower: Sendable {
         pool.run { [self] session in
             guard let waiter = registry.withLock({ $0.waiters[key] }) else { return }
             do {
-                let status = try session.status(id: waiter.id, as: waiter.identity.user)
+                let status = try session.status(id: waiter.id, as: waiter.identity.user, refusedSince: waiter.refusedSince)
                 if (status == nil && unknownEnds) || status.map(waiter.done) == true { finish(key, with: status) }
             } catch {
                 if let waiter = remove(key) { waiter.responder.respond(waiter.failure(error)) }
@@ -144,7 +146,7 @@ final class StatusFollower: Sendable {
         pool.run { [self] session in
             guard let waiter = registry.withLock({ $0.waiters[key] }) else { return }
             do {
-                let status = try session.status(id: waiter.id, as: waiter.identity.user)
+                let status = try session.status(id: waiter.id, as: waiter.identity.user, refusedSince: waiter.refusedSince)
                 if let status, waiter.done(status) {
                     finish(key, with: status)
                     return
@@ -165,7 +167,8 @@ final class StatusFollower: Sendable {
             guard let waiter = remove(key) else { continue }
             pool.run { session in
                 do {
-                    waiter.responder.respond(waiter.answer(try session.status(id: waiter.id, as: waiter.identity.user)))
+                    let status = try session.status(id: waiter.id, as: waiter.identity.user, refusedSince: waiter.refusedSince)
+                    waiter.responder.respond(waiter.answer(status))
                 } catch {
                     waiter.responder.respond(waiter.failure(error))
                 }

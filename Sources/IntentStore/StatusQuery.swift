@@ -19,9 +19,9 @@ import IntentKit
 public enum StatusQuery: Sendable, Hashable {
     /// One intent's status, by id.
     case show(id: String)
-    /// One intent's status as the answer to a submission made at `since` (seconds since 1970): this reader's
-    /// refusal of a message about the id, when one was recorded then or later, else what `show` answers (a
-    /// recorder that does not know `refusedSince` answers `show`).
+    /// One intent's status as the answer to a submission made at `since` (seconds since 1970, the client's clock):
+    /// this reader's refusal of a message about the id, when one was recorded then or later (a second's margin
+    /// for the clocks), else what `show` answers (a recorder that does not know `refusedSince` answers `show`).
     case submission(id: String, since: Double)
     /// The most recently updated intents, at most `limit`, optionally of one state and/or type.
     case list(state: IntentState?, type: String?, limit: Int)
@@ -265,7 +265,9 @@ public enum StatusQuery: Sendable, Hashable {
             guard let status = try store.status(id: id) else { return .status(try store.refusal(id: id, owner: reader.user)) }
             return .status(reader.mayRead(status.owner) ? status : try store.refusal(id: id, owner: reader.user))
         case .submission(let id, let since):
-            if let refusal = try store.refusal(id: id, owner: reader.user), refusal.updatedAt >= since { return .status(refusal) }
+            // `since` is the client's clock, the refusal's time the recorder's: a second's margin between them, as
+            // cancels allow (an earlier refusal within it answers too, and says only what it says).
+            if let refusal = try store.refusal(id: id, owner: reader.user), refusal.updatedAt >= since - 1 { return .status(refusal) }
             return try StatusQuery.show(id: id).answer(from: store, writer: writer, for: reader)
         case .list(let state, let type, let limit):
             let owner = reader.isOperator ? nil : reader.user ?? ""

@@ -66,6 +66,11 @@ struct GatewayTests {
             json: #"{"id":"gw-hello","parameters":{"recipients":["Bob"],"content":"mine now"}}"#)
         #expect(taken.status == 403 && taken.code == "forbidden", "\(taken)")
         #expect(try world.secure.sandbox.messageCount(intentID: "gw-hello") == 1)
+        // Its own id under another type: the refusal, not the first intent's success, once its time ran out.
+        let otherType = try await world.request(
+            "POST", "/v1/intents/OrderSoup?wait=20", token: world.aliceToken, json: #"{"id":"gw-hello","parameters":{"soup":"tomato","quantity":1}}"#)
+        #expect(otherType.status == 403 && otherType.code == "forbidden", "\(otherType)")
+        #expect("\(otherType)".contains("taken by a SendMessage intent"), "\(otherType)")
     }
 
     @Test func badRequestsAreRefusedWithTheirReason() async throws {
