@@ -393,8 +393,8 @@ public final class StatusStore {
             var slot = Int(truncatingIfNeeded: hash) & (size - 1)
             while last[slot] >= 0, updates[last[slot]].intentID != id { slot = (slot + 1) & (size - 1) }
             // The update before this one about the intent: a first submission merges with an outcome that follows it.
-            if last[slot] >= 0, isFirstSubmission(last[slot]), case .queued(let envelope, _) = updates[last[slot]],
-                case .event(let event) = updates[position], canMerge(envelope, event)
+            if last[slot] >= 0, isFirstSubmission(last[slot]), case .queued(let envelope, let submitter) = updates[last[slot]],
+                case .event(let event) = updates[position], canMerge(envelope, by: submitter, event)
             {
                 partners[last[slot]] = position
             }
@@ -404,10 +404,11 @@ public final class StatusStore {
     }
 
     /// Whether `event`, right after the first submission `envelope` of an intent the store has no row for, is applied
-    /// as a plain outcome: a terminal state of the same type, not a dead letter (whose owner the store checks).
-    static func canMerge(_ envelope: IntentEnvelope, _ event: StatusEvent) -> Bool {
+    /// as a plain outcome: a terminal state of the same type and owner, not a dead letter (whose owner the store
+    /// checks); an outcome for another owner clears what the submission recorded (`submittedByAnother`).
+    static func canMerge(_ envelope: IntentEnvelope, by submitter: Submitter?, _ event: StatusEvent) -> Bool {
         event.state.isTerminal && event.type == envelope.type && event.refused != true
-            && event.response?.code != FailureCode.deadLettered
+            && event.response?.code != FailureCode.deadLettered && event.owner == submitter?.user
     }
 
     /// The row that `envelope`'s `queuedUpsert` followed by `event`'s `eventUpsert` would leave for an id the store
@@ -638,11 +639,22 @@ public final class StatusStore {
         guard schedule.hasCountableTimes else {
             throw StatusQuery.Invalid(description: "a schedule repeats every second or more, from a first due time from 1970 on (at most 10^11 s)")
         }
+        let parameters = JSONValue.object(schedule.parameters).jsonString
+        guard parameters.utf8.count <= Schedule.maximumParametersBytes else {
+            throw StatusQuery.Invalid(
+                description: "a schedule's parameters take at most \(Schedule.maximumParametersBytes) bytes as JSON, not \(parameters.utf8.count)")
+        }
         return try database.transaction { db in
             if let existing = try db.queryFirst("SELECT owner FROM intent_schedule WHERE name = ?", [.text(schedule.name)], { $0.text(0) }),
                 existing != schedule.owner
             {
                 return false
+            }
+            let others = try db.queryFirst(
+                "SELECT count(*) FROM intent_schedule WHERE coalesce(owner, '') = ? AND name != ?", [.text(schedule.owner ?? ""), .text(schedule.name)]
+            ) { $0.int(0) } ?? 0
+            guard others < Schedule.maximumPerOwner else {
+                throw StatusQuery.Invalid(description: "an owner keeps at most \(Schedule.maximumPerOwner) schedules: remove one first")
             }
             try db.run(
                 """
@@ -650,7 +662,7 @@ public final class StatusStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
-                    .text(schedule.name), .optional(schedule.owner), .text(schedule.type), .text(JSONValue.object(schedule.parameters).jsonString),
+                    .text(schedule.name), .optional(schedule.owner), .text(schedule.type), .text(parameters),
                     .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0), .real(now),
                 ])
             return true
@@ -685,6 +697,13 @@ public final class StatusStore {
         }
     }
 
+    /// In the event upsert: the row holds a submission recorded from someone other than the owner a worker's event
+    /// names (two submitters raced for one id, and the ledger admitted the other; or none is named: the ledger's
+    /// intent is an anonymous submitter's).
+    static let submittedByAnother = """
+        (coalesce(intent_status.owner, '') != coalesce(excluded.owner, '') AND (intent_status.owner IS NOT NULL OR intent_status.submitted_at IS NOT NULL))
+        """
+
     /// The upsert of a status event (built once: the recorder runs it for most of its messages).
     private static let eventUpsert = """
         INSERT INTO intent_status(id, type, state, rank, response_code, response_message, response_payload,
@@ -692,7 +711,15 @@ public final class StatusStore {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
         ON CONFLICT(id) DO UPDATE SET
             view = coalesce(excluded.view, intent_status.view),
-            owner = coalesce(excluded.owner, intent_status.owner),
+            owner = CASE WHEN \(StatusStore.submittedByAnother) THEN excluded.owner ELSE coalesce(excluded.owner, intent_status.owner) END,
+            -- The submission recorded was another submitter's (the worker's ledger gave the id to the one it names):
+            -- none of it is this intent's, nor is it to be shown to its owner or released as theirs.
+            parameters = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.parameters END,
+            group_id = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.group_id END,
+            confirmed = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.confirmed END,
+            due_at = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.due_at END,
+            release_body = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.release_body END,
+            release_at = CASE WHEN \(StatusStore.submittedByAnother) THEN NULL ELSE intent_status.release_at END,
             state = excluded.state,
             turn = max(intent_status.turn, excluded.turn),
             rank = excluded.rank,

@@ -776,6 +776,24 @@ import Testing
         #expect(try store.dueIntents(at: 2_000, keptBy: 2_000).isEmpty)
     }
 
+    /// Two submitters raced for one id: the store recorded alice's submission, the ledger admitted bob's. Bob's
+    /// events used to make the row his while it kept alice's parameters, which bob could then read.
+    @Test func aWorkersEventForAnotherOwnerTakesTheRowWithoutTheFirstSubmission() throws {
+        let secret = IntentEnvelope(
+            id: "x", type: "SendMessage", parameters: ["content": "alice's secret"], submittedAt: 1, group: "g", dueAt: 50)
+        try store.record([.queued(secret, by: .init(user: "alice"))], now: 1)
+        let bobs = IntentEnvelope(id: "x", type: "SendMessage", parameters: ["content": "bob's"], submittedAt: 2)
+        try store.record([.queued(bobs, by: .init(user: "bob"))], now: 2)
+        try store.record([.event(StatusEvent(id: "x", type: "SendMessage", state: .inProgress, at: 3, attempt: 1, owner: "bob"))], now: 3)
+        let status = try #require(try store.reader.status(id: "x"))
+        #expect(status.owner == "bob" && status.state == .inProgress)
+        #expect(status.parameters == nil && status.group == nil && status.dueAt == nil, "\(status)")
+        #expect(try store.dueIntents(at: 2_000, keptBy: 2_000).isEmpty, "alice's body is not released as bob's")
+        // The owner's own events change nothing of its submission.
+        try store.record([.event(StatusEvent(id: "a", type: "SendMessage", state: .success, at: 4, attempt: 1, owner: "alice"))], now: 4)
+        #expect(try store.reader.status(id: "a")?.owner == "alice")
+    }
+
     @Test func anAnswerUnderAnotherTypeChangesNothing() throws {
         let underSoup = IntentEnvelope(
             id: "a", type: "OrderSoup", parameters: ["soup": "tomato"], submittedAt: 2, turn: 1, answers: ["soup": "tomato"])
