@@ -38,6 +38,10 @@ public struct Schedule: Sendable, Hashable, Decodable {
     /// in steps of at least a second from such a time, a due time's index stays far below 2^53, where a `Double`
     /// stops counting by ones.
     public static let startsRange: ClosedRange<Double> = 0...100_000_000_000
+    /// The most a schedule's parameters take as JSON (bytes): every scheduler reads every schedule, in one answer.
+    public static let maximumParametersBytes = 16 << 10
+    /// The most schedules one owner keeps.
+    public static let maximumPerOwner = 100
 
     /// The steps between due times a new schedule may have: a second to a year (leap or not).
     public static let everyRange: ClosedRange<Double> = 1...(366 * 86_400)

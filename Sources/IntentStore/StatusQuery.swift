@@ -326,7 +326,7 @@ public enum StatusQuery: Sendable, Hashable {
         case .success(.deleted(let count)):
             return JSONValue.object(["deleted": .number(Double(count))]).serialized()
         case .success(.schedules(let schedules)):
-            return JSONValue.object(["schedules": .array(schedules.map(\.jsonValue))]).serialized()
+            return sized(JSONValue.object(["schedules": .array(schedules.map(\.jsonValue))]).serialized())
         case .success(.deduplicated(let id, let first)):
             return JSONValue.object(["dedupe": ["id": .string(id), "first": .bool(first)]]).serialized()
         case .failure(let error as Forbidden):

@@ -650,9 +650,11 @@ public final class StatusStore {
             {
                 return false
             }
-            let others = try db.queryFirst(
-                "SELECT count(*) FROM intent_schedule WHERE coalesce(owner, '') = ? AND name != ?", [.text(schedule.owner ?? ""), .text(schedule.name)]
-            ) { $0.int(0) } ?? 0
+            let others =
+                try db.queryFirst(
+                    "SELECT count(*) FROM intent_schedule WHERE coalesce(owner, '') = ? AND name != ?",
+                    [.text(schedule.owner ?? ""), .text(schedule.name)]
+                ) { $0.int(0) } ?? 0
             guard others < Schedule.maximumPerOwner else {
                 throw StatusQuery.Invalid(description: "an owner keeps at most \(Schedule.maximumPerOwner) schedules: remove one first")
             }

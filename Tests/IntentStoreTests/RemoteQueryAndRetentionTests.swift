@@ -99,6 +99,28 @@ import Testing
         #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(#"{"query":"show","id":"o","refusedSince":"x"}"#.utf8)) }
     }
 
+    /// Every scheduler reads every schedule in one answer: a producer's schedules with megabytes of parameters
+    /// made that answer too large for the broker, which closed the recorder's channel on each scheduler's read.
+    @Test func aSchedulesSizeAndAnOwnersNumberOfThemAreBounded() throws {
+        let store = try StatusStore(path: path)
+        let mallory = StatusQuery.Reader(user: "mallory", isOperator: false)
+        let big = String(repeating: "x", count: Schedule.maximumParametersBytes)
+        let huge = Schedule(name: "huge", type: "SendMessage", parameters: ["content": .string(big)], every: 86_400, starts: 1_000)
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.schedule(huge).answer(from: store.reader, writer: store, for: mallory) }
+        for index in 0..<Schedule.maximumPerOwner {
+            let each = Schedule(name: "s\(index)", type: "SendMessage", parameters: ["content": "hi"], every: 86_400, starts: 1_000)
+            _ = try StatusQuery.schedule(each).answer(from: store.reader, writer: store, for: mallory)
+        }
+        let over = Schedule(name: "one-more", type: "SendMessage", parameters: ["content": "hi"], every: 86_400, starts: 1_000)
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.schedule(over).answer(from: store.reader, writer: store, for: mallory) }
+        var again = over
+        again.name = "s0"
+        _ = try StatusQuery.schedule(again).answer(from: store.reader, writer: store, for: mallory)
+        #expect(try store.reader.schedules().count == Schedule.maximumPerOwner, "one replaced, none added")
+        let everyone = try StatusQuery.schedules.answer(from: store.reader, writer: store, for: .init(user: "w", isOperator: true))
+        #expect(StatusQuery.reply(.success(everyone)).count <= StatusQuery.maximumReplyBytes)
+    }
+
     /// A schedule asked for without a verified user used to be kept with no owner, and its runs then went out as the
     /// scheduler's own (a trusted user); now it is refused.
     @Test func aScheduleAskedForWithoutAUserIsRefused() throws {
