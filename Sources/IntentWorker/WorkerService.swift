@@ -332,6 +332,12 @@ public final class WorkerService: Service {
                 finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(refusal), owner: sender.user, refused: true)
                 return
             }
+            if envelope.turn > 0, let answers = envelope.answers, !answers.isEmpty {
+                // An answer changes values: a confirmation of them, or of the whole intent, given at an earlier turn no
+                // longer stands (the user confirmed other values), and is asked again should the intent need it.
+                job.admission.confirmed.subtract(answers.keys)
+                job.admission.confirmed.remove(IntentPipeline.wholeIntent)
+            }
             if let request = envelope.request {
                 try await decide(request, for: job)
             } else {

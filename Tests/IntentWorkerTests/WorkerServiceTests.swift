@@ -406,6 +406,30 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// A confirmation is of the values the user saw. Given at one turn, it used to stand through a later answer that
+    /// changed them: a booking confirmed at 10:00 that then asked for its time again was booked at the answer's time
+    /// with no second confirmation.
+    @Test func anAnswerThatChangesValuesTakesBackAnEarlierConfirmation() async throws {
+        let harness = try Harness()
+        let asked = IntentEnvelope(id: "b", type: Booking.typeName, parameters: ["time": "10:00"], submittedAt: 0)
+        #expect(await harness.acked(harness.deliver(asked, userID: "alice")))
+        #expect(try harness.events("b").last?.state == .needsInput, "asks to confirm 10:00")
+        // Confirmed, in a turn whose time is gone: the booking asks for a time.
+        let confirmed = IntentEnvelope(
+            id: "b", type: Booking.typeName, parameters: ["time": ""], submittedAt: 0, turn: 1, confirmed: [IntentPipeline.wholeIntent])
+        #expect(await harness.acked(harness.deliver(confirmed, userID: "alice")))
+        let question = try #require(try harness.events("b").last)
+        #expect(question.state == .needsInput && question.resolutions?.first?.parameter == "time", "\(question)")
+        // The answer gives another time: that booking is asked to be confirmed, not made.
+        let answered = IntentEnvelope.answering(
+            id: "b", type: Booking.typeName, parameters: ["time": ""], turn: 1, answers: ["time": "23:00"], confirmed: [IntentPipeline.wholeIntent])
+        #expect(await harness.acked(harness.deliver(answered, userID: "alice")))
+        let last = try #require(try harness.events("b").last)
+        #expect(last.state == .needsInput && last.resolutions?.contains { $0.parameter == IntentPipeline.wholeIntent } == true, "\(last)")
+        #expect(try harness.notes("b") == 0, "nothing booked without a confirmation of 23:00")
+        await harness.stop()
+    }
+
     /// A second submission under the id of an intent kept to run when due (what a deduplication key's second
     /// submitter publishes, its own parameters and no due time) neither runs now nor replaces the kept one: the
     /// intent runs when due, as first submitted, which is what the store says.
