@@ -841,14 +841,18 @@ public final class StatusStore {
             "SELECT id FROM intent_status WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?",
             [.real(cutoff), .int(limit)]
         ) { $0.string(0) }
-        guard !ids.isEmpty else {
-            try database.transaction { db in
-                try db.run("DELETE FROM status_conflict WHERE at < ?", [.real(cutoff)])
-                try db.run("DELETE FROM intent_refusal WHERE at < ?", [.real(cutoff)])
-            }
-            return 0
+        let removed = ids.isEmpty ? 0 : try delete(ids: ids)
+        // Every round, at most `limit` of each (under a steady load there are always finished intents to remove, and
+        // these were once pruned only by a round that found none).
+        try database.transaction { db in
+            try db.run(
+                "DELETE FROM status_conflict WHERE rowid IN (SELECT rowid FROM status_conflict WHERE at < ?1 LIMIT ?2)",
+                [.real(cutoff), .int(limit)])
+            try db.run(
+                "DELETE FROM intent_refusal WHERE (id, owner) IN (SELECT id, owner FROM intent_refusal WHERE at < ?1 LIMIT ?2)",
+                [.real(cutoff), .int(limit)])
         }
-        return try delete(ids: ids)
+        return removed
     }
 
     /// Removes stored interactions (status and history): these ids, or a

@@ -245,4 +245,21 @@ import Testing
         let left = Set(try store.reader.list(limit: 100).map(\.id))
         #expect(left == ["waiting", "running", "new"])
     }
+
+    /// Refusals and conflicts were pruned only by a round that found no finished intent to remove: under a steady
+    /// load there always is one, and the two tables grew for ever.
+    @Test func retentionPrunesRefusalsAndConflictsInRoundsThatRemoveIntentsToo() throws {
+        let store = try StatusStore(path: path)
+        let refusal = StatusEvent(
+            id: "r", type: "SendMessage", state: .failure, at: 1_000, attempt: 1,
+            response: IntentResponse(code: FailureCode.idInUse, message: "taken"), owner: "bob", refused: true)
+        try store.record([.refusal(refusal)], now: 1_000)
+        try store.record([Self.event("c", .success, code: "success")], now: 1_000)
+        try store.record([Self.event("c", .failure, code: "other")], now: 1_000)
+        #expect(try store.reader.conflictCount() == 1)
+        try store.record([Self.event("done", .success, code: "success")], now: 1_500)
+        #expect(try store.deleteFinished(before: 2_000, limit: 1) == 1, "a finished intent removed this round")
+        #expect(try store.reader.refusal(id: "r", owner: "bob") == nil)
+        #expect(try store.reader.conflictCount() == 0)
+    }
 }
