@@ -260,6 +260,19 @@ public enum IntentPipeline {
     /// The outcome of an error a step threw.
     private static func outcome(of error: any Error, step: String, resolutions: [ParameterResolution]) -> PipelineOutcome {
         switch error {
+        case let request as ParameterRequest where !request.resolution.result.needsInput:
+            // Thrown, but not a question (SiriKit's habit of answering `unsupported` this way): nothing to wait for.
+            let failure: IntentFailure
+            if case .unsupported(let reason) = request.resolution.result {
+                failure = IntentFailure(code: FailureCode.unsupportedParameter, message: "\(request.resolution.label): \(reason)")
+            } else {
+                failure = IntentFailure(
+                    code: FailureCode.handlerError,
+                    message: "\(step) threw a request about \(request.resolution.label) that asks nothing (\(request.resolution.result.outcome))")
+            }
+            var resolved = resolutions.filter { $0.parameter != request.resolution.parameter }
+            resolved.append(request.resolution)
+            return .failure(failure, resolutions: resolved)
         case let request as ParameterRequest:
             // A question: that parameter's resolutions give way to it.
             var asked = resolutions.filter { $0.parameter != request.resolution.parameter }

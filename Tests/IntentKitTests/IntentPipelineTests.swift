@@ -382,6 +382,20 @@ import Testing
         #expect(maybe.seen.withLock { $0 } == [nil])
     }
 
+    /// A step that throws a `ParameterRequest` that is not a question (an `unsupported` value, the SiriKit habit)
+    /// used to leave the intent waiting in `needsInput` with nothing to answer, until its question expired.
+    @Test func aRequestThatAsksNothingEndsTheIntentInsteadOfWaiting() async throws {
+        var scripted = handler
+        scripted.onConfirm = { _, _ in throw ParameterRequest(ParameterResolution("quantity", .unsupported(reason: "too many today"))) }
+        let unsupported = try await run(scripted)
+        #expect(unsupported.state == .failure && unsupported.response?.code == FailureCode.unsupportedParameter, "\(unsupported)")
+        #expect(unsupported.response?.message?.contains("too many today") == true)
+        scripted.onConfirm = { _, _ in throw ParameterRequest(ParameterResolution("quantity", .success(2))) }
+        let nothing = try await run(scripted)
+        #expect(nothing.state == .failure && nothing.response?.code == FailureCode.handlerError, "\(nothing)")
+        #expect(journal.handles == 0)
+    }
+
     // MARK: Unsupported
     // MARK: Unsupported
 
