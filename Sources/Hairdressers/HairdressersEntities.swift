@@ -26,7 +26,7 @@ public struct Hairdresser: NamedEntity, Hashable, Codable {
     }
 }
 
-/// A group of hairdressers, named by the user: any group whose name contains what was said.
+/// A group of hairdressers, named by the user: the group of that exact name, else any whose name contains what was said.
 public struct HairdresserGroup: NamedEntity, Hashable, Codable {
     public var name: String
 
@@ -37,7 +37,9 @@ public struct HairdresserGroup: NamedEntity, Hashable, Codable {
     public static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<HairdresserGroup> {
         let (groups, said) = try await Vocabulary.lookUp(spoken, kind: .group, context: context)
         let wanted = said.lowercased().trimmingWhitespace()
-        let matches = wanted.isEmpty ? [] : groups.filter { $0.lowercased().contains(wanted) }
+        // The exact name wins: "neighbors" is not asked about again because "old neighbors" contains it.
+        let exact = groups.filter { $0.lowercased() == wanted }
+        let matches = wanted.isEmpty ? [] : exact.isEmpty ? groups.filter { $0.lowercased().contains(wanted) } : exact
         return choose(
             matches, none: .needsValue(IntentDialog(full: "Which group? There are \(Hairdresser.spoken(groups)).", supporting: "Which group?")),
             asking: IntentDialog(full: "Which group do you mean: \(Hairdresser.spoken(matches))?", supporting: "Which group?"))

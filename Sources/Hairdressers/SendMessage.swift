@@ -29,7 +29,10 @@ public struct SendMessageHandler: DatabaseIntentHandler {
     }
 
     public func handle(_ intent: SendMessage, context: IntentContext) async throws -> IntentResponse {
-        let named = (intent.recipients ?? []).map(\.name)
+        // Two names for one hairdresser ("Alice", "Alice Smith") are one recipient.
+        let named = (intent.recipients ?? []).map(\.name).reduce(into: [String]()) { names, name in
+            if !names.contains(name) { names.append(name) }
+        }
         let group = intent.groupName?.name
         let content = intent.content
         return try await database.once(context) { db in

@@ -176,6 +176,23 @@ import Testing
         #expect(try messages(for: "m-both").map(\.hairdresser) == ["Alice Smith", "Carol White", "Dan Brown", "Jeff Baker"])
     }
 
+    /// Two names of one hairdresser are one recipient: one message, not two.
+    @Test func oneHairdresserNamedTwiceGetsOneMessage() async throws {
+        let outcome = await sendMessage(["recipients": ["Alice", "Alice Smith"], "content": "Hi"], id: "m-twice")
+        #expect(outcome.state == .success)
+        #expect(try messages(for: "m-twice").map(\.hairdresser) == ["Alice Smith"])
+        #expect(outcome.response?.message == "Message sent to Alice Smith")
+    }
+
+    /// A group whose name is inside another's ("neighbors", "old neighbors") used to be asked about for ever: the
+    /// exact name wins.
+    @Test func aGroupsExactNameWinsOverOneContainingIt() async throws {
+        try await database.write { db in try db.run(#"INSERT INTO "group"(name) VALUES ('old neighbors')"#) }
+        let outcome = await sendMessage(["groupName": "neighbors", "content": "Hi"], id: "m-exact-group")
+        #expect(outcome.state == .success, "\(outcome)")
+        #expect(resolution(outcome, "groupName") == .success("neighbors"))
+    }
+
     @Test func anUnknownGroupNeedsAValue() async throws {
         let outcome = await sendMessage(["groupName": "xyz", "content": "Hi"], id: "m-xyz")
 
