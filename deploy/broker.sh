@@ -72,6 +72,8 @@ start() {
         cat "$INTENTQUEUE_BROKER_CONF" >> "$dir/rabbitmq.conf"
     fi
     [[ -f "$dir/enabled_plugins" ]] || echo "[${INTENTQUEUE_BROKER_PLUGINS:-}]." > "$dir/enabled_plugins"
+    # A pid file left by a node that died (or was killed) names a process that may be another's by now.
+    rm -f "$dir/rabbitmq.pid"
     (
         # The node outlives this script: it must not keep the caller's open
         # files (a lock, or the pipe a supervisor watches for our exit).
@@ -95,10 +97,13 @@ start() {
     done
     echo "broker.sh: node $name did not start within 60 s; see $dir/log" >&2
     tail -20 "$dir/log/"*.log >&2 2>/dev/null || true
-    # Not left booting behind the failure (to take the port later): stopped, or else ended by its pid.
+    # Not left booting behind the failure (to take the port later): stopped, or else ended by its pid (the file
+    # is this start's: an earlier one was removed before it), if that pid is still this node's Erlang VM.
     ctl "$name" stop >/dev/null 2>&1 || true
     pid="$(cat "$dir/rabbitmq.pid" 2>/dev/null || true)"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "beam.*$name@"; then
+        kill -9 "$pid" 2>/dev/null || true
+    fi
     exit 69
 }
 

@@ -44,13 +44,28 @@ if ((${#missing[@]} > 0)); then
         trap '"${sudo[@]}" rm -f "$policy"' EXIT
     fi
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Nor started at the next boot, where one is enabled.
+    if [[ " ${missing[*]} " == *" rabbitmq-server "* ]] && command -v systemctl >/dev/null; then
+        "${sudo[@]}" systemctl disable rabbitmq-server >/dev/null 2>&1 || true
+    fi
 fi
 if ((${#python_packages[@]} > 0)); then
     echo "install.sh: installing ${python_packages[*]} from PyPI"
     pip=(python3 -m pip install --quiet --disable-pip-version-check)
-    # Debian's own python3 is "externally managed": its pip installs only when told to.
-    if ! "${pip[@]}" "${python_packages[@]}" 2>/dev/null; then
+    errors="$(mktemp)"
+    if ! "${pip[@]}" "${python_packages[@]}" 2>"$errors"; then
+        # Debian's own python3 is "externally managed": its pip installs only when told to. Any other failure is said.
+        if ! grep -q "externally-managed-environment" "$errors"; then
+            cat "$errors" >&2
+            rm -f "$errors"
+            exit 1
+        fi
+        if ((${#sudo[@]} > 0)) && ! command -v sudo >/dev/null; then
+            echo "install.sh: need root (or sudo) to install ${python_packages[*]}" >&2
+            exit 69
+        fi
         "${sudo[@]}" "${pip[@]}" --break-system-packages "${python_packages[@]}"
     fi
+    rm -f "$errors"
 fi
 command -v swift >/dev/null || { echo "install.sh: the Swift 6 toolchain is not on PATH" >&2; exit 69; }

@@ -30,13 +30,13 @@ export HAIRDRESSERS_DB="$RUN_DIR/hairdressers.sqlite"
 if [[ -f "$RUNS/running" ]]; then
     for pid in $(cat "$RUNS/running"); do
         [[ "$pid" =~ ^[0-9]+$ ]] || continue
-        case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in
-            */intent-worker\ * | */intent-gateway\ *)
-                echo "quickstart: stopping pid $pid, left running by an earlier quickstart"
-                kill -TERM "$pid" 2>/dev/null || true
-                for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-                ;;
-        esac
+        # Only this checkout's own worker or gateway (a pid reused since, or a system's intent-worker, is left alone).
+        exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+        if [[ "$exe" == "$BIN/intent-worker" || "$exe" == "$BIN/intent-gateway" ]]; then
+            echo "quickstart: stopping pid $pid, left running by an earlier quickstart"
+            kill -TERM "$pid" 2>/dev/null || true
+            for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        fi
     done
     rm -f "$RUNS/running"
 fi
