@@ -231,9 +231,12 @@ public final class IntentClient: Sendable {
         if let unknown = answers.keys.sorted().first(where: { !known.contains($0) }) {
             throw IntentClientError(.invalid, "\(status.type) has no parameter '\(unknown)' (it knows \(known.sorted().joined(separator: ", ")))")
         }
-        // The merged parameters may mix the submission's with answers typed now.
+        // The merged parameters may mix the submission's with answers typed now; an answer about one element of a
+        // list replaces that element only.
+        let parameters = status.parameters?.objectValue ?? [:]
         var envelope = IntentEnvelope.answering(
-            id: status.id, type: status.type, parameters: status.parameters?.objectValue ?? [:], turn: status.turn ?? 0, answers: answers,
+            id: status.id, type: status.type, parameters: parameters, turn: status.turn ?? 0,
+            answers: IntentEnvelope.applying(answers, to: parameters, asked: status.resolutions ?? []),
             confirmed: status.confirmed ?? [], group: status.group, lenient: true)
         envelope.dueAt = stillAhead(status)
         return envelope

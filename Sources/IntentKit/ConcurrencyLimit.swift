@@ -14,7 +14,9 @@ public struct ConcurrencyLimit: Sendable, Hashable {
     public enum Scope: Sendable, Hashable {
         /// The intent's owner (the broker user of its first submission).
         case owner
-        /// The value of one of its parameters.
+        /// The value of one of its parameters, as submitted (the slot is taken before resolution): "Alice" and
+        /// "alice smith" are two values even when both resolve to one hairdresser. Have clients submit the
+        /// canonical value (an id, the full name) where the limit must hold per resolved value.
         case parameter(String)
     }
 

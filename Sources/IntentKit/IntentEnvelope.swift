@@ -99,6 +99,31 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             confirmed: allConfirmed.isEmpty ? nil : allConfirmed, group: group, lenientParameters: lenient)
     }
 
+    /// `answers` as they apply to `parameters`, given what the intent asked (`asked`, its question's resolutions):
+    /// a question about elements of a list (`recipients[0]`) answered with one value, or with as many as it asked
+    /// about, replaces those elements and keeps the rest (answering "Jeff Baker" to which Jeff of
+    /// `["Jeff", "Alice"]` leaves Alice in). Any other answer replaces the parameter whole; so does text with a
+    /// comma, which a command line's list is.
+    public static func applying(
+        _ answers: [String: JSONValue], to parameters: [String: JSONValue], asked: [ParameterResolution]
+    ) -> [String: JSONValue] {
+        var applied = answers
+        for (name, answer) in answers {
+            let indexes = asked.filter { $0.parameter == name && $0.result.needsInput }.compactMap(\.index)
+            guard !indexes.isEmpty, case .array(var list)? = parameters[name], indexes.allSatisfy(list.indices.contains) else { continue }
+            let values: [JSONValue]
+            switch answer {
+            case .array(let given): values = given
+            case .string(let text) where text.contains(","): continue
+            default: values = [answer]
+            }
+            guard values.count == indexes.count else { continue }
+            for (index, value) in zip(indexes, values) { list[index] = value }
+            applied[name] = .array(list)
+        }
+        return applied
+    }
+
     /// An envelope for a typed intent, with a fresh id unless one is given.
     public init<I: Intent>(_ intent: I, id: String = IntentID.make(), submittedAt: Date = Date()) throws {
         guard case .object(let parameters) = try JSONValueEncoder().encode(intent) else {

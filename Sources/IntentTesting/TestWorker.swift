@@ -77,7 +77,8 @@ public final class TestWorker: Sendable {
         let (asked, question) = try waiting(id)
         return try await take(
             IntentEnvelope.answering(
-                id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0, answers: answers,
+                id: id, type: asked.type, parameters: asked.parameters, turn: question.turn ?? 0,
+                answers: IntentEnvelope.applying(answers, to: asked.parameters, asked: question.resolutions ?? []),
                 confirmed: asked.confirmed ?? [], group: asked.group, lenient: lenient || asked.lenientParameters), timeout: timeout)
     }
 

@@ -32,6 +32,52 @@ struct TestWorkerTests {
         }
     }
 
+    /// A room said by its first letter: "k" is the kitchen or the kids' room.
+    struct Room: ParameterValue, Hashable {
+        var name: String
+        static func resolve(_ spoken: String, context: IntentContext) async throws -> ParameterResult<Room> {
+            if spoken.lowercased() == "k" {
+                return .disambiguation([ParameterOption(Room(name: "Kitchen"), title: "Kitchen"), ParameterOption(Room(name: "Kids"), title: "Kids")])
+            }
+            return .success(Room(name: spoken))
+        }
+        var spoken: String { name }
+        var displayValue: JSONValue { .string(name) }
+    }
+
+    struct WaterRooms: Intent {
+        static let typeName = "WaterRooms"
+        @Parameter("Which rooms?") var rooms: [Room]
+    }
+
+    struct WaterRoomsHandler: IntentHandler {
+        let watered: Watered
+        func handle(_ intent: WaterRooms, context: IntentContext) async throws -> IntentResponse {
+            watered.rooms.withLock { $0 += intent.rooms.map(\.name) }
+            return .success("Watered")
+        }
+    }
+
+    /// A question about one element of a list, answered with one value, used to replace the whole list: the other
+    /// rooms said were dropped. The answer replaces that element only (`IntentEnvelope.applying`).
+    @Test func anAnswerAboutOneElementOfAListKeepsTheOthers() async throws {
+        let watered = Watered()
+        let worker = try TestWorker(WaterRoomsHandler(watered: watered))
+        let asked = try await worker.submit("WaterRooms", ["rooms": ["k", "Hall"]], id: "r-1")
+        #expect(asked.state == .needsInput && asked.resolutions?.first { $0.result.needsInput }?.index == 0, "\(asked)")
+        let done = try await worker.answer("r-1", ["rooms": "Kitchen"])
+        #expect(done.state == .success, "\(done)")
+        #expect(watered.rooms.withLock { $0 } == ["Kitchen", "Hall"])
+        // An answer of a whole list (or text with commas, a command line's list) still replaces it.
+        let applied = IntentEnvelope.applying(
+            ["rooms": "Kitchen,Study"], to: ["rooms": ["k", "Hall"]], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
+        #expect(applied == ["rooms": "Kitchen,Study"])
+        let whole = IntentEnvelope.applying(
+            ["rooms": ["Study", "Hall", "Attic"]], to: ["rooms": ["k", "Hall"]], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
+        #expect(whole == ["rooms": ["Study", "Hall", "Attic"]])
+        await worker.stop()
+    }
+
     @Test func aTypedIntentIsHandledAndItsEventsAreThere() async throws {
         let watered = Watered()
         let worker = try TestWorker(WaterPlantsHandler(watered: watered))
