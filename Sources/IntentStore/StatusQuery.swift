@@ -271,7 +271,12 @@ public enum StatusQuery: Sendable, Hashable {
             return try StatusQuery.show(id: id).answer(from: store, writer: writer, for: reader)
         case .list(let state, let type, let limit):
             let owner = reader.isOperator ? nil : reader.user ?? ""
-            return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit))
+            // No more than a reply may carry: the reader is told to ask for fewer rather than the recorder run out of memory.
+            do {
+                return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit, maxBytes: Self.maximumReplyBytes))
+            } catch let tooLarge as StatusReader.TooLarge {
+                throw Invalid(description: tooLarge.description)
+            }
         case .dead(let limit):
             guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
             return .statuses(try store.deadLettered(limit: limit))

@@ -88,10 +88,30 @@ public final class StatusReader {
 
     /// The most recently updated intents, optionally of one state and/or type
     /// and (for a reader who may see only their own) of one owner.
-    public func list(state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50) throws -> [IntentStatus] {
+    /// Throws `TooLarge` once the rows read take more than `maxBytes` of text: a list of large submissions is
+    /// refused there rather than built whole in memory, for an answer too large to send.
+    public func list(
+        state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50, maxBytes: Int = .max
+    ) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
         let list = Self.listQuery(state: state, type: type, owner: owner, limit: limit)
-        return try database.query(list.sql, list.bindings, Self.status(from:))
+        var bytes = 0
+        return try database.query(list.sql, list.bindings) { row in
+            for column in [Column.parameters, .responsePayload, .resolutions, .view, .responseMessage] {
+                bytes += row.text(column.rawValue)?.utf8.count ?? 0
+            }
+            guard bytes <= maxBytes else { throw TooLarge(maxBytes: maxBytes) }
+            return try Self.status(from: row)
+        }
+    }
+
+    /// A list would take more than `maxBytes`.
+    public struct TooLarge: Error, CustomStringConvertible {
+        /// The most it may take.
+        public var maxBytes: Int
+        public var description: String {
+            "the intents asked for take over \(maxBytes / 1_048_576) MiB; ask for fewer intents with --limit, or read the store locally"
+        }
     }
 
     /// The SQL `list` runs, with its bindings.

@@ -121,6 +121,26 @@ import Testing
         #expect(StatusQuery.reply(.success(everyone)).count <= StatusQuery.maximumReplyBytes)
     }
 
+    /// A list of large submissions was built whole in the recorder's memory (10,000 of 1 MiB: 10 GB) before the
+    /// reply's size was checked. It is refused once the rows read pass what a reply may carry.
+    @Test func aListLargerThanAReplyIsRefusedBeforeItIsBuiltWhole() throws {
+        let store = try StatusStore(path: path)
+        let big = String(repeating: "x", count: 1 << 20)
+        let alice = StatusQuery.Reader(user: "alice", isOperator: false)
+        for index in 0..<10 {
+            let envelope = IntentEnvelope(id: "big-\(index)", type: "SendMessage", parameters: ["content": .string(big)], submittedAt: 1)
+            try store.record([.queued(envelope, by: .init(user: "alice"))], now: Double(index))
+        }
+        #expect(throws: StatusQuery.Invalid.self) {
+            try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store.reader, writer: store, for: alice)
+        }
+        guard case .statuses(let few) = try StatusQuery.list(state: nil, type: nil, limit: 3).answer(from: store.reader, for: alice) else {
+            Issue.record("no list")
+            return
+        }
+        #expect(few.map(\.id) == ["big-9", "big-8", "big-7"])
+    }
+
     /// A schedule asked for without a verified user used to be kept with no owner, and its runs then went out as the
     /// scheduler's own (a trusted user); now it is refused.
     @Test func aScheduleAskedForWithoutAUserIsRefused() throws {
