@@ -438,6 +438,21 @@ enum ParameterReading {
         declaration(of: type).templates
     }
 
+    /// The declared parameters a decode of the type reads under another key than their property's name (custom
+    /// `CodingKeys`), which would decode them without their rules; empty when none is (or nothing can be told:
+    /// the type's own decode refuses an empty object).
+    static func renamedParameters<I: Intent>(of type: I.Type) -> [String] {
+        let declared = declaration(of: type)
+        let decoding = ParameterDecoding.Decoding(templates: declared.templates, parameters: [:])
+        guard
+            (try? ParameterDecoding.$current.withValue(decoding) {
+                try JSONValueDecoder(lenient: true).decodeTree(I.self, from: .object([:]))
+            }) != nil
+        else { return [] }
+        let read = Set(decoding.decoded.map(\.parameterName))
+        return declared.order.filter { !read.contains($0) }
+    }
+
     /// The intent what was said decodes to, and its parameters in declaration order (the boxes its
     /// resolution fills). Those the decode made are the intent's own when they are the declared ones
     /// in the declared order and the intent holds their boxes where its first decode held them (a

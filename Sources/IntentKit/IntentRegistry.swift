@@ -62,12 +62,15 @@ public struct IntentRegistry: Sendable {
     /// when the worker starts rather than by silently replacing the first.
     public mutating func register<H: IntentHandler>(_ handler: H) throws(RegistryError) {
         let name = H.IntentType.typeName
-        guard !name.isEmpty, !name.contains(where: { $0 == "." || $0 == "*" || $0 == "#" || $0.isWhitespace }) else {
-            throw RegistryError(description: "intent type name '\(name)' is not usable as a routing key: use letters, digits, '-' or '_'")
+        // The envelope's own rule: a type every message of which would be refused is refused here, at start.
+        if let problem = IntentEnvelope.problem(withType: name) {
+            throw RegistryError(
+                description: "intent type name '\(name)' is not usable as a routing key (\(problem)): use 1 to 100 ASCII letters, digits, '-' or '_'")
         }
         guard entries[name] == nil else {
             throw RegistryError(description: "intent type '\(name)' is registered twice")
         }
+        try Self.checkParameterNames(of: H.IntentType.self)
         let entry = Entry(
             run: { envelope, context, timeLimit, deadlines, inCallersTask, report in
                 await IntentPipeline.run(
@@ -82,6 +85,19 @@ public struct IntentRegistry: Sendable {
             few.append((name, entry))
         } else {
             few = []
+        }
+    }
+
+    /// A parameter is named on the wire by its property's name, which is where its declared rules (prompt, range,
+    /// choices, check) are found when an intent is decoded. Custom `CodingKeys` that rename one would have it
+    /// decoded without them (an amount's cap, a quantity's range): refused at registration instead.
+    static func checkParameterNames<I: Intent>(of type: I.Type) throws(RegistryError) {
+        let renamed = ParameterReading.renamedParameters(of: type)
+        guard renamed.isEmpty else {
+            throw RegistryError(
+                description:
+                    "\(I.typeName) reads its parameters \(renamed.joined(separator: ", ")) under other keys (custom CodingKeys): a parameter's key is its property's name, where its rules are found"
+            )
         }
     }
 

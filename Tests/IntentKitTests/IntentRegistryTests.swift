@@ -104,6 +104,34 @@ import Testing
         #expect(!registry.serves(name))
     }
 
+    struct Accented: Intent {
+        static let typeName = "Envoyé"
+        @Parameter var text: String?
+    }
+
+    struct Coloned: Intent {
+        static let typeName = "Send:Message"
+        @Parameter var text: String?
+    }
+
+    /// A type whose custom `CodingKeys` read `quantity` under "qty": decoded so, the parameter had none of its
+    /// rules (its range was not checked). Refused at registration.
+    struct Renamed: Intent {
+        static let typeName = "Renamed"
+        @Parameter("How many?", in: 1...20) var quantity: Int
+        enum CodingKeys: String, CodingKey { case quantity = "qty" }
+    }
+
+    /// Names every message of which the workers would refuse (not ASCII, or with a ':') are refused at registration.
+    @Test func namesNoEnvelopeMayCarryAndRenamedParametersAreRefused() {
+        var registry = IntentRegistry()
+        #expect(Self.registrationError(Accented.self, into: &registry) != nil)
+        #expect(Self.registrationError(Coloned.self, into: &registry) != nil)
+        let renamed = Self.registrationError(Renamed.self, into: &registry)
+        #expect(renamed?.description.contains("quantity") == true, "\(String(describing: renamed))")
+        #expect(registry.typeNames.isEmpty)
+    }
+
     @Test func lettersDigitsDashesAndUnderscoresAreAccepted() {
         var registry = IntentRegistry()
         #expect(Self.registrationError(Mid.self, into: &registry) == nil)
