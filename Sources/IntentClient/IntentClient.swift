@@ -97,7 +97,7 @@ public final class IntentClient: Sendable {
         case .remote:
             let requester = try? StatusRequester(url: brokerURL, topology: topology, timeout: min(5, timeout))
             defer { requester?.close() }
-            let answer = requester.flatMap { try? ask(.show(id: id), requester: $0, timeout: timeout) }
+            let answer = requester.flatMap { try? ask(.show(id: id), requester: $0, timeout: max(0.01, deadline.timeIntervalSinceNow)) }
             if case .status(let status)? = answer { owner = status?.owner } else { owner = nil }
         }
         let feed = StatusWaiter.feed(url: brokerURL, owner: owner, topology: topology, timeout: max(0.1, deadline.timeIntervalSinceNow))

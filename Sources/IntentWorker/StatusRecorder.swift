@@ -2,6 +2,7 @@ import Foundation
 import IntentAMQP
 import IntentKit
 import IntentStore
+import Synchronization
 
 /// The status store's only writer. It consumes the ledger queue on its own
 /// thread, which owns both the AMQP connection and the SQLite connection, and
@@ -72,6 +73,7 @@ public final class StatusRecorder: Service {
     private let trustedUsers: Set<String>
     private let logger: Logger
     private let stopping = StopRequest()
+    private let tallies = SlowAnswers()
 
     /// A recorder with these settings; nothing is opened or connected until `run()`.
     public init(configuration: Configuration, logger: Logger) {
@@ -457,7 +459,11 @@ public final class StatusRecorder: Service {
             // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
             let schedulerReads = query == .schedules && isTrusted(request.userID)
             let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
-            result = .success(try query.answer(from: store.reader, writer: store, for: reader))
+            if query == .tally {
+                result = .success(try tallies.answer(for: reader) { try query.answer(from: store.reader, writer: store, for: reader) })
+            } else {
+                result = .success(try query.answer(from: store.reader, writer: store, for: reader))
+            }
         } catch {
             result = .failure(error)
         }
@@ -465,6 +471,31 @@ public final class StatusRecorder: Service {
             OutgoingMessage(
                 exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
                 correlationID: request.correlationID))
+    }
+
+    /// Tallies that were slow to count (a whole large store's, an operator's), kept for a short while: a dashboard
+    /// asks for one after every event it shows, and the recorder, which also writes the store, must not spend its
+    /// time counting the same rows again. A quick tally is counted every time (and so is exact at once).
+    final class SlowAnswers: Sendable {
+        /// A tally that took longer than this (seconds) is kept...
+        static let slow = 0.05
+        /// ...for this long (seconds).
+        static let keptFor = 2.0
+        private let kept = Mutex<[StatusQuery.Reader: (until: Double, answer: StatusQuery.Answer)]>([:])
+
+        func answer(for reader: StatusQuery.Reader, now: () -> Double = { Date().timeIntervalSince1970 }, count: () throws -> StatusQuery.Answer)
+            rethrows -> StatusQuery.Answer
+        {
+            let started = now()
+            if let held = kept.withLock({ $0[reader] }), held.until > started { return held.answer }
+            let answer = try count()
+            let ended = now()
+            kept.withLock { kept in
+                kept = kept.filter { $0.value.until > ended }
+                if ended - started > Self.slow, kept.count < 1_000 { kept[reader] = (ended + Self.keptFor, answer) }
+            }
+            return answer
+        }
     }
 
     /// Why a remote read is not answered: the store is behind what the recorder read, and cannot catch up for now.
