@@ -109,6 +109,7 @@ public final class StatusReader {
     public struct TooLarge: Error, CustomStringConvertible {
         /// The most it may take.
         public var maxBytes: Int
+        /// What to do instead.
         public var description: String {
             "the intents asked for take over \(maxBytes / 1_048_576) MiB; ask for fewer intents with --limit, or read the store locally"
         }
