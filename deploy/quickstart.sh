@@ -32,6 +32,7 @@ if [[ -f "$RUNS/running" ]]; then
         [[ "$pid" =~ ^[0-9]+$ ]] || continue
         # Only this checkout's own worker or gateway (a pid reused since, or a system's intent-worker, is left alone).
         exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+        exe="${exe% (deleted)}" # relinked by this run's build since it started
         if [[ "$exe" == "$BIN/intent-worker" || "$exe" == "$BIN/intent-gateway" ]]; then
             echo "quickstart: stopping pid $pid, left running by an earlier quickstart"
             kill -TERM "$pid" 2>/dev/null || true

@@ -9,18 +9,35 @@ public enum DeadLetters {
     /// The header naming a requeued message's original publisher (its `user_id`):
     /// workers believe it only from an operator's requeue.
     public static let publisherHeader = "x-intent-published-by"
-    /// On a message requeued again (it died after an earlier requeue): who requeued it before, whose word
-    /// `publisherHeader` is. Workers believe that header only when this one names an operator too.
-    public static let earlierRequeuerHeader = "x-intent-requeued-before-by"
+    /// On a message requeued again (it died after an earlier requeue): who published each earlier requeue, oldest
+    /// first, as a JSON array of names; `publisherHeader` is their word. Workers believe that header only when every
+    /// one of them is an operator.
+    public static let earlierRequeuersHeader = "x-intent-requeued-before-by"
 
-    /// Who first published a requeued message, as those who read it may believe: the publisher its requeue names,
-    /// or, when it was requeued before, that publisher only if the earlier requeue was an operator's too (else the
-    /// one who published what died: a producer can set any header, an operator's requeue only copies it).
+    /// Who first published a requeued message, as those who read it may believe: the publisher its requeue names;
+    /// when it was requeued before, that publisher only if every earlier requeue was an operator's (else the first
+    /// of them that was not: it published what died, and a producer can set any header, while an operator's
+    /// requeue only copies it).
     public static func originalPublisher(of headers: [String: HeaderValue], operators: Set<String>) -> String? {
         let named = headers[publisherHeader]?.stringValue
-        guard let earlier = headers[earlierRequeuerHeader] else { return named }
-        guard let requeuer = earlier.stringValue, operators.contains(requeuer) else { return earlier.stringValue }
-        return named
+        guard let earlier = headers[earlierRequeuersHeader] else { return named }
+        guard let text = earlier.stringValue, let list = try? JSONValue.parse(Array(text.utf8)).arrayValue,
+            case let requeuers = list.compactMap(\.stringValue), requeuers.count == list.count, !requeuers.isEmpty
+        else { return nil }
+        return requeuers.first { !operators.contains($0) } ?? named
+    }
+
+    /// The headers a requeue of `message` carries about who published it: its own publisher, or, for a message
+    /// that an earlier requeue published, what that one carried with its publisher added to the requeuers.
+    static func publisherHeaders(of message: Delivery) -> [String: HeaderValue] {
+        guard message.headers[requeuedHeader] != nil, let requeuer = message.userID else {
+            return message.userID.map { [publisherHeader: .string($0)] } ?? [:]
+        }
+        var headers: [String: HeaderValue] = [:]
+        if let named = message.headers[publisherHeader] { headers[publisherHeader] = named }
+        let earlier = message.headers[earlierRequeuersHeader]?.stringValue.flatMap { try? JSONValue.parse(Array($0.utf8)).arrayValue } ?? []
+        headers[earlierRequeuersHeader] = .string(JSONValue.array(earlier + [.string(requeuer)]).jsonString)
+        return headers
     }
 
     /// The id a dead letter without a readable one is listed under:
@@ -71,15 +88,9 @@ public enum DeadLetters {
             let type = IntentEnvelope.problem(withType: candidate) == nil ? candidate : message.routingKey
             // Republished by the operator, the message would lose its publisher: it travels in a
             // header, with the owner a worker's retry named. Workers believe them from an operator only.
-            var headers: [String: HeaderValue] = [requeuedHeader: .integer(1)]
-            if message.headers[requeuedHeader] != nil, let earlier = message.userID {
-                // It died after an earlier requeue (published by that operator): the publisher that one named goes on,
-                // believed only while each requeue before was an operator's.
-                if let named = message.headers[publisherHeader] { headers[publisherHeader] = named }
-                headers[earlierRequeuerHeader] = .string(earlier)
-            } else if let publisher = message.userID {
-                headers[publisherHeader] = .string(publisher)
-            }
+            // Who published it (believed only while each requeue before was an operator's).
+            var headers = publisherHeaders(of: message)
+            headers[requeuedHeader] = .integer(1)
             // What a retry said of its sender (an owner, trusted or anonymous) goes with it.
             for name in [Topology.ownerHeader, Topology.trustedSenderHeader, Topology.anonymousSenderHeader] {
                 if let value = message.headers[name] { headers[name] = value }

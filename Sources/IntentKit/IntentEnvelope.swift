@@ -100,17 +100,24 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     }
 
     /// `answers` as they apply to `parameters`, given what the intent asked (`asked`, its question's resolutions):
-    /// a question about elements of a list (`recipients[0]`) answered with one value, or with as many as it asked
-    /// about, replaces those elements and keeps the rest (answering "Jeff Baker" to which Jeff of
-    /// `["Jeff", "Alice"]` leaves Alice in). Any other answer replaces the parameter whole; so does text with a
-    /// comma, which a command line's list is.
+    /// a question about elements of a list (`recipients[0]`) answered with one value, or with a list of as many
+    /// values as it asked about, replaces those elements and keeps the rest (answering "Jeff Baker" to which Jeff
+    /// of `["Jeff", "Alice"]`, or of "Jeff,Alice" typed on a command line, leaves Alice in). Any other answer
+    /// replaces the parameter whole; so does text with a comma, which a command line's list is.
     public static func applying(
         _ answers: [String: JSONValue], to parameters: [String: JSONValue], asked: [ParameterResolution]
     ) -> [String: JSONValue] {
         var applied = answers
         for (name, answer) in answers {
             let indexes = asked.filter { $0.parameter == name && $0.result.needsInput }.compactMap(\.index)
-            guard !indexes.isEmpty, case .array(var list)? = parameters[name], indexes.allSatisfy(list.indices.contains) else { continue }
+            var list: [JSONValue]
+            switch parameters[name] {
+            case .array(let elements)?: list = elements
+            // A list typed on a command line ("Jeff,Alice"), read as the decoder reads it.
+            case .string(let text)?: list = _JSONValueUnbox.splitList(text)
+            default: continue
+            }
+            guard !indexes.isEmpty, indexes.allSatisfy(list.indices.contains) else { continue }
             let values: [JSONValue]
             switch answer {
             case .array(let given): values = given

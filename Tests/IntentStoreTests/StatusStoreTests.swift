@@ -790,8 +790,19 @@ import Testing
         #expect(status.parameters == nil && status.group == nil && status.dueAt == nil, "\(status)")
         #expect(try store.dueIntents(at: 2_000, keptBy: 2_000).isEmpty, "alice's body is not released as bob's")
         // The owner's own events change nothing of its submission.
-        try store.record([.event(StatusEvent(id: "a", type: "SendMessage", state: .success, at: 4, attempt: 1, owner: "alice"))], now: 4)
-        #expect(try store.reader.status(id: "a")?.owner == "alice")
+        let own = IntentEnvelope(id: "o", type: "SendMessage", parameters: ["content": "mine"], submittedAt: 1, group: "g", dueAt: 50)
+        try store.record([.queued(own, by: .init(user: "alice"))], now: 1)
+        try store.record([.event(StatusEvent(id: "o", type: "SendMessage", state: .success, at: 4, attempt: 1, owner: "alice"))], now: 4)
+        let kept = try #require(try store.reader.status(id: "o"))
+        #expect(kept.owner == "alice" && kept.parameters == ["content": "mine"] && kept.group == "g" && kept.dueAt == 50, "\(kept)")
+        // Nor, in one batch, do a submission and another owner's outcome make one row with the submission.
+        try store.record(
+            [
+                .queued(IntentEnvelope(id: "y", type: "SendMessage", parameters: ["content": "alice's"], submittedAt: 1), by: .init(user: "alice")),
+                .event(StatusEvent(id: "y", type: "SendMessage", state: .success, at: 5, attempt: 1, owner: "bob")),
+            ], now: 5)
+        let raced = try #require(try store.reader.status(id: "y"))
+        #expect(raced.owner == "bob" && raced.state == .success && raced.parameters == nil, "\(raced)")
     }
 
     @Test func anAnswerUnderAnotherTypeChangesNothing() throws {

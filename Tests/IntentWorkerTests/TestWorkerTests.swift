@@ -68,6 +68,11 @@ struct TestWorkerTests {
         let done = try await worker.answer("r-1", ["rooms": "Kitchen"])
         #expect(done.state == .success, "\(done)")
         #expect(watered.rooms.withLock { $0 } == ["Kitchen", "Hall"])
+        // The same list typed on a command line ("k,Hall", read leniently).
+        let typed = try await worker.submit("WaterRooms", ["rooms": "k,Hall"], id: "r-2", lenient: true)
+        #expect(typed.state == .needsInput, "\(typed)")
+        #expect(try await worker.answer("r-2", ["rooms": "Kitchen"], lenient: true).state == .success)
+        #expect(watered.rooms.withLock { $0 } == ["Kitchen", "Hall", "Kitchen", "Hall"])
         // An answer of a whole list (or text with commas, a command line's list) still replaces it.
         let applied = IntentEnvelope.applying(
             ["rooms": "Kitchen,Study"], to: ["rooms": ["k", "Hall"]], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
