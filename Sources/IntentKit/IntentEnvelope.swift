@@ -103,7 +103,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// a question about elements of a list (`recipients[0]`) answered with one value, or with a list of as many
     /// values as it asked about, replaces those elements and keeps the rest (answering "Jeff Baker" to which Jeff
     /// of `["Jeff", "Alice"]`, or of "Jeff,Alice" typed on a command line, leaves Alice in). Any other answer
-    /// replaces the parameter whole; so does text with a comma, which a command line's list is.
+    /// replaces the parameter whole, as given; so does text with a comma, which a command line's list is, and any
+    /// answer about every element of the list.
     public static func applying(
         _ answers: [String: JSONValue], to parameters: [String: JSONValue], asked: [ParameterResolution]
     ) -> [String: JSONValue] {
@@ -117,7 +118,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             case .string(let text)?: list = _JSONValueUnbox.splitList(text)
             default: continue
             }
-            guard !indexes.isEmpty, indexes.allSatisfy(list.indices.contains) else { continue }
+            // Every element asked about: the answer is the whole parameter, as given.
+            guard !indexes.isEmpty, list.count > Set(indexes).count, indexes.allSatisfy(list.indices.contains) else { continue }
             let values: [JSONValue]
             switch answer {
             case .array(let given): values = given

@@ -80,6 +80,10 @@ struct TestWorkerTests {
         let whole = IntentEnvelope.applying(
             ["rooms": ["Study", "Hall", "Attic"]], to: ["rooms": ["k", "Hall"]], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
         #expect(whole == ["rooms": ["Study", "Hall", "Attic"]])
+        // A list whose every element was asked about is answered whole, as given (the turn's history shows that).
+        let single = IntentEnvelope.applying(
+            ["rooms": "Kitchen"], to: ["rooms": "k"], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
+        #expect(single == ["rooms": "Kitchen"])
         await worker.stop()
     }
 
