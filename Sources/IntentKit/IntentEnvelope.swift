@@ -103,8 +103,8 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
     /// a question about elements of a list (`recipients[0]`) answered with one value, or with a list of as many
     /// values as it asked about, replaces those elements and keeps the rest (answering "Jeff Baker" to which Jeff
     /// of `["Jeff", "Alice"]`, or of "Jeff,Alice" typed on a command line, leaves Alice in). Any other answer
-    /// replaces the parameter whole, as given; so does text with a comma, which a command line's list is, and any
-    /// answer about every element of the list.
+    /// replaces the parameter whole, as given; so does text with a comma, which a command line's list is, and an
+    /// answer about every element of a list typed as text.
     public static func applying(
         _ answers: [String: JSONValue], to parameters: [String: JSONValue], asked: [ParameterResolution]
     ) -> [String: JSONValue] {
@@ -112,14 +112,19 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         for (name, answer) in answers {
             let indexes = asked.filter { $0.parameter == name && $0.result.needsInput }.compactMap(\.index)
             var list: [JSONValue]
+            var typed = false
             switch parameters[name] {
             case .array(let elements)?: list = elements
             // A list typed on a command line ("Jeff,Alice"), read as the decoder reads it.
-            case .string(let text)?: list = _JSONValueUnbox.splitList(text)
+            case .string(let text)?:
+                list = _JSONValueUnbox.splitList(text)
+                typed = true
             default: continue
             }
-            // Every element asked about: the answer is the whole parameter, as given.
-            guard !indexes.isEmpty, list.count > Set(indexes).count, indexes.allSatisfy(list.indices.contains) else { continue }
+            guard !indexes.isEmpty, indexes.allSatisfy(list.indices.contains) else { continue }
+            // Typed text whose every element was asked about: the answer is the whole parameter, as given (a JSON
+            // list stays a list, which a strict decode needs).
+            if typed, list.count == Set(indexes).count { continue }
             let values: [JSONValue]
             switch answer {
             case .array(let given): values = given

@@ -298,6 +298,9 @@ public final class Database {
     /// Runs a query and maps every row.
     public func query<T>(_ sql: String, _ bindings: [SQLValue] = [], _ row: (Row) throws -> T) throws -> [T] {
         let statement = try statement(sql)
+        // Also when `row` throws halfway: a statement left stepping keeps its read open, which on a writer's
+        // connection holds back every checkpoint until the same SQL runs again.
+        defer { statement.reset() }
         try statement.bind(bindings)
         var rows: [T] = []
         while try statement.step() {

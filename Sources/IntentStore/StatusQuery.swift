@@ -29,7 +29,9 @@ public enum StatusQuery: Sendable, Hashable {
     case dead(limit: Int)
     /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all.
     case delete(ids: [String]?, group: String?)
-    /// How many intents there are of each type in each state (the reader's own, unless an operator).
+    /// How many intents there are of each type in each state (the reader's own, unless an operator). A count of a
+    /// large store that took the recorder over 50 ms may be up to 2 s old (`StatusRecorder.SlowAnswers`); one
+    /// intent's status is never.
     case tally
     /// The intent a deduplication key of the reader's stands for: `id`, when no
     /// submission of `type` used `key` within the last `seconds`, else that one's.
@@ -271,15 +273,20 @@ public enum StatusQuery: Sendable, Hashable {
             return try StatusQuery.show(id: id).answer(from: store, writer: writer, for: reader)
         case .list(let state, let type, let limit):
             let owner = reader.isOperator ? nil : reader.user ?? ""
-            // No more than a reply may carry: the reader is told to ask for fewer rather than the recorder run out of memory.
+            // For the recorder (it answers with its writer), no more than a reply may carry: the reader is told to ask
+            // for fewer rather than the recorder run out of memory. A local read has no reply to fit.
             do {
-                return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit, maxBytes: Self.maximumReplyBytes))
+                return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit, maxBytes: replyBytes(writer)))
             } catch let tooLarge as StatusReader.TooLarge {
                 throw Invalid(description: tooLarge.description)
             }
         case .dead(let limit):
             guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
-            return .statuses(try store.deadLettered(limit: limit))
+            do {
+                return .statuses(try store.deadLettered(limit: limit, maxBytes: replyBytes(writer)))
+            } catch let tooLarge as StatusReader.TooLarge {
+                throw Invalid(description: tooLarge.description)
+            }
         case .tally:
             return .tally(try store.tally(owner: reader.isOperator ? nil : reader.user ?? ""))
         case .delete(let ids, let group):
@@ -314,6 +321,9 @@ public enum StatusQuery: Sendable, Hashable {
             return .schedules(try store.schedules(owner: owner).filter { $0.name == name })
         }
     }
+
+    /// The most a list may take: a reply's limit when the recorder answers (with its `writer`), none for a local read.
+    private func replyBytes(_ writer: StatusStore?) -> Int { writer == nil ? .max : Self.maximumReplyBytes }
 
     /// The reply body for an answer, or for a failure to answer.
     public static func reply(_ result: Result<Answer, any Error>) -> [UInt8] {

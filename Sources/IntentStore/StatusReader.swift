@@ -95,8 +95,14 @@ public final class StatusReader {
     ) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
         let list = Self.listQuery(state: state, type: type, owner: owner, limit: limit)
+        return try statuses(list.sql, list.bindings, maxBytes: maxBytes)
+    }
+
+    /// The statuses a query selects, refused with `TooLarge` once their text passes `maxBytes`.
+    private func statuses(_ sql: String, _ bindings: [SQLValue], maxBytes: Int) throws -> [IntentStatus] {
+        guard maxBytes < .max else { return try database.query(sql, bindings, Self.status(from:)) }
         var bytes = 0
-        return try database.query(list.sql, list.bindings) { row in
+        return try database.query(sql, bindings) { row in
             for column in [Column.parameters, .responsePayload, .resolutions, .view, .responseMessage] {
                 bytes += row.text(column.rawValue)?.utf8.count ?? 0
             }
@@ -150,9 +156,10 @@ public final class StatusReader {
     }
 
     /// Intents the broker dead-lettered, newest first.
-    public func deadLettered(limit: Int = 50) throws -> [IntentStatus] {
+    /// Throws `TooLarge` as `list` does, past `maxBytes`.
+    public func deadLettered(limit: Int = 50, maxBytes: Int = .max) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
-        return try database.query(Self.deadLetterQuery, [.int(limit)], Self.status(from:))
+        return try statuses(Self.deadLetterQuery, [.int(limit)], maxBytes: maxBytes)
     }
 
     /// The dead letters, newest first, looked up in the state index.

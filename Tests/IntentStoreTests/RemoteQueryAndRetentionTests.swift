@@ -139,6 +139,23 @@ import Testing
             return
         }
         #expect(few.map(\.id) == ["big-9", "big-8", "big-7"])
+        // Read locally (no reply to fit), the same list is whole.
+        guard case .statuses(let all) = try StatusQuery.list(state: nil, type: nil, limit: 10).answer(from: store.reader) else {
+            Issue.record("no list")
+            return
+        }
+        #expect(all.count == 10)
+        // Dead letters, for an operator over the broker, the same way.
+        try store.record(
+            (0..<10).map { index in
+                .event(
+                    StatusEvent(
+                        id: "big-\(index)", type: "SendMessage", state: .failure, attempt: 5,
+                        response: IntentResponse(code: FailureCode.deadLettered), owner: "alice"))
+            }, now: 20)
+        #expect(throws: StatusQuery.Invalid.self) {
+            try StatusQuery.dead(limit: 10).answer(from: store.reader, writer: store, for: .init(user: "ops", isOperator: true))
+        }
     }
 
     /// A schedule asked for without a verified user used to be kept with no owner, and its runs then went out as the

@@ -80,7 +80,10 @@ struct TestWorkerTests {
         let whole = IntentEnvelope.applying(
             ["rooms": ["Study", "Hall", "Attic"]], to: ["rooms": ["k", "Hall"]], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
         #expect(whole == ["rooms": ["Study", "Hall", "Attic"]])
-        // A list whose every element was asked about is answered whole, as given (the turn's history shows that).
+        // A one-element JSON list, answered with one value, stays a list (a strict decode needs one).
+        _ = try await worker.submit("WaterRooms", ["rooms": ["k"]], id: "r-3")
+        #expect(try await worker.answer("r-3", ["rooms": "Kitchen"]).state == .success)
+        // Typed text whose every element was asked about is answered whole, as given (the turn's history shows that).
         let single = IntentEnvelope.applying(
             ["rooms": "Kitchen"], to: ["rooms": "k"], asked: [ParameterResolution("rooms", index: 0, .disambiguation([]))])
         #expect(single == ["rooms": "Kitchen"])
