@@ -113,9 +113,7 @@ public final class IntentClient: Sendable {
     /// with no status), or a submission under the id of a schedule's run (which only the scheduler takes).
     public func submit(_ envelope: IntentEnvelope) throws(IntentClientError) {
         if let problem = IntentEnvelope.problem(withID: envelope.id) { throw IntentClientError(.invalid, "the id cannot be used: \(problem)") }
-        if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id) {
-            throw IntentClientError(.invalid, "ids of the form <schedule>@<due time> are the scheduler's: submit under another id")
-        }
+        if envelope.submitsUnderScheduledRunID { throw IntentClientError(.invalid, IntentEnvelope.scheduledRunIDProblem) }
         try publish { publisher throws(AMQPError) in try publisher.submit(envelope) }
     }
 

@@ -118,9 +118,6 @@ struct Handlers: Sendable {
 
     // MARK: Submitting and answering
 
-    /// Why an id of a schedule's run is refused to a submission (the workers refuse it too).
-    static let scheduledRunIDProblem = "ids of the form <schedule>@<due time> are the scheduler's: submit under another id"
-
     func submit(type: String) -> HTTPReply {
         if let problem = IntentEnvelope.problem(withType: type) { return notFound("\(problem): no worker serves it") }
         let body: [String: JSONValue]
@@ -136,7 +133,7 @@ struct Handlers: Sendable {
         if let given = body["id"] {
             guard let text = given.stringValue else { return invalid("id must be a string") }
             if let problem = IntentEnvelope.problem(withID: text) ?? Self.spaceProblem(text) { return invalid(problem) }
-            if IntentEnvelope.isScheduledRunID(text) { return invalid(Self.scheduledRunIDProblem) }
+            if IntentEnvelope.isScheduledRunID(text) { return invalid(IntentEnvelope.scheduledRunIDProblem) }
             id = text
         }
         var group: String?

@@ -186,6 +186,12 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         return nil
     }
 
+    /// Why anyone but the scheduler is refused a submission under such an id.
+    public static let scheduledRunIDProblem = "ids of the form <schedule>@<due time> are the scheduler's: submit under another id"
+
+    /// Whether this is a submission (not a turn, nor a request about an intent) under a schedule's run id.
+    public var submitsUnderScheduledRunID: Bool { turn == 0 && request == nil && Self.isScheduledRunID(id) }
+
     /// Whether `id` has the form the scheduler gives a schedule's runs: the schedule's name, `@`, and the due time
     /// in ISO 8601 to the millisecond (`tick@2026-12-07T09:00:00.000Z`). Only a trusted user (the scheduler, a
     /// worker's retry, the recorder's release) submits under such an id: were anyone else to take it first, the

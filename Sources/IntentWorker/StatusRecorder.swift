@@ -629,7 +629,7 @@ public final class StatusRecorder: Service {
             // worker's to report, as a failure, when it can read an id.
             guard let envelope = try? IntentEnvelope.decode(delivery.body) else { return nil }
             let submitter = submitter(of: delivery)
-            if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id), !publishedByTrusted(delivery) {
+            if envelope.submitsUnderScheduledRunID, !publishedByTrusted(delivery) {
                 // A schedule's run id taken by someone else: the workers refuse it, and the store keeps the id for the run.
                 return nil
             }

@@ -307,11 +307,9 @@ public final class WorkerService: Service {
             finish(delivery, envelope: envelope, attempt: attempt, outcome: outcome, owner: sender.user, refused: true)
             return
         }
-        if envelope.turn == 0, envelope.request == nil, IntentEnvelope.isScheduledRunID(envelope.id), !publisher(of: delivery).isTrusted {
+        if envelope.submitsUnderScheduledRunID, !publisher(of: delivery).isTrusted {
             // Said to the sender only: a schedule's run due under that id runs as it would have.
-            let refusal = IntentFailure(
-                code: FailureCode.idInUse,
-                message: "ids of the form <schedule>@<due time> are the scheduler's: submit '\(envelope.id)' under another id")
+            let refusal = IntentFailure(code: FailureCode.idInUse, message: IntentEnvelope.scheduledRunIDProblem)
             logger.warning("refused: \(refusal.message)", metadata: ["amqp.user_id": sender.user ?? "none", "intent.refusal": refusal.code])
             finish(delivery, envelope: envelope, attempt: attempt, outcome: .failure(refusal), owner: sender.user, refused: true)
             return

@@ -151,7 +151,7 @@ struct SubmitCommand: Command {
         // The workers' own rule (control characters, '.' and '..'): an id they refuse is refused here, not dead-lettered.
         if let problem = IntentEnvelope.problem(withID: id) { throw UsageError("--id: \(problem)") }
         if conversation.isEmpty, IntentEnvelope.isScheduledRunID(id) {
-            throw UsageError("--id: ids of the form <schedule>@<due time> are the scheduler's: submit under another id")
+            throw UsageError("--id: \(IntentEnvelope.scheduledRunIDProblem)")
         }
         let timeout = try arguments.seconds("--timeout")
         if timeout != nil, !arguments.has("--wait") { throw UsageError("--timeout only applies with --wait") }
