@@ -27,6 +27,13 @@ public enum DeadLetters {
         return requeuers.first { !operators.contains($0) } ?? named
     }
 
+    /// Who published `delivery`, as its headers may be believed: for an operator's requeue, the original publisher
+    /// (`originalPublisher`); else its broker-verified user.
+    public static func publisher(of delivery: Delivery, operators: Set<String>) -> String? {
+        guard let user = delivery.userID, operators.contains(user), delivery.headers[requeuedHeader] != nil else { return delivery.userID }
+        return originalPublisher(of: delivery.headers, operators: operators)
+    }
+
     /// The headers a requeue of `message` carries about who published it: its own publisher, or, for a message
     /// that an earlier requeue published, what that one carried with its publisher added to the requeuers.
     static func publisherHeaders(of message: Delivery) -> [String: HeaderValue] {

@@ -71,6 +71,13 @@ public struct Topology: Sendable {
     /// sender was anonymous (a message without a `user_id`), so it acts as no one, not as the user republishing it.
     /// Believed, like the owner, only from trusted users.
     public static let anonymousSenderHeader = "x-intent-sender-anonymous"
+
+    /// What a message a trusted user republishes says of its sender, in `headers`: the owner it acts for, whether
+    /// that sender was trusted, or that it was anonymous (else it would act as the user republishing it).
+    public static func name(owner: String?, trusted: Bool, in headers: inout [String: HeaderValue]) {
+        if let owner { headers[ownerHeader] = .string(owner) } else { headers[anonymousSenderHeader] = .integer(1) }
+        if trusted { headers[trustedSenderHeader] = .integer(1) }
+    }
     /// The header counting how many times an intent waited for storage (a full
     /// disk, say); those waits are not bounded by the retry policy.
     public static let storageRetriesHeader = "x-intent-storage-waits"

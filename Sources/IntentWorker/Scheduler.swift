@@ -131,7 +131,7 @@ public final class Scheduler: Service {
             id: id, type: schedule.type, parameters: schedule.parameters, submittedAt: Date().timeIntervalSince1970, lenientParameters: true)
         var message = IntentPublisher.message(for: envelope, topology: configuration.topology, userID: connection.url.user)
         // A schedule kept without an owner (none is made so now) submits as no one, not as this worker.
-        WorkerService.name(owner: schedule.owner, trusted: false, in: &message.headers)
+        Topology.name(owner: schedule.owner, trusted: false, in: &message.headers)
         try connection.publishConfirmed([message], timeout: 5, context: "submitting \(id)") { returned in
             AMQPError(.unroutable, context: "submitting \(id)", detail: "no worker serves intent type '\(returned.routingKey)'")
         }

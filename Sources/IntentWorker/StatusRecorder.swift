@@ -171,7 +171,7 @@ public final class StatusRecorder: Service {
                 for intent in due {
                     var headers: [String: HeaderValue] = [Topology.releasedHeader: .string(JSONValue.formatNumber(intent.dueAt))]
                     // An anonymous submitter's intent is released as no one's: not as the recorder's own.
-                    WorkerService.name(owner: intent.owner, trusted: false, in: &headers)
+                    Topology.name(owner: intent.owner, trusted: false, in: &headers)
                     let sequence = try connection.publish(
                         OutgoingMessage(
                             exchange: intentsExchange, routingKey: (try? IntentEnvelope.decode(intent.body))?.routingKey ?? intent.type,
@@ -554,41 +554,25 @@ public final class StatusRecorder: Service {
     /// verified user; for a worker's retry, the owner it names; for an
     /// operator's requeue, the original publisher (or the owner a retry named).
     func submitter(of delivery: Delivery) -> StatusStore.Submitter {
-        let named = delivery.headers[Topology.ownerHeader]?.stringValue
-        if let user = delivery.userID, configuration.operators.contains(user) {
-            guard delivery.headers[DeadLetters.requeuedHeader] != nil else { return StatusStore.Submitter(user: user, isOperator: true) }
-            let publisher = DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators)
-            guard isTrusted(publisher) else { return StatusStore.Submitter(user: publisher) }
-            return StatusStore.Submitter(user: Self.namesAnonymous(delivery) ? nil : named ?? publisher)
+        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] == nil {
+            return StatusStore.Submitter(user: user, isOperator: true)
         }
-        if isTrusted(delivery.userID) {
-            if Self.namesAnonymous(delivery) { return StatusStore.Submitter(user: nil) }
-            if let named { return StatusStore.Submitter(user: named) }
-        }
-        return StatusStore.Submitter(user: delivery.userID)
+        return StatusStore.Submitter(user: owner(ofDeadLetter: delivery))
     }
 
     /// Whether the message's publisher is trusted: its verified user, or the original publisher of an operator's requeue.
     private func publishedByTrusted(_ delivery: Delivery) -> Bool {
-        guard let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil else {
-            return isTrusted(delivery.userID)
-        }
-        return isTrusted(DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators))
+        isTrusted(DeadLetters.publisher(of: delivery, operators: configuration.operators))
     }
 
-    /// Whether a trusted user republished the message for an anonymous sender.
-    private static func namesAnonymous(_ delivery: Delivery) -> Bool {
-        delivery.headers[Topology.anonymousSenderHeader] != nil
-    }
-
-    /// The owner a dead letter names: its publisher, or the owner a worker's retry named.
+    /// The owner a message names, a dead letter's as a submission's: its publisher (for an operator's requeue, the
+    /// original one); for a trusted publisher's (a worker's retry, the recorder's release), the owner it names, or
+    /// no one for an anonymous sender's.
     func owner(ofDeadLetter delivery: Delivery) -> String? {
-        // An operator's requeue that died again: the owner it carried, as for the requeue itself.
-        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
-            return submitter(of: delivery).user
-        }
-        guard isTrusted(delivery.userID) else { return delivery.userID }
-        return Self.namesAnonymous(delivery) ? nil : delivery.headers[Topology.ownerHeader]?.stringValue ?? delivery.userID
+        let publisher = DeadLetters.publisher(of: delivery, operators: configuration.operators)
+        guard isTrusted(publisher) else { return publisher }
+        if delivery.headers[Topology.anonymousSenderHeader] != nil { return nil }
+        return delivery.headers[Topology.ownerHeader]?.stringValue ?? publisher
     }
 
     func update(from delivery: Delivery, intentsExchange: String) -> StatusStore.Update? {

@@ -402,11 +402,8 @@ public final class WorkerService: Service {
     /// Whether that publisher is trusted is what a `released` header, and the sender a header names, are believed on.
     private func publisher(of delivery: Delivery) -> (user: String?, isTrusted: Bool) {
         if delivery.tag.isLocal { return (nil, true) }
-        if let user = delivery.userID, configuration.operators.contains(user), delivery.headers[DeadLetters.requeuedHeader] != nil {
-            let original = DeadLetters.originalPublisher(of: delivery.headers, operators: configuration.operators)
-            return (original, isTrusted(original))
-        }
-        return (delivery.userID, isTrusted(delivery.userID))
+        let user = DeadLetters.publisher(of: delivery, operators: configuration.operators)
+        return (user, isTrusted(user))
     }
 
     /// Whether a trusted republisher's message says the sender it names was trusted too.
@@ -924,17 +921,10 @@ public final class WorkerService: Service {
         // Republished by this worker, the message loses its submitter's user_id: the owner travels in a header, and
         // whether the sender was trusted in another (a retry before the admission names the sender, who must not
         // come back trusted for being republished by a worker).
-        Self.name(owner: job.owner ?? job.sender.user, trusted: job.sender.isTrusted, in: &headers)
+        Topology.name(owner: job.owner ?? job.sender.user, trusted: job.sender.isTrusted, in: &headers)
         return OutgoingMessage(
             exchange: configuration.topology.retryExchange, routingKey: job.envelope.routingKey, body: job.delivery.body,
             messageID: job.id, type: job.envelope.type, persistent: true, mandatory: true, headers: headers)
-    }
-
-    /// What a message this worker republishes says of its sender: the owner it acts for, whether that sender was
-    /// trusted, or that it was anonymous (else it would come back as this worker, a trusted user).
-    static func name(owner: String?, trusted: Bool, in headers: inout [String: HeaderValue]) {
-        if let owner { headers[Topology.ownerHeader] = .string(owner) } else { headers[Topology.anonymousSenderHeader] = .integer(1) }
-        if trusted { headers[Topology.trustedSenderHeader] = .integer(1) }
     }
 
     /// A body that is not a usable envelope. Without a usable id it goes to the
@@ -986,7 +976,7 @@ public final class WorkerService: Service {
             var headers = sender.isTrusted ? delivery.headers.filter { kept.contains($0.key) } : [:]
             headers[Topology.retryBucketHeader] = .string(wait.bucket)
             headers[Topology.storageRetriesHeader] = .integer(Int64(waits + 1))
-            Self.name(owner: sender.user, trusted: sender.isTrusted, in: &headers)
+            Topology.name(owner: sender.user, trusted: sender.isTrusted, in: &headers)
             loop.send(
                 .publish(
                     [
