@@ -275,18 +275,10 @@ public enum StatusQuery: Sendable, Hashable {
             let owner = reader.isOperator ? nil : reader.user ?? ""
             // For the recorder (it answers with its writer), no more than a reply may carry: the reader is told to ask
             // for fewer rather than the recorder run out of memory. A local read has no reply to fit.
-            do {
-                return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit, maxBytes: replyBytes(writer)))
-            } catch let tooLarge as StatusReader.TooLarge {
-                throw Invalid(description: tooLarge.description)
-            }
+            return .statuses(try store.list(state: state, type: type, owner: owner, limit: limit, maxBytes: replyBytes(writer)))
         case .dead(let limit):
             guard reader.isOperator else { throw Forbidden(description: "dead letters are listed for operators only") }
-            do {
-                return .statuses(try store.deadLettered(limit: limit, maxBytes: replyBytes(writer)))
-            } catch let tooLarge as StatusReader.TooLarge {
-                throw Invalid(description: tooLarge.description)
-            }
+            return .statuses(try store.deadLettered(limit: limit, maxBytes: replyBytes(writer)))
         case .tally:
             return .tally(try store.tally(owner: reader.isOperator ? nil : reader.user ?? ""))
         case .delete(let ids, let group):

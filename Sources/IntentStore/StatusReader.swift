@@ -88,8 +88,8 @@ public final class StatusReader {
 
     /// The most recently updated intents, optionally of one state and/or type
     /// and (for a reader who may see only their own) of one owner.
-    /// Throws `TooLarge` once the rows read take more than `maxBytes` of text: a list of large submissions is
-    /// refused there rather than built whole in memory, for an answer too large to send.
+    /// Throws `StatusQuery.Invalid` once the rows read take more than `maxBytes` of text: a list of large
+    /// submissions is refused there rather than built whole in memory, for an answer too large to send.
     public func list(
         state: IntentState? = nil, type: String? = nil, owner: String? = nil, limit: Int = 50, maxBytes: Int = .max
     ) throws -> [IntentStatus] {
@@ -98,7 +98,7 @@ public final class StatusReader {
         return try statuses(list.sql, list.bindings, maxBytes: maxBytes)
     }
 
-    /// The statuses a query selects, refused with `TooLarge` once their text passes `maxBytes`.
+    /// The statuses a query selects, refused once their text passes `maxBytes`.
     private func statuses(_ sql: String, _ bindings: [SQLValue], maxBytes: Int) throws -> [IntentStatus] {
         guard maxBytes < .max else { return try database.query(sql, bindings, Self.status(from:)) }
         var bytes = 0
@@ -106,18 +106,12 @@ public final class StatusReader {
             for column in [Column.parameters, .responsePayload, .resolutions, .view, .responseMessage] {
                 bytes += row.text(column.rawValue)?.utf8.count ?? 0
             }
-            guard bytes <= maxBytes else { throw TooLarge(maxBytes: maxBytes) }
+            guard bytes <= maxBytes else {
+                throw StatusQuery.Invalid(
+                    description:
+                        "the intents asked for take over \(maxBytes / 1_048_576) MiB; ask for fewer intents with --limit, or read the store locally")
+            }
             return try Self.status(from: row)
-        }
-    }
-
-    /// A list would take more than `maxBytes`.
-    public struct TooLarge: Error, CustomStringConvertible {
-        /// The most it may take.
-        public var maxBytes: Int
-        /// What to do instead.
-        public var description: String {
-            "the intents asked for take over \(maxBytes / 1_048_576) MiB; ask for fewer intents with --limit, or read the store locally"
         }
     }
 
@@ -156,7 +150,7 @@ public final class StatusReader {
     }
 
     /// Intents the broker dead-lettered, newest first.
-    /// Throws `TooLarge` as `list` does, past `maxBytes`.
+    /// Refused as `list` is, past `maxBytes`.
     public func deadLettered(limit: Int = 50, maxBytes: Int = .max) throws -> [IntentStatus] {
         guard try hasSchema() else { return [] }
         return try statuses(Self.deadLetterQuery, [.int(limit)], maxBytes: maxBytes)
