@@ -188,12 +188,7 @@ public final class IntentClient: Sendable {
         let me = user
         let type = envelope.type
         let minimumTurn = envelope.turn
-        // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
-        func isThisSubmissions(_ status: IntentStatus) -> Bool {
-            if Self.isRefusal(status) { return true }
-            if !asOperator, let owner = status.owner, owner != me { return false }
-            return status.type == type
-        }
+        let isThisSubmissions = { (status: IntentStatus) in Self.answers(status, aSubmissionOf: type, by: me, asOperator: asOperator) }
         let status = try wait(id: envelope.id, timeout: timeout, feed: feed, refusalsSince: submittedAt) { status in
             guard isThisSubmissions(status) else { return false }
             return Self.isRefusal(status) || status.state.isTerminal || ((status.turn ?? 0) >= minimumTurn && status.state == .needsInput)
@@ -404,6 +399,14 @@ public final class IntentClient: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Whether `status` may answer a submission of `type` by `user`: its refusal does; another owner's intent
+    /// under the id (unless `asOperator`), or one of another type, does not.
+    public static func answers(_ status: IntentStatus, aSubmissionOf type: String, by user: String, asOperator: Bool) -> Bool {
+        if isRefusal(status) { return true }
+        if !asOperator, let owner = status.owner, owner != user { return false }
+        return status.type == type
+    }
 
     /// Whether a status is a worker's refusal of one message (not the intent's state).
     public static func isRefusal(_ status: IntentStatus) -> Bool {

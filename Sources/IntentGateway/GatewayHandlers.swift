@@ -288,11 +288,8 @@ struct Handlers: Sendable {
         if let wait {
             let minimumTurn = envelope.turn
             let type = envelope.type
-            // Another owner's intent under this id is not this submission's answer (its refusal is), nor one of another type.
             let isThisSubmissions: @Sendable (IntentStatus) -> Bool = { status in
-                if IntentClient.isRefusal(status) { return true }
-                if !asOperator, let owner = status.owner, owner != user { return false }
-                return status.type == type
+                IntentClient.answers(status, aSubmissionOf: type, by: user, asOperator: asOperator)
             }
             let done: @Sendable (IntentStatus) -> Bool = { status in
                 guard isThisSubmissions(status) else { return false }
