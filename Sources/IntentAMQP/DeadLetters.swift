@@ -20,11 +20,18 @@ public enum DeadLetters {
     /// requeue only copies it).
     public static func originalPublisher(of headers: [String: HeaderValue], operators: Set<String>) -> String? {
         let named = headers[publisherHeader]?.stringValue
-        guard let earlier = headers[earlierRequeuersHeader] else { return named }
-        guard let text = earlier.stringValue, let list = try? JSONValue.parse(Array(text.utf8)).arrayValue,
-            case let requeuers = list.compactMap(\.stringValue), requeuers.count == list.count, !requeuers.isEmpty
-        else { return nil }
+        guard headers[earlierRequeuersHeader] != nil else { return named }
+        guard let requeuers = earlierRequeuers(in: headers), !requeuers.isEmpty else { return nil }
         return requeuers.first { !operators.contains($0) } ?? named
+    }
+
+    /// The earlier requeuers a message names; nil when the header is missing or is not a list of names.
+    private static func earlierRequeuers(in headers: [String: HeaderValue]) -> [String]? {
+        guard let text = headers[earlierRequeuersHeader]?.stringValue, let list = try? JSONValue.parse(Array(text.utf8)).arrayValue else {
+            return nil
+        }
+        let names = list.compactMap(\.stringValue)
+        return names.count == list.count ? names : nil
     }
 
     /// Who published `delivery`, as its headers may be believed: for an operator's requeue, the original publisher
@@ -42,8 +49,9 @@ public enum DeadLetters {
         }
         var headers: [String: HeaderValue] = [:]
         if let named = message.headers[publisherHeader] { headers[publisherHeader] = named }
-        let earlier = message.headers[earlierRequeuersHeader]?.stringValue.flatMap { try? JSONValue.parse(Array($0.utf8)).arrayValue } ?? []
-        headers[earlierRequeuersHeader] = .string(JSONValue.array(earlier + [.string(requeuer)]).jsonString)
+        // Its own requeuer last, whatever came before: a forged list cannot leave out who published this message.
+        let earlier = earlierRequeuers(in: message.headers) ?? []
+        headers[earlierRequeuersHeader] = .string(JSONValue.array((earlier + [requeuer]).map(JSONValue.string)).jsonString)
         return headers
     }
 
