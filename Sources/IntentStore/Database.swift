@@ -440,10 +440,21 @@ public final class Database {
     /// Applies the migrations after the stored `user_version`, each in its own transaction. The version is read
     /// again inside each one: another process opening the same file at the same moment (workers sharing an app
     /// database, started together) may have applied it meanwhile, and it must be neither applied twice nor have
-    /// its version set back.
-    public func migrate(_ migrations: [String]) throws {
+    /// its version set back. `atomically`, every one still to apply is applied in one transaction instead: a reader
+    /// in another process (a tool, a benchmark's probe) opening the file meanwhile finds the schema as it was or
+    /// as it is now, never a version in between, which it would refuse as older than it reads.
+    public func migrate(_ migrations: [String], atomically: Bool = false) throws {
         let current = try userVersion
         guard current < migrations.count else { return }
+        if atomically {
+            try transaction { db in
+                let from = try db.userVersion
+                guard from < migrations.count else { return }
+                for sql in migrations[from...] { try db.execute(sql) }
+                try db.execute("PRAGMA user_version=\(migrations.count)")
+            }
+            return
+        }
         for (index, sql) in migrations.enumerated() where index >= current {
             try transaction { db in
                 guard try db.userVersion == index else { return }

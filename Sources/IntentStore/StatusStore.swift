@@ -187,7 +187,8 @@ public final class StatusStore {
     public init(path: String) throws {
         try Self.createParentDirectory(of: path)
         database = try Database(path: path)
-        try database.migrate(Self.migrations)
+        // In one transaction: tools read the store while its recorder starts, and refuse a schema older than theirs.
+        try database.migrate(Self.migrations, atomically: true)
         reader = StatusReader(database: database)
     }
 

@@ -131,6 +131,21 @@ import Testing
         #expect(try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name = 'three'") { $0.int(0) } == 0)
     }
 
+    /// A store's reader (a tool, intent-bench's probe) opening it while its recorder made it could find a schema
+    /// part-way, and refused it as older than it reads. Migrated atomically, it is as it was or as it is now.
+    @Test func anAtomicMigrationLeavesTheSchemaAsItWasOrWhole() throws {
+        #expect(throws: DatabaseError.self) {
+            try database.migrate([Self.migrations[0], "CREATE TABLE three(z); THIS IS NOT SQL;"], atomically: true)
+        }
+        #expect(try database.userVersion == 0)
+        #expect(try database.queryFirst("SELECT count(*) FROM sqlite_master WHERE name IN ('one', 'three')") { $0.int(0) } == 0)
+        try database.migrate(Self.migrations, atomically: true)
+        #expect(try database.userVersion == 2)
+        #expect(try count("one") == 1)
+        try database.migrate(Self.migrations + ["INSERT INTO one(x) VALUES (2);"], atomically: true)
+        #expect(try database.userVersion == 3 && count("one") == 2)
+    }
+
     /// Processes opening one file at once (workers sharing an app database, started together) each read the
     /// version before the other migrated: the second applied the first migration again and set the version back
     /// (a re-runnable one then left every later open failing on the next), or failed outright. Raced many times;
