@@ -102,6 +102,9 @@ final class BrokerSession {
                 if attempt == 1 || error.kind == .timeout { throw IntentClientError(error.kind == .timeout ? .timeout : .unavailable, "\(error)") }
             } catch let error as StatusQuery.Forbidden {
                 throw IntentClientError(.forbidden, error.description)
+            } catch let error as StatusQuery.Refused {
+                // The recorder answered: the question is too large (say), not the broker away; asking again won't help.
+                throw IntentClientError(.invalid, "the recorder refused the request: \(error.description)")
             } catch {
                 throw IntentClientError(.unavailable, "the status recorder's answer: \(error)")
             }

@@ -120,7 +120,8 @@ public final class Gateway: Sendable {
         case "":
             guard segments.count == 1 else { break }
             return answer.now(allow: ["GET"], method) {
-                HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(DashboardAssets.html.utf8))
+                HTTPResponse(
+                    status: 200, contentType: "text/html; charset=utf-8", headers: Self.pageHeaders, body: Array(DashboardAssets.html.utf8))
             }
         case "dashboard.js":
             return answer.now(allow: ["GET"], method) {
@@ -222,6 +223,18 @@ public final class Gateway: Sendable {
         }
     }
 
+    /// The dashboard's page runs only its own script and style, fetches only from the gateway, is never framed, and
+    /// sends no address of itself elsewhere: a value that slipped into the page as markup could neither run nor read
+    /// the token the page holds in its session storage.
+    static let pageHeaders = [
+        (
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        ),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Frame-Options", "DENY"),
+    ]
+
     static func notAllowed(_ methods: [String]) -> HTTPResponse {
         HTTPServer.error(
             405, "methodNotAllowed", "allowed here: \(methods.joined(separator: ", "))", headers: [("Allow", methods.joined(separator: ", "))])
@@ -264,6 +277,8 @@ struct Answer: Sendable {
 
     func finish(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
+        // No browser reads a JSON error or an event as a script or a page.
+        response.headers.append(("X-Content-Type-Options", "nosniff"))
         if let cors {
             response.headers.append(("Access-Control-Allow-Origin", cors))
             response.headers.append(("Vary", "Origin"))

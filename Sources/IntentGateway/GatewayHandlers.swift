@@ -99,7 +99,11 @@ struct Handlers: Sendable {
         let url = configuration.brokerURL
         let topology = configuration.topology
         let user = identity.user
-        return deferred { _ in
+        return deferred { session in
+            // The token file's role is the gateway's word alone. Workers believe a requeue's publisher only from the
+            // broker users they know as operators, so a letter requeued for any other would be taken out of the
+            // dead-letter queue and then refused: the recorder, which knows the same operators, is asked first.
+            _ = try session.ask(.dead(limit: 1), as: user)
             let outcome: DeadLetters.Outcome
             do throws(AMQPError) {
                 outcome = try DeadLetters.requeue(id: id, url: url, topology: topology, userID: user)

@@ -90,17 +90,16 @@ public struct GatewayTokens: Sendable {
         return found
     }
 
-    /// Compares two byte strings without an early exit.
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        if a.count != b.count { difference |= 1 }
-        let length = max(a.count, b.count)
-        for index in 0..<length {
-            let x = index < a.count ? a[index] : 0
-            let y = index < b.count ? b[index] : 0
-            difference |= x ^ y
+    /// Compares a token with the bytes presented, without an early exit and in time that depends on the presented
+    /// bytes alone: a loop as long as the longer of the two told a caller, by where the time began to grow, how long
+    /// the token was.
+    static func equal(_ token: [UInt8], _ presented: [UInt8]) -> Bool {
+        guard !token.isEmpty else { return false }
+        var difference: UInt8 = token.count == presented.count ? 0 : 1
+        for index in presented.indices {
+            difference |= token[index % token.count] ^ presented[index]
         }
-        return difference == 0
+        return difference == 0 && !presented.isEmpty
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import IntentAMQP
 import IntentKit
+import IntentStore
 import Synchronization
 import Testing
 
@@ -86,6 +87,7 @@ struct GatewayTests {
         #expect(missing.status == 401 && missing.code == "unauthorized" && missing.header("WWW-Authenticate") != nil, "\(missing)")
         let wrong = try await world.request("GET", "/v1/intents", token: token + "x")
         #expect(wrong.status == 401, "\(wrong)")
+        #expect(wrong.header("X-Content-Type-Options") == "nosniff", "\(wrong.headers)")
         #expect(!wrong.text.contains(token), "a token is never echoed")
 
         let cases: [(String, String, String?, Int, String)] = [
@@ -164,6 +166,9 @@ struct GatewayTests {
         #expect(samples.count == 1, "one sample of the gauge, none forged: \(samples)")
         let page = try await world.request("GET", "/", token: nil)
         #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true)
+        // The dashboard's page runs only its own script, and is never framed.
+        #expect(page.header("Content-Security-Policy")?.contains("default-src 'self'") == true, "\(page.headers)")
+        #expect(page.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true && page.header("X-Frame-Options") == "DENY")
     }
 
     /// /healthz needs no token. While the recorder does not answer, each question to it holds a broker thread for
@@ -318,6 +323,10 @@ struct GatewayTests {
     @Test func deadLettersAreListedAndRequeuedByOperatorsOnly() async throws {
         let world = try await GatewaySandbox("gw-dead")
         defer { Task { await world.tearDown() } }
+        // A token the file calls an operator's, for a broker user neither the recorder nor the workers know as one.
+        let falseOperator = "false-operator-token-\(world.secure.bob)"
+        let tokens = try String(contentsOfFile: world.tokensPath, encoding: .utf8) + "\(falseOperator) \(world.secure.bob) operator\n"
+        try tokens.write(toFile: world.tokensPath, atomically: false, encoding: .utf8)
         try await world.start()
         let envelope = IntentEnvelope(
             id: "gw-dead-1", type: "SendMessage", parameters: ["recipients": ["Alice"], "content": "from the dead"],
@@ -341,6 +350,10 @@ struct GatewayTests {
         }
         let forbidden = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.aliceToken)
         #expect(forbidden.status == 403, "\(forbidden)")
+        // Refused before the letter is taken out of the dead-letter queue (the workers would have refused it, and it
+        // would have been lost): the operator requeues it below.
+        let notAnOperator = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: falseOperator)
+        #expect(notAnOperator.status == 403 && notAnOperator.code == "forbidden", "\(notAnOperator)")
         let unknown = try await world.request("POST", "/v1/dead/no-such-letter/requeue", token: world.operatorToken)
         #expect(unknown.status == 404, "\(unknown)")
         let requeued = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.operatorToken)
@@ -348,6 +361,27 @@ struct GatewayTests {
         let ran = try await world.request("GET", "/v1/intents/gw-dead-1?wait=30", token: world.operatorToken)
         #expect(ran.state == "success", "\(ran)")
         #expect(try world.secure.sandbox.messageCount(intentID: "gw-dead-1") == 1)
+    }
+
+    /// The recorder refuses a list larger than a reply may be: the question is too large, the broker is not away,
+    /// and asking again every second would not help (it was a 503 with `Retry-After: 1`).
+    @Test func aListLargerThanAReplyIsRefusedAsAskedForNotAsUnavailable() async throws {
+        let world = try await GatewaySandbox("gw-large")
+        defer { Task { await world.tearDown() } }
+        do {  // written before the recorder opens the store, and closed before it does
+            let store = try StatusStore(path: world.secure.sandbox.statusStorePath)
+            let big = String(repeating: "x", count: 1 << 20)
+            for index in 0..<10 {
+                let envelope = IntentEnvelope(id: "gw-big-\(index)", type: "SendMessage", parameters: ["content": .string(big)], submittedAt: 1)
+                try store.record([.queued(envelope, by: .init(user: world.secure.alice))], now: Double(index + 1))
+            }
+        }
+        try await world.start()
+        let large = try await world.request("GET", "/v1/intents?limit=10", token: world.aliceToken)
+        #expect(large.status == 400 && large.code == "invalid" && large.header("Retry-After") == nil, "\(large)")
+        #expect(large.text.contains("ask for fewer"), "\(large)")
+        let fewer = try await world.request("GET", "/v1/intents?limit=2", token: world.aliceToken)
+        #expect(fewer.status == 200 && (fewer.json["intents"] as? [Any])?.count == 2, "\(fewer)")
     }
 
     @Test func eventStreamsCarryTheReadersOwnEventsAndEndAfterTheTerminalOne() async throws {

@@ -57,6 +57,10 @@ import Testing
         #expect(!GatewayTokens.equal([], Array("a".utf8)))
         // Lengths that differ by a multiple of 256 still differ.
         #expect(!GatewayTokens.equal(Array(repeating: 0, count: 256), []))
+        // The presented bytes are walked whatever the token's length: the token repeated, or cut short, is not it.
+        #expect(!GatewayTokens.equal(Array("abc".utf8), Array("abcabc".utf8)))
+        #expect(!GatewayTokens.equal(Array("abc".utf8), Array("ab".utf8)))
+        #expect(!GatewayTokens.equal(Array("abc".utf8), []))
     }
 }
 
