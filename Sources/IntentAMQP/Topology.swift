@@ -84,6 +84,9 @@ public struct Topology: Sendable {
     /// On a scheduled intent the recorder releases to the workers when it is
     /// due (the due time, in seconds since 1970); believed only from a trusted user.
     public static let releasedHeader = "x-intent-released"
+    /// On a status event the recorder publishes for a state it recorded itself (a dead letter's failure), so that
+    /// watchers hear of it: the recorder, reading it back from the ledger queue, has it already and skips it.
+    public static let announcedHeader = "x-intent-announced"
 
     /// IntentQueue's standard names and settings; tests and benchmarks change the names for a topology of their own.
     public init() {}

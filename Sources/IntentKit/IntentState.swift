@@ -30,7 +30,8 @@ public enum IntentState: String, Codable, Sendable, CaseIterable {
 
     /// The order states move in within one turn of the conversation. An event
     /// whose rank is lower than the stored one is stale and never applied.
-    /// `cancelRequested` is not moved by any event but a terminal one.
+    /// `cancelRequested` is moved only by a terminal event, or by the question a
+    /// run it came too late for asks.
     public var rank: Int {
         switch self {
         case .queued, .scheduled: 0

@@ -231,10 +231,13 @@ public final class StatusStore {
         /// An operator put a dead-lettered intent back in the queue: its
         /// `deadLettered` failure (and only that one) reopens as `queued`.
         case requeued(IntentEnvelope)
-        /// Someone asked to cancel the intent: an unfinished one shows
+        /// Someone asked to cancel the intent: an unfinished one of that type shows
         /// `cancelRequested` until a worker's decision (canceled, or the outcome
-        /// that was already decided) arrives as an event.
-        case cancelRequested(id: String, by: Submitter? = nil)
+        /// that was already decided) arrives as an event, or the run it came too late
+        /// for asks a question (a cancel is moot while a handler runs). A cancel that
+        /// names another type than the intent's is refused by the workers, and changes
+        /// nothing here.
+        case cancelRequested(id: String, type: String? = nil, by: Submitter? = nil)
         /// A worker refused one message about the intent (an id taken by
         /// another submitter or type, an answer from someone else): kept for
         /// that sender, and the intent is untouched.
@@ -245,7 +248,7 @@ public final class StatusStore {
             switch self {
             case .queued(let envelope, _), .requeued(let envelope): envelope.id
             case .event(let event), .refusal(let event): event.id
-            case .cancelRequested(let id, _): id
+            case .cancelRequested(let id, _, _): id
             }
         }
     }
@@ -341,13 +344,13 @@ public final class StatusStore {
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
                     try recordQueued(envelope, by: nil, now: now, in: db)
-                case .cancelRequested(let id, let submitter):
+                case .cancelRequested(let id, let type, let submitter):
                     try db.run(
                         """
                         UPDATE intent_status SET state = 'cancelRequested', rank = \(Self.cancelRequestedRank), progress_fraction = NULL,
                             progress_message = NULL, updated_at = ?2
-                        WHERE id = ?1 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3))
-                        """, [.text(id), .real(now)] + Self.ownership(submitter))
+                        WHERE id = ?1 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3)) AND (?5 IS NULL OR type = ?5)
+                        """, [.text(id), .real(now)] + Self.ownership(submitter) + [.optional(type)])
                 }
                 guard reportingTransitions else { continue }
                 let after = try db.queryFirst(
@@ -747,6 +750,9 @@ public final class StatusStore {
                OR intent_status.owner IS NULL OR intent_status.owner = excluded.owner)
           AND ((intent_status.rank < \(StatusStore.terminalRank)
                AND (excluded.rank = \(StatusStore.terminalRank)
+                    -- A cancel is moot while a handler runs: the question that run asks is the state (the cancel, when
+                    -- a worker then takes it, is decided against that question, and its outcome follows).
+                    OR (intent_status.state = 'cancelRequested' AND excluded.state = 'needsInput' AND excluded.turn >= intent_status.turn)
                     OR (intent_status.state != 'cancelRequested'
                         AND (excluded.turn > intent_status.turn
                              OR (excluded.turn = intent_status.turn

@@ -514,6 +514,7 @@ public final class StatusRecorder: Service {
                 owner: transition.owner)
             var message = configuration.topology.statusMessage(for: event, persistent: false)
             message.userID = connection.url.user
+            message.headers[Topology.announcedHeader] = .integer(1)
             try connection.publish(message)
         }
     }
@@ -618,7 +619,7 @@ public final class StatusRecorder: Service {
                 return nil
             }
             switch envelope.request {
-            case .cancel?: return .cancelRequested(id: envelope.id, by: submitter)
+            case .cancel?: return .cancelRequested(id: envelope.id, type: envelope.type, by: submitter)
             case .expire?: return nil  // the recorder's own request; the worker's decision will tell
             case .deny?, nil: break
             }
@@ -639,6 +640,11 @@ public final class StatusRecorder: Service {
             logger.warning(
                 "skipping a status event from an untrusted user",
                 metadata: ["amqp.user_id": delivery.userID ?? "none", "intent.id": delivery.messageID ?? ""])
+            return nil
+        }
+        if delivery.headers[Topology.announcedHeader] != nil {
+            // The recorder's own announcement of what it recorded (its user is trusted): read back, it would record
+            // the state again, over an operator's requeue made meanwhile, or into a row deleted since.
             return nil
         }
         do {

@@ -127,6 +127,37 @@ import Testing
         #expect(try store.nextDue() == nil)
     }
 
+    /// A cancel is moot while a handler runs, and when that run asks a question, the question is the intent's state:
+    /// the row used to stay `cancelRequested`, which no answer (the clients answer only `needsInput`) and no expiry
+    /// could leave. And a cancel that names another type than the intent's, which the workers refuse, showed the
+    /// intent `cancelRequested` for good.
+    @Test func aCancelGivesWayToTheQuestionOfARunItCameTooLateForAndNamesTheIntentsType() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        func event(_ id: String, _ state: IntentState, turn: Int = 0, at: Double) -> StatusStore.Update {
+            .event(StatusEvent(id: id, type: "SendMessage", state: state, at: at, attempt: 1, turn: turn, owner: "alice"))
+        }
+        try store.record([.queued(Self.envelope("asks"), by: alice), event("asks", .inProgress, at: 1_001)], now: 1_001)
+        try store.record([.cancelRequested(id: "asks", type: "SendMessage", by: alice)], now: 1_002)
+        #expect(try store.reader.status(id: "asks")?.state == .cancelRequested)
+        try store.record([event("asks", .inProgress, at: 1_003)], now: 1_003)
+        #expect(try store.reader.status(id: "asks")?.state == .cancelRequested, "the run's progress does not take the request back")
+        try store.record([event("asks", .needsInput, at: 1_004)], now: 1_004)
+        #expect(try store.reader.status(id: "asks")?.state == .needsInput)
+        #expect(try store.questionsToExpire(olderThan: 10, resendAfter: 1, now: 2_000).map(\.id) == ["asks"], "its question can expire")
+        // A worker then decides the cancel against that question.
+        try store.record([event("asks", .canceled, at: 1_005)], now: 1_005)
+        #expect(try store.reader.status(id: "asks")?.state == .canceled)
+        try store.record([event("asks", .needsInput, at: 1_006)], now: 1_006)
+        #expect(try store.reader.status(id: "asks")?.state == .canceled, "and nothing moves it from there")
+
+        try store.record([.queued(Self.envelope("other"), by: alice)], now: 1_010)
+        try store.record([.cancelRequested(id: "other", type: "OrderSoup", by: alice)], now: 1_011)
+        #expect(try store.reader.status(id: "other")?.state == .queued, "a cancel of another type is not this intent's")
+        try store.record([.cancelRequested(id: "other", type: "SendMessage", by: alice)], now: 1_012)
+        #expect(try store.reader.status(id: "other")?.state == .cancelRequested)
+    }
+
     @Test func aScheduledIntentAWorkerKeepsIsReleasedOnlyIfItHasNotEndedAGraceAfterItsTime() throws {
         let store = try StatusStore(path: path)
         let grace = StatusStore.keptReleaseGrace

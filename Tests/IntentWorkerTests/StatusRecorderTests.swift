@@ -42,13 +42,13 @@ import Testing
         }
         #expect(queued.id == "a")
         guard
-            case .cancelRequested(let id, _)? = update(
+            case .cancelRequested(let id, let type, _)? = update(
                 IntentEnvelope.request(.cancel, id: "a", type: "SendMessage").encoded(), exchange: topology.intentsExchange)
         else {
             Issue.record("a cancel request is recorded as requested, not as canceled")
             return
         }
-        #expect(id == "a")
+        #expect(id == "a" && type == "SendMessage", "a cancel names the type it is for: the store applies it to an intent of that type only")
         #expect(
             update(IntentEnvelope.request(.expire, id: "a", type: "SendMessage", turn: 1).encoded(), exchange: topology.intentsExchange) == nil,
             "its own expiry requests change nothing: the worker's decision will")
@@ -89,6 +89,30 @@ import Testing
             return
         }
         #expect(refused.owner == "bob")
+    }
+
+    /// The recorder announces the failure it records for a dead letter on the status exchange, which the ledger
+    /// queue is bound to: read back, its own announcement was recorded again, over an operator's requeue of the
+    /// letter made meanwhile (back to `failure`), or into a row deleted since.
+    @Test func theRecordersOwnAnnouncementIsNotRecordedAgain() throws {
+        let store = try StatusStore(path: NSTemporaryDirectory() + "announce-\(UUID().uuidString).sqlite")
+        let envelope = IntentEnvelope(id: "d", type: "SendMessage", parameters: [:], submittedAt: 1)
+        let reason: [String: HeaderValue] = ["x-first-death-reason": .string("delivery_limit")]
+        let dead = try #require(update(envelope.encoded(), exchange: topology.deadLetterExchange, userID: "guest", headers: reason))
+        try store.record([.queued(envelope, by: .init(user: "guest")), dead], now: 2)
+        #expect(try store.reader.status(id: "d")?.response?.code == FailureCode.deadLettered)
+        try store.record([.requeued(envelope)], now: 3)
+        #expect(try store.reader.status(id: "d")?.state == .queued)
+        guard case .event(let failure) = dead else {
+            Issue.record("a dead letter is recorded as an event")
+            return
+        }
+        let announcement = delivery(
+            failure.encoded(), exchange: topology.statusExchange, messageID: "d", userID: "guest", headers: [Topology.announcedHeader: .integer(1)])
+        #expect(recorder.update(from: announcement, intentsExchange: topology.intentsExchange) == nil)
+        // Recorded, it would have undone the requeue:
+        try store.record([dead], now: 4)
+        #expect(try store.reader.status(id: "d")?.state == .failure, "the requeued intent failed again, though nothing ran it")
     }
 
     @Test func anAnswerOrCancelNamesItsSenderAndOnlyTrustedRepublishersMayNameAnOwner() {
