@@ -35,6 +35,10 @@ public final class Gateway: Sendable {
         public var limits = HTTPServer.Limits()
         /// The longest `?wait=` in seconds.
         public var maximumWait = 300.0
+        /// The long polls and event streams one token's user may hold open at once (more: 429). Each holds a
+        /// connection of `limits.maximumConnections`, noticed gone only when its wait ends: without a bound, one
+        /// token could hold them all.
+        public var maximumHeldPerUser = 256
         /// Where the gateway logs (never a token).
         public var logger: Logger
 
@@ -72,7 +76,8 @@ public final class Gateway: Sendable {
         pool = BrokerPool(url: configuration.brokerURL, topology: configuration.topology, threads: configuration.brokerThreads)
         pipeline = SubmitPipelines(count: configuration.submitConnections, url: configuration.brokerURL, logger: configuration.logger)
         follower = StatusFollower(
-            url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger)
+            url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger,
+            maximumHeldPerUser: configuration.maximumHeldPerUser)
         do {
             server.value = try HTTPServer(host: configuration.host, port: configuration.port, limits: configuration.limits) { [self] request in
                 route(request)

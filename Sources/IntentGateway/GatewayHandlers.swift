@@ -34,11 +34,12 @@ struct Handlers: Sendable {
             }
         }
         return .later { [self] responder in
-            follower.wait(
+            let waiting = follower.wait(
                 waiter(id: id, seconds: wait, responder: responder, done: StatusWaiter.answeredOrEnded) { status in
                     guard let status, !IntentClient.isRefusal(status) else { return Self.unknown(id) }
                     return Self.ok(status)
                 }, readFirst: true)
+            if !waiting { answer.send(follower.tooMany, responder) }
         }
     }
 
@@ -219,7 +220,7 @@ struct Handlers: Sendable {
             if status.state.isTerminal { return answer.send(Self.ok(status), responder) }
             // Not ready until the cancel is published (as a submission's wait): a deadline passing first must not
             // answer `cancelRequested` for a cancel whose publish then fails.
-            let key = follower.register(
+            let registered = follower.register(
                 waiter(id: id, seconds: wait, responder: responder, ready: false, done: { $0.state.isTerminal || IntentClient.isRefusal($0) }) {
                     decided in
                     guard let decided, !IntentClient.isRefusal(decided) else {
@@ -227,6 +228,7 @@ struct Handlers: Sendable {
                     }
                     return decided.state.isTerminal ? Self.ok(decided) : Self.ok(decided, status: 202)
                 })
+            guard let key = registered else { return answer.send(follower.tooMany, responder) }
             do {
                 try session.publish { publisher throws(AMQPError) in try publisher.cancel(id: id, type: status.type, userID: identity.user) }
             } catch {
@@ -245,7 +247,9 @@ struct Handlers: Sendable {
         return .later { [self] responder in
             // Subscribed before the snapshot is read: events meanwhile are held, then follow it.
             let stream = EventStream(held: true)
-            follower.subscribe(StatusFollower.Subscription(id: id, type: nil, state: nil, identity: identity, stream: stream))
+            guard follower.subscribe(StatusFollower.Subscription(id: id, type: nil, state: nil, identity: identity, stream: stream)) else {
+                return answer.send(follower.tooMany, responder)
+            }
             pool.run { session in
                 do {
                     guard let status = try session.status(id: id, as: identity.user), !IntentClient.isRefusal(status) else {
@@ -271,7 +275,9 @@ struct Handlers: Sendable {
         let identity = identity
         return .later { [self] responder in
             let stream = EventStream(first: Array(": following\n\n".utf8))
-            follower.subscribe(StatusFollower.Subscription(id: nil, type: type, state: state, identity: identity, stream: stream))
+            guard follower.subscribe(StatusFollower.Subscription(id: nil, type: type, state: state, identity: identity, stream: stream)) else {
+                return answer.send(follower.tooMany, responder)
+            }
             answer.stream(stream, responder)
         }
     }
@@ -310,7 +316,9 @@ struct Handlers: Sendable {
                 return Self.ok(status, headers: [("Location", location)])
             }
             waiting.refusedSince = Date().timeIntervalSince1970
-            registered = follower.register(waiting)
+            // Refused before anything is published: a 429 says nothing was submitted.
+            guard let key = follower.register(waiting) else { return answer.send(follower.tooMany, responder) }
+            registered = key
         }
         let answer = answer
         let metrics = metrics

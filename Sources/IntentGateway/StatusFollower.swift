@@ -46,8 +46,36 @@ final class StatusFollower: Sendable {
         var waiters: [UInt64: Waiter] = [:]
         var waitersByID: [String: Set<UInt64>] = [:]
         var subscriptions: [UInt64: Subscription] = [:]
+        /// The waits and streams each user holds.
+        var held: [String: Int] = [:]
         /// The key the next wait or stream gets.
         var next: UInt64 = 0
+
+        /// Counts one more for `user`, unless they hold `maximum` already.
+        mutating func take(for user: String, maximum: Int) -> UInt64? {
+            guard held[user, default: 0] < maximum else { return nil }
+            held[user, default: 0] += 1
+            next += 1
+            return next
+        }
+
+        mutating func giveBack(for user: String) {
+            let left = held[user, default: 1] - 1
+            held[user] = left > 0 ? left : nil
+        }
+
+        mutating func removeWaiter(_ key: UInt64) -> Waiter? {
+            guard let waiter = waiters.removeValue(forKey: key) else { return nil }
+            waitersByID[waiter.id]?.remove(key)
+            if waitersByID[waiter.id]?.isEmpty == true { waitersByID[waiter.id] = nil }
+            giveBack(for: waiter.identity.user)
+            return waiter
+        }
+
+        mutating func removeSubscription(_ key: UInt64) {
+            guard let subscription = subscriptions.removeValue(forKey: key) else { return }
+            giveBack(for: subscription.identity.user)
+        }
     }
 
     private let registry = Mutex(Registry())
@@ -58,12 +86,14 @@ final class StatusFollower: Sendable {
     private let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let connected = Atomic<Bool>(false)
+    private let maximumHeldPerUser: Int
     /// How long after an event that ends a wait the status is read again, every 2 ms, until the recorder has it.
     static let eagerReading = 2.0
     /// How often an open stream is sent a comment, so a client that went away is noticed.
     static let keepAlive = 15.0
 
-    init(url: BrokerURL, topology: Topology, pool: BrokerPool, metrics: GatewayMetrics, logger: Logger) {
+    init(url: BrokerURL, topology: Topology, pool: BrokerPool, metrics: GatewayMetrics, logger: Logger, maximumHeldPerUser: Int = 256) {
+        self.maximumHeldPerUser = maximumHeldPerUser
         self.logger = logger
         self.url = url
         self.topology = topology
@@ -84,20 +114,32 @@ final class StatusFollower: Sendable {
 
     /// Registers a long poll, then reads the status once: answered at once
     /// when `done` already holds (registered first, so no event slips between),
-    /// or, with `readFirst`, when the intent is unknown to the reader.
-    func wait(_ waiter: Waiter, readFirst: Bool) {
-        check(register(waiter), unknownEnds: readFirst)
+    /// or, with `readFirst`, when the intent is unknown to the reader. False
+    /// (nothing registered) when its user holds as many waits and streams as
+    /// they may.
+    func wait(_ waiter: Waiter, readFirst: Bool) -> Bool {
+        guard let key = register(waiter) else { return false }
+        check(key, unknownEnds: readFirst)
+        return true
     }
 
-    /// Registers a long poll without reading: a submission registers before it publishes.
-    func register(_ waiter: Waiter) -> UInt64 {
+    /// Registers a long poll without reading: a submission registers before it publishes. Nil when its user holds
+    /// as many waits and streams as they may.
+    func register(_ waiter: Waiter) -> UInt64? {
         registry.withLock { registry in
-            registry.next += 1
-            let key = registry.next
+            guard let key = registry.take(for: waiter.identity.user, maximum: maximumHeldPerUser) else { return nil }
             registry.waiters[key] = waiter
             registry.waitersByID[waiter.id, default: []].insert(key)
             return key
         }
+    }
+
+    /// The answer to a wait or a stream its user may not open now.
+    var tooMany: HTTPResponse {
+        HTTPServer.error(
+            429, "tooManyWaits",
+            "this token's user holds \(maximumHeldPerUser) long polls and event streams open, as many as the gateway allows at once; end one first",
+            headers: [("Retry-After", "1")])
     }
 
     /// The submission a wait was registered for is confirmed: from now on its
@@ -131,12 +173,7 @@ final class StatusFollower: Sendable {
     }
 
     private func remove(_ key: UInt64) -> Waiter? {
-        registry.withLock { registry in
-            guard let waiter = registry.waiters.removeValue(forKey: key) else { return nil }
-            registry.waitersByID[waiter.id]?.remove(key)
-            if registry.waitersByID[waiter.id]?.isEmpty == true { registry.waitersByID[waiter.id] = nil }
-            return waiter
-        }
+        registry.withLock { $0.removeWaiter(key) }
     }
 
     /// Reads again for a wait an event may have ended, until the recorder
@@ -178,11 +215,13 @@ final class StatusFollower: Sendable {
 
     // MARK: Streams
 
-    /// Sends `subscription` every event its reader may see, from now on.
-    func subscribe(_ subscription: Subscription) {
+    /// Sends `subscription` every event its reader may see, from now on. False (not subscribed) when its user holds
+    /// as many waits and streams as they may.
+    func subscribe(_ subscription: Subscription) -> Bool {
         registry.withLock { registry in
-            registry.next += 1
-            registry.subscriptions[registry.next] = subscription
+            guard let key = registry.take(for: subscription.identity.user, maximum: maximumHeldPerUser) else { return false }
+            registry.subscriptions[key] = subscription
+            return true
         }
     }
 
@@ -212,12 +251,12 @@ final class StatusFollower: Sendable {
             let last = subscription.id != nil && event.state.isTerminal && event.refused != true
             if !subscription.stream.push(frame, end: last) || last { ended.append(key) }
         }
-        if !ended.isEmpty { registry.withLock { registry in for key in ended { registry.subscriptions[key] = nil } } }
+        if !ended.isEmpty { registry.withLock { registry in for key in ended { registry.removeSubscription(key) } } }
     }
 
     private func keepStreamsAlive() {
         let streams = registry.withLock { registry in
-            registry.subscriptions = registry.subscriptions.filter { $0.value.stream.isOpen }
+            for (key, subscription) in registry.subscriptions where !subscription.stream.isOpen { registry.removeSubscription(key) }
             return registry.subscriptions.values.map(\.stream)
         }
         for stream in streams { stream.push(Array(": keep-alive\n\n".utf8)) }
@@ -234,7 +273,7 @@ final class StatusFollower: Sendable {
             pool.run { [self] session in
                 guard let status = try? session.status(id: id, as: subscription.identity.user), status.state.isTerminal else { return }
                 subscription.stream.push(Array("event: snapshot\ndata: ".utf8) + IntentStatus.jsonEncoded(status) + Array("\n\n".utf8), end: true)
-                _ = registry.withLock { $0.subscriptions.removeValue(forKey: key) }
+                registry.withLock { $0.removeSubscription(key) }
             }
         }
     }

@@ -9,7 +9,7 @@ import IntentKit
 struct GatewayCommand: Command {
     static let tool = "intent-gateway"
     static let usage =
-        "intent-gateway [--listen HOST:PORT] [--tokens FILE] [--broker-threads N] [--cors-origin ORIGIN] [--max-connections N] [--idle-timeout S] [--log-level L] [--json-logs]"
+        "intent-gateway [--listen HOST:PORT] [--tokens FILE] [--broker-threads N] [--cors-origin ORIGIN] [--max-connections N] [--max-waits-per-user N] [--idle-timeout S] [--log-level L] [--json-logs]"
     static let help = """
         Serve IntentQueue over HTTP: submit, read, wait for, answer, cancel and follow intents under /v1,
         the dashboard at /, /healthz and /metrics. The gateway talks to the broker like the other tools and
@@ -24,6 +24,7 @@ struct GatewayCommand: Command {
           --broker-threads N    threads talking to the broker, each with its own connections (default 8)
           --cors-origin ORIGIN  let pages from ORIGIN call the API (default: CORS off)
           --max-connections N   HTTP connections open at once (default 16384)
+          --max-waits-per-user N  long polls and event streams one token's user holds open at once (default 256; more: 429)
           --idle-timeout S      seconds before an idle connection is closed (default 30)
           --log-level L         debug, info, notice, warning or error (default info)
           --json-logs           log JSON lines
@@ -45,6 +46,7 @@ struct GatewayCommand: Command {
     var brokerThreads = 8
     var corsOrigin: String?
     var maximumConnections = 16_384
+    var maximumHeldPerUser = 256
     var idleTimeout = 30
     var logLevel = Logger.Level.info
     var jsonLogs = false
@@ -52,7 +54,10 @@ struct GatewayCommand: Command {
     static func parse(_ words: [String]) throws(UsageError) -> GatewayCommand? {
         let arguments = try Arguments(
             words, flags: ["--help", "--json-logs"],
-            options: ["--listen", "--tokens", "--broker-threads", "--cors-origin", "--max-connections", "--idle-timeout", "--log-level"])
+            options: [
+                "--listen", "--tokens", "--broker-threads", "--cors-origin", "--max-connections", "--max-waits-per-user", "--idle-timeout",
+                "--log-level",
+            ])
         if arguments.has("--help") { return nil }
         guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
         let environment = Environment.values
@@ -68,6 +73,7 @@ struct GatewayCommand: Command {
         command.brokerThreads = try arguments.integer("--broker-threads", in: 1...256) ?? 8
         command.corsOrigin = try arguments.value("--cors-origin")
         command.maximumConnections = try arguments.integer("--max-connections", in: 16...1_000_000) ?? 16_384
+        command.maximumHeldPerUser = try arguments.integer("--max-waits-per-user", in: 1...1_000_000) ?? 256
         command.idleTimeout = try arguments.integer("--idle-timeout", in: 1...3600) ?? 30
         if let level = try arguments.value("--log-level") {
             guard let parsed = Logger.Level.allCases.first(where: { $0.name == level }) else {
@@ -103,6 +109,7 @@ struct GatewayCommand: Command {
         configuration.brokerThreads = brokerThreads
         configuration.corsOrigin = corsOrigin
         configuration.limits.maximumConnections = maximumConnections
+        configuration.maximumHeldPerUser = maximumHeldPerUser
         configuration.limits.idleTimeout = idleTimeout
         let gateway: Gateway
         do {

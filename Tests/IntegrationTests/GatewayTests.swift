@@ -25,6 +25,8 @@ struct GatewayTests {
         #expect(submitted.header("Location") == "/v1/intents/gw-hello")
         #expect(submitted.json["id"] as? String == "gw-hello" && submitted.state == "queued")
 
+        // A 202 means the broker holds it; a wait asked before the recorder has read it finds it unknown (404).
+        try await world.waitUntilRecorded("gw-hello")
         let waited = try await world.request("GET", "/v1/intents/gw-hello?wait=30", token: world.aliceToken)
         #expect(waited.status == 200 && waited.state == "success", "\(waited)")
         #expect(waited.json["owner"] as? String == world.secure.alice, "the gateway published as the token's user")
@@ -265,6 +267,10 @@ struct GatewayTests {
         #expect(other.state == "needsInput", "\(other)")
         let accepted = try await world.request("POST", "/v1/intents/gw-13/deny", token: token)
         #expect(accepted.status == 202 && accepted.state == "queued", "\(accepted)")
+        // Until the recorder has the denial's turn, the question it answers is what a wait finds.
+        try await eventually(timeout: 30, "the recorder to store the denial's turn") {
+            ((try? world.secure.sandbox.statusStore().status(id: "gw-13"))??.turn ?? 0) >= 1
+        }
         let denied = try await world.request("GET", "/v1/intents/gw-13?wait=30", token: token)
         #expect(denied.state == "failure" && (denied.json["response"] as? [String: Any])?["code"] as? String == "denied", "\(denied)")
 
@@ -335,18 +341,8 @@ struct GatewayTests {
             url: world.secure.url(world.secure.workerUser), routingKey: "SendMessage", body: envelope.encoded(), messageID: "gw-dead-1",
             exchange: "intents.dead")
         try await eventually(timeout: 30, "the dead letter to be listed") {
-            let semaphore = DispatchSemaphore(value: 0)
-            let found = LockedFlag()
-            Task {
-                if let dead = try? await world.request("GET", "/v1/dead", token: world.operatorToken),
-                    (dead.json["intents"] as? [[String: Any]])?.contains(where: { $0["id"] as? String == "gw-dead-1" }) == true
-                {
-                    found.set()
-                }
-                semaphore.signal()
-            }
-            semaphore.wait()
-            return found.value
+            let dead = try? await world.request("GET", "/v1/dead", token: world.operatorToken)
+            return (dead?.json["intents"] as? [[String: Any]])?.contains(where: { $0["id"] as? String == "gw-dead-1" }) == true
         }
         let forbidden = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.aliceToken)
         #expect(forbidden.status == 403, "\(forbidden)")
@@ -358,6 +354,10 @@ struct GatewayTests {
         #expect(unknown.status == 404, "\(unknown)")
         let requeued = try await world.request("POST", "/v1/dead/gw-dead-1/requeue", token: world.operatorToken)
         #expect(requeued.status == 200 && requeued.json["requeued"] as? Bool == true, "\(requeued)")
+        // Until the recorder has the requeued message, the dead letter's failure is what a wait finds.
+        try await eventually(timeout: 30, "the recorder to reopen the requeued letter") {
+            (try? world.secure.sandbox.statusStore().status(id: "gw-dead-1"))??.response?.code != FailureCode.deadLettered
+        }
         let ran = try await world.request("GET", "/v1/intents/gw-dead-1?wait=30", token: world.operatorToken)
         #expect(ran.state == "success", "\(ran)")
         #expect(try world.secure.sandbox.messageCount(intentID: "gw-dead-1") == 1)
@@ -382,6 +382,51 @@ struct GatewayTests {
         #expect(large.text.contains("ask for fewer"), "\(large)")
         let fewer = try await world.request("GET", "/v1/intents?limit=2", token: world.aliceToken)
         #expect(fewer.status == 200 && (fewer.json["intents"] as? [Any])?.count == 2, "\(fewer)")
+    }
+
+    /// A long poll or an event stream holds a connection until its wait ends (a client that left is noticed only
+    /// then): one token could hold every connection the gateway has, and every other client was refused. Each
+    /// token's user holds at most `--max-waits-per-user` at once; past it, 429 at once, and nothing is submitted.
+    @Test func aUsersLongPollsAndStreamsAreBoundedAndOthersAreServed() async throws {
+        let world = try await GatewaySandbox("gw-held")
+        defer { Task { await world.tearDown() } }
+        try await world.secure.startServices()
+        try await world.startGateway(["--max-waits-per-user", "2"])
+        let due = Date().timeIntervalSince1970 + 3_600
+        for (id, token) in [("gw-alice-later", world.aliceToken), ("gw-bob-later", world.bobToken)] {
+            let later = try await world.request(
+                "POST", "/v1/intents/SendMessage", token: token,
+                json: #"{"id":"\#(id)","parameters":{"recipients":["Alice"],"content":"later"},"dueAt":\#(due)}"#)
+            #expect(later.status == 202, "\(later)")
+            try await world.waitUntilRecorded(id)
+        }
+        let held = (0..<2).map { _ in
+            Task { try await world.request("GET", "/v1/intents/gw-alice-later?wait=8", token: world.aliceToken) }
+        }
+        try await eventually(timeout: 30, "alice's two long polls to be held") {
+            let metrics = try await world.request("GET", "/metrics", token: nil)
+            return metrics.text.contains("intent_gateway_open_waits 2")
+        }
+        let third = try await world.request("GET", "/v1/intents/gw-alice-later?wait=1", token: world.aliceToken)
+        #expect(third.status == 429 && third.code == "tooManyWaits" && third.header("Retry-After") != nil, "\(third)")
+        let stream = try await world.request("GET", "/v1/events", token: world.aliceToken)
+        #expect(stream.status == 429, "a stream counts with the polls: \(stream)")
+        let submitted = try await world.request(
+            "POST", "/v1/intents/SendMessage?wait=5", token: world.aliceToken,
+            json: #"{"id":"gw-not-sent","parameters":{"recipients":["Alice"],"content":"no"}}"#)
+        #expect(submitted.status == 429, "\(submitted)")
+        // Another user is served.
+        let bobs = try await world.request("GET", "/v1/intents/gw-bob-later?wait=1", token: world.bobToken)
+        #expect(bobs.status == 200 && bobs.state == "scheduled", "\(bobs)")
+        for poll in held {
+            let answered = try await poll.value
+            #expect(answered.status == 200 && answered.state == "scheduled", "\(answered)")
+        }
+        // Ended, they are given back.
+        let again = try await world.request("GET", "/v1/intents/gw-alice-later?wait=1", token: world.aliceToken)
+        #expect(again.status == 200, "\(again)")
+        let notSent = try await world.request("GET", "/v1/intents/gw-not-sent", token: world.aliceToken)
+        #expect(notSent.status == 404, "the refused submission was not published: \(notSent)")
     }
 
     @Test func eventStreamsCarryTheReadersOwnEventsAndEndAfterTheTerminalOne() async throws {
