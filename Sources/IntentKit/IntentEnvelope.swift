@@ -365,7 +365,7 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
             priority = known
         default: throw EnvelopeError(id: id, reason: "'priority' must be normal or high")
         }
-        if request == .deny || request == .expire, turn < 1 {
+        if request == .deny || request == .expire || request == .abandon, turn < 1 {
             throw EnvelopeError(id: id, reason: "a \(request!.rawValue) request names the turn after the question it answers (1 or more)")
         }
         return IntentEnvelope(
@@ -442,6 +442,10 @@ public enum IntentRequest: String, Codable, Sendable, Hashable, CaseIterable {
     case deny
     /// The question asked at turn `turn - 1` went unanswered too long (the recorder asks).
     case expire
+    /// The answer to the question asked at turn `turn - 1` (or its confirmation, or its denial) was dead-lettered:
+    /// the broker gave up delivering it (the recorder asks). The intent ends `failure/deadLettered` unless that
+    /// answer was taken after all, or the intent moved on.
+    case abandon
 }
 
 /// Why a message body is not a usable envelope. `id` is set when it could be read,

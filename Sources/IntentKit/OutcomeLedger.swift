@@ -271,7 +271,8 @@ extension Admission {
                     message: "no intent '\(intentID)' was submitted: there is nothing to \(request?.rawValue ?? "answer")"))
         }
         // The owner first: to anyone else, a refusal says nothing of the intent (not even its type).
-        if let owner = recorded.owner, owner != sender.user, !sender.isOperator, !(request == .expire && sender.isTrusted) {
+        let recordersRequest = request == .expire || request == .abandon
+        if let owner = recorded.owner, owner != sender.user, !sender.isOperator, !(recordersRequest && sender.isTrusted) {
             if submission {
                 return Admission(
                     owner: sender.user,
@@ -293,11 +294,12 @@ extension Admission {
                     code: FailureCode.idInUse,
                     message: "the id '\(intentID)' is taken by a \(recorded.type) intent; submit this \(type) under another id"))
         }
-        if request == .expire, !sender.isTrusted {
+        if recordersRequest, !sender.isTrusted {
             return Admission(
                 owner: recorded.owner,
                 refusal: IntentFailure(
-                    code: FailureCode.notOwner, message: "only the recorder expires questions"))
+                    code: FailureCode.notOwner,
+                    message: request == .expire ? "only the recorder expires questions" : "only the recorder ends a question for a lost answer"))
         }
         // A confirmation counts only as the answer to one the intent asked for, at the turn it answers.
         var confirmed = turn == 0 ? [] : granted

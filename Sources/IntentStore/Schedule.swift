@@ -20,10 +20,14 @@ public struct Schedule: Sendable, Hashable, Decodable {
     public var starts: Double
     /// A paused schedule submits nothing until resumed (the due times meanwhile are skipped).
     public var paused: Bool
+    /// When the store made it or last resumed it (seconds since 1970, the recorder's clock): no due time before
+    /// then is submitted. Nil from a store older than it, and for a schedule not yet kept.
+    public var activeSince: Double?
 
     /// A schedule; not paused unless said.
     public init(
-        name: String, owner: String? = nil, type: String, parameters: [String: JSONValue], every: Double, starts: Double, paused: Bool = false
+        name: String, owner: String? = nil, type: String, parameters: [String: JSONValue], every: Double, starts: Double, paused: Bool = false,
+        activeSince: Double? = nil
     ) {
         self.name = name
         self.owner = owner
@@ -32,6 +36,7 @@ public struct Schedule: Sendable, Hashable, Decodable {
         self.every = every
         self.starts = starts
         self.paused = paused
+        self.activeSince = activeSince
     }
 
     /// The first due times a schedule may have, in seconds since 1970: from 1970 to about the year 5100. Counted
@@ -42,6 +47,12 @@ public struct Schedule: Sendable, Hashable, Decodable {
     public static let maximumParametersBytes = 16 << 10
     /// The most schedules one owner keeps.
     public static let maximumPerOwner = 100
+    /// The most schedules a store keeps, of all owners: every scheduler reads them all in one answer, which may not
+    /// pass `StatusQuery.maximumReplyBytes` (8 MiB). Past it, every scheduler kept the last list it could read:
+    /// schedules removed or paused since went on.
+    public static let maximumInStore = 10_000
+    /// The most the parameters of all the schedules a store keeps take, as JSON (bytes), for the same reason.
+    public static let maximumParametersBytesInStore = 4 << 20
 
     /// The steps between due times a new schedule may have: a second to a year (leap or not).
     public static let everyRange: ClosedRange<Double> = 1...(366 * 86_400)
@@ -85,9 +96,11 @@ public struct Schedule: Sendable, Hashable, Decodable {
 
     /// The schedule as the tools print it and a remote answer carries it.
     public var jsonValue: JSONValue {
-        .object([
+        var object: [String: JSONValue] = [
             "name": .string(name), "owner": owner.map(JSONValue.string) ?? .null, "type": .string(type), "parameters": .object(parameters),
             "every": .number(every), "starts": .number(starts), "paused": .bool(paused),
-        ])
+        ]
+        if let activeSince { object["activeSince"] = .number(activeSince) }
+        return .object(object)
     }
 }

@@ -241,13 +241,16 @@ public final class StatusReader {
     public func schedules(owner: String? = nil) throws -> [Schedule] {
         guard try hasSchema() else { return [] }
         return try database.query(
-            "SELECT name, owner, type, parameters, every, starts, paused FROM intent_schedule WHERE (?1 IS NULL OR owner = ?1) ORDER BY name",
+            """
+            SELECT name, owner, type, parameters, every, starts, paused, active_since FROM intent_schedule WHERE (?1 IS NULL OR owner = ?1)
+            ORDER BY name
+            """,
             [.optional(owner)]
         ) { row in
             Schedule(
                 name: row.string(0), owner: row.text(1), type: row.string(2),
                 parameters: (try? JSONValue.parse(Array(row.string(3).utf8)))?.objectValue ?? [:], every: row.double(4),
-                starts: row.double(5), paused: row.int(6) != 0)
+                starts: row.double(5), paused: row.int(6) != 0, activeSince: row.optionalDouble(7))
         }
     }
 

@@ -157,6 +157,20 @@ public final class StatusStore {
         DROP INDEX intent_status_by_state;
         CREATE INDEX intent_status_unsettled ON intent_status(state, updated_at) WHERE state <> 'success';
         """,
+        // When each schedule was made or last resumed: the schedulers count its due times from then, whenever they
+        // first read it (one that read it only after its first due time skipped that time), and skip a pause's.
+        """
+        ALTER TABLE intent_schedule ADD COLUMN active_since REAL;
+        UPDATE intent_schedule SET active_since = created_at;
+        """,
+        // The turn of an answer (or a confirmation, or a denial) the broker dead-lettered, and when the workers were
+        // last asked to end its question with it (`turnsToAbandon`): its question is the ledger's to end, not the
+        // recorder's (the answer's own copy has already moved the row to that turn).
+        """
+        ALTER TABLE intent_status ADD COLUMN abandon_turn INTEGER;
+        ALTER TABLE intent_status ADD COLUMN abandon_requested_at REAL;
+        CREATE INDEX intent_status_abandoned ON intent_status(abandon_turn) WHERE abandon_turn IS NOT NULL;
+        """,
     ]
 
     /// The questions unanswered for long enough (`questionsToExpire`), looked up in the state index.
@@ -238,6 +252,11 @@ public final class StatusStore {
         /// names another type than the intent's is refused by the workers, and changes
         /// nothing here.
         case cancelRequested(id: String, type: String? = nil, by: Submitter? = nil)
+        /// The broker dead-lettered an answer, a confirmation or a denial (`turn` is its turn, 1 or more): the
+        /// question it answered is still open in the intent's ledger, and only a worker may end it there. The
+        /// recorder asks the workers to (`turnsToAbandon`), and the store hears their decision as an event; it
+        /// records no failure of its own, which the ledger would not hold.
+        case turnDeadLettered(id: String, type: String, turn: Int, by: Submitter? = nil)
         /// A worker refused one message about the intent (an id taken by
         /// another submitter or type, an answer from someone else): kept for
         /// that sender, and the intent is untouched.
@@ -248,7 +267,7 @@ public final class StatusStore {
             switch self {
             case .queued(let envelope, _), .requeued(let envelope): envelope.id
             case .event(let event), .refusal(let event): event.id
-            case .cancelRequested(let id, _, _): id
+            case .cancelRequested(let id, _, _), .turnDeadLettered(let id, _, _, _): id
             }
         }
     }
@@ -351,6 +370,12 @@ public final class StatusStore {
                             progress_message = NULL, updated_at = ?2
                         WHERE id = ?1 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3)) AND (?5 IS NULL OR type = ?5)
                         """, [.text(id), .real(now)] + Self.ownership(submitter) + [.optional(type)])
+                case .turnDeadLettered(let id, let type, let turn, let submitter):
+                    try db.run(
+                        """
+                        UPDATE intent_status SET abandon_turn = ?5, abandon_requested_at = NULL
+                        WHERE id = ?1 AND type = ?2 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3)) AND turn <= ?5
+                        """, [.text(id), .text(type)] + Self.ownership(submitter) + [.int(turn)])
                 }
                 guard reportingTransitions else { continue }
                 let after = try db.queryFirst(
@@ -662,25 +687,44 @@ public final class StatusStore {
             guard others < Schedule.maximumPerOwner else {
                 throw StatusQuery.Invalid(description: "an owner keeps at most \(Schedule.maximumPerOwner) schedules: remove one first")
             }
+            let (all, bytes) =
+                try db.queryFirst(
+                    "SELECT count(*), coalesce(sum(length(CAST(parameters AS BLOB))), 0) FROM intent_schedule WHERE name != ?",
+                    [.text(schedule.name)]
+                ) { ($0.int(0), $0.int(1)) } ?? (0, 0)
+            guard all < Schedule.maximumInStore, bytes + parameters.utf8.count <= Schedule.maximumParametersBytesInStore else {
+                throw StatusQuery.Invalid(
+                    description:
+                        "the store keeps at most \(Schedule.maximumInStore) schedules, whose parameters take at most \(Schedule.maximumParametersBytesInStore >> 20) MiB in all: it holds \(all), of \(bytes) bytes"
+                )
+            }
             try db.run(
                 """
-                INSERT OR REPLACE INTO intent_schedule(name, owner, type, parameters, every, starts, paused, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO intent_schedule(name, owner, type, parameters, every, starts, paused, created_at, active_since)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                 """,
                 [
                     .text(schedule.name), .optional(schedule.owner), .text(schedule.type), .text(parameters),
                     .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0), .real(now),
+                    // Active from now, or from its first due time when that was at most a second ago: a client that
+                    // asked for the next whole second as its start may be read here just after it (or by a clock
+                    // a little ahead of the client's).
+                    .real(max(now - 1, min(now, schedule.starts))),
                 ])
             return true
         }
     }
 
-    /// Pauses or resumes a schedule of `owner`'s (anyone's when nil); false when there is none.
-    public func setSchedule(_ name: String, paused: Bool, owner: String?) throws -> Bool {
+    /// Pauses or resumes a schedule of `owner`'s (anyone's when nil); false when there is none. A paused schedule
+    /// resumed is active from `now`: the due times of its pause are skipped.
+    public func setSchedule(_ name: String, paused: Bool, owner: String?, now: Double = Date().timeIntervalSince1970) throws -> Bool {
         try database.transaction { db in
             try db.run(
-                "UPDATE intent_schedule SET paused = ?2 WHERE name = ?1 AND (?3 IS NULL OR owner = ?3)",
-                [.text(name), .int(paused ? 1 : 0), .optional(owner)])
+                """
+                UPDATE intent_schedule SET paused = ?2, active_since = CASE WHEN paused != 0 AND ?2 = 0 THEN ?4 ELSE active_since END
+                WHERE name = ?1 AND (?3 IS NULL OR owner = ?3)
+                """,
+                [.text(name), .int(paused ? 1 : 0), .optional(owner), .real(now)])
             return db.changes > 0
         }
     }
@@ -810,8 +854,33 @@ public final class StatusStore {
             [.text(event.id), .text(event.state.rawValue), .optional(event.response?.code), .int(event.attempt), .real(now)])
     }
 
-    /// A question that went unanswered too long: the recorder asks a worker
-    /// to expire it (the intent's turn + 1 is the request's turn).
+    /// The intents whose answer at their current turn the broker dead-lettered, still waiting at that turn, whose
+    /// workers were not asked to end the question in the last `resendAfter` seconds: each is marked asked now. An
+    /// answer the workers did take after all moved the intent on (a run, a question, an outcome) and is not asked
+    /// about again.
+    public func turnsToAbandon(resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970) throws
+        -> [UnansweredQuestion]
+    {
+        try database.transaction { db in
+            let turns = try db.query(
+                """
+                SELECT id, type, turn FROM intent_status
+                WHERE abandon_turn IS NOT NULL AND abandon_turn = turn AND state IN ('queued', 'scheduled')
+                  AND coalesce(abandon_requested_at, 0) < ?1 - ?2
+                LIMIT ?3
+                """, [.real(now), .real(resendAfter), .int(limit)]
+            ) { row in
+                UnansweredQuestion(id: row.string(0), type: row.string(1), turn: row.int(2) - 1)
+            }
+            for turn in turns {
+                try db.run("UPDATE intent_status SET abandon_requested_at = ? WHERE id = ?", [.real(now), .text(turn.id)])
+            }
+            return turns
+        }
+    }
+
+    /// A question that went unanswered too long, or whose answer was lost: the recorder asks a worker to end it
+    /// (the intent's turn + 1 is the request's turn).
     public struct UnansweredQuestion: Sendable, Hashable {
         /// The intent waiting for an answer.
         public var id: String

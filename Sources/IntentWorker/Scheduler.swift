@@ -57,9 +57,10 @@ public final class Scheduler: Service {
         var connection: AMQPConnection?
         // The ids this process has submitted, with their due times (forgotten once past the catch-up).
         var submitted: [String: Double] = [:]
-        // Whether each schedule was paused when last read (empty before the first reading), and since when the ones
-        // made or resumed since then are active: the due times before that are not caught up on (those of a pause
-        // are skipped, as a paused schedule promises). A restarted scheduler catches up on every schedule.
+        // For schedules read from a store that does not say since when each is active (`Schedule.activeSince`):
+        // whether each was paused when last read (empty before the first reading), and since when the ones made or
+        // resumed since then are active: the due times before that are not caught up on (those of a pause are
+        // skipped, as a paused schedule promises). A restarted scheduler catches up on every such schedule.
         var pausedWhenRead: [String: Bool] = [:]
         var activeSince: [String: Double] = [:]
         var firstReading = true
@@ -88,7 +89,7 @@ public final class Scheduler: Service {
                 }
             }
             for schedule in schedules where !schedule.paused {
-                let from = max(now - configuration.catchUp, activeSince[schedule.name] ?? -.infinity)
+                let from = Self.countedFrom(schedule, now: now, catchUp: configuration.catchUp, seenActiveSince: activeSince[schedule.name])
                 for due in schedule.dueTimes(after: from, upTo: now) {
                     let id = schedule.intentID(dueAt: due)
                     guard submitted[id] == nil else { continue }
@@ -118,6 +119,16 @@ public final class Scheduler: Service {
         requester?.close()
         connection?.close()
         logger.info("scheduler stopped")
+    }
+
+    /// The time after which `schedule`'s due times are submitted at `now`: at most `catchUp` seconds back, and from
+    /// when the store made or resumed it on (a schedule a scheduler first read after its first due time lost that
+    /// time, and one restarted caught up on the due times of a pause just ended). A store older than the schedule's
+    /// `activeSince` gives none: then from when this scheduler saw it made or resumed (`seenActiveSince`). Due
+    /// times are counted to the millisecond, and one at `activeSince` itself is submitted.
+    static func countedFrom(_ schedule: Schedule, now: Double, catchUp: Double, seenActiveSince: Double?) -> Double {
+        let since = schedule.activeSince.map { $0 - 0.001 } ?? seenActiveSince ?? -.infinity
+        return max(now - catchUp, since)
     }
 
     private static func connect(_ url: BrokerURL) throws(AMQPError) -> AMQPConnection {

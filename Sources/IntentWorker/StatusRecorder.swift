@@ -313,11 +313,16 @@ public final class StatusRecorder: Service {
         }
 
         var nextSweep = Date()
+        var nextAbandonSweep = Date()
         var nextRetention = Date()
         while !isStopping {
             if Date() >= nextSweep {
                 nextSweep = Date().addingTimeInterval(min(30, max(0.5, configuration.questionTimeToLive / 4)))
                 try requestExpiries(from: store, on: connection)
+            }
+            if Date() >= nextAbandonSweep {
+                nextAbandonSweep = Date().addingTimeInterval(1)
+                try requestAbandons(from: store, on: connection)
             }
             if let retention = configuration.retention, Date() >= nextRetention, storeRetryAt == nil {
                 // One small batch at a time between batches of events: a backlog is
@@ -428,13 +433,34 @@ public final class StatusRecorder: Service {
         }
         guard !questions.isEmpty else { return }
         logger.info("asking workers to expire \(questions.count) unanswered questions")
-        let topology = configuration.topology
         for question in questions {
-            let request = IntentEnvelope.request(.expire, id: question.id, type: question.type, turn: question.turn + 1)
-            try connection.publish(
-                OutgoingMessage(
-                    exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
-                    messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
+            try publishRequest(.expire, about: question, on: connection)
+        }
+    }
+
+    /// Publishes the recorder's own request about `question` (at the turn after it), as its own trusted user.
+    private func publishRequest(_ kind: IntentRequest, about question: StatusStore.UnansweredQuestion, on connection: AMQPConnection) throws {
+        let topology = configuration.topology
+        let request = IntentEnvelope.request(kind, id: question.id, type: question.type, turn: question.turn + 1)
+        try connection.publish(
+            OutgoingMessage(
+                exchange: topology.intentsExchange, routingKey: question.type, body: request.encoded(),
+                messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
+    }
+
+    /// Asks the workers to end the questions whose answers the broker dead-lettered (`StatusStore.turnsToAbandon`),
+    /// again every minute while nothing moves the intent: decided in the intent's ledger, where an answer taken after
+    /// all (or anything else that moved the intent on) wins, and the store hears the outcome from the worker.
+    private func requestAbandons(from store: StatusStore, on connection: AMQPConnection) throws {
+        let turns: [StatusStore.UnansweredQuestion]
+        do {
+            turns = try store.turnsToAbandon(resendAfter: 60)
+        } catch let error as DatabaseError {
+            logger.debug("lost answers not looked at this round: \(error)")
+            return
+        }
+        for question in turns {
+            try publishRequest(.abandon, about: question, on: connection)
         }
     }
 
@@ -586,6 +612,15 @@ public final class StatusRecorder: Service {
             // The broker gave up on a submission: record it once as a failure. Its body is read
             // only when it is of a size a worker reads; otherwise it is listed under an id of its own.
             let envelope = delivery.body.count <= 1 << 20 ? try? IntentEnvelope.decode(delivery.body) : nil
+            if let envelope, envelope.turn > 0, envelope.request == nil || envelope.request == .deny {
+                // An answer, a confirmation or a denial: the question it answered is still open in the intent's ledger,
+                // and the workers are asked to end it there (`turnsToAbandon`); a failure recorded here would be the
+                // store's alone, while the ledger still waits.
+                logger.warning(
+                    "the answer at turn \(envelope.turn) was dead-lettered; the workers are asked to end its question",
+                    metadata: ["intent.id": envelope.id, "intent.type": envelope.type])
+                return .turnDeadLettered(id: envelope.id, type: envelope.type, turn: envelope.turn, by: submitter(of: delivery))
+            }
             if let request = envelope?.request {
                 // A request the workers could not take is not the intent's failure.
                 logger.warning(
@@ -620,7 +655,7 @@ public final class StatusRecorder: Service {
             }
             switch envelope.request {
             case .cancel?: return .cancelRequested(id: envelope.id, type: envelope.type, by: submitter)
-            case .expire?: return nil  // the recorder's own request; the worker's decision will tell
+            case .expire?, .abandon?: return nil  // the recorder's own requests; the worker's decision will tell
             case .deny?, nil: break
             }
             // Only an operator's requeue reopens a dead letter: the header alone means nothing.

@@ -433,6 +433,14 @@ public final class WorkerService: Service {
                 IntentFailure(
                     code: FailureCode.expired, message: "the question asked at turn \(job.envelope.turn - 1) went unanswered past its time to live"))
             decider = .answer(question: job.envelope.turn - 1)
+        case .abandon:
+            wanted = .failure(
+                IntentFailure(
+                    code: FailureCode.deadLettered,
+                    message:
+                        "the broker dead-lettered the answer to the question asked at turn \(job.envelope.turn - 1) (it reached the delivery limit, or could not be read); the answer is kept in the dead-letter queue"
+                ))
+            decider = .answer(question: job.envelope.turn - 1)
         }
         guard let standing = try await job.ledger.decide(job.id, wanted, attempt: job.attempt, by: decider) else {
             job.logger.info("\(request.rawValue) request is moot: the intent moved on (a later question, or a handler that started)")

@@ -70,19 +70,15 @@ struct ReliabilityTests {
         }
     }
 
-    @Test func aMessageThatKillsTheWorkerEveryTimeIsDeadLetteredOnceWhileOthersFlow() async throws {
-        let sandbox = try await Sandbox("poison")
-        defer { Task { await sandbox.tearDown() } }
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
-
-        // A supervisor restarts the worker whenever it dies, as systemd would.
-        let crashes = Counter()
-        let supervisor = Task {
+    /// A worker that dies on receiving any delivery of an intent whose id starts with `prefix`, started again
+    /// whenever it dies (as systemd would), until the task is canceled; `crashes` counts its deaths.
+    static func restarted(dyingOn prefix: String, in sandbox: Sandbox, crashes: Counter) -> Task<Void, any Error> {
+        Task {
             var generation = 0
             while !Task.isCancelled {
                 let worker = try WorkerProcess(
                     arguments: ["--concurrency", "1", "--prefetch", "1"],
-                    environment: sandbox.environment.merging(["INTENTQUEUE_FAULT": "afterReceive@poison-"]) { _, new in new },
+                    environment: sandbox.environment.merging(["INTENTQUEUE_FAULT": "afterReceive@\(prefix)"]) { _, new in new },
                     logPath: sandbox.directory.appendingPathComponent("crashing-\(generation).log").path)
                 generation += 1
                 while worker.isRunning, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
@@ -93,6 +89,57 @@ struct ReliabilityTests {
                 crashes.increment()
             }
         }
+    }
+
+    /// An answer that kills the worker every time is dead-lettered, and its question is still open in the intent's
+    /// ledger. The recorder used to record `failure/deadLettered` itself, while the ledger would still take another
+    /// answer (and the store would then have said `success` after `failure`). Now the workers end the question in
+    /// the ledger, and the store's failure is the ledger's: the outcome a second answer finds.
+    @Test func anAnswerThatKillsTheWorkerEveryTimeEndsItsQuestionInTheLedger() async throws {
+        let sandbox = try await Sandbox("lost-answer")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        let asking = try await sandbox.startWorker([], expectedConnections: 1)
+        let asked = try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "lost-answer", "--wait"])
+        #expect(asked.exitCode == 3, "\(asked)")
+        #expect(try await asking.stop() == 0)
+
+        // Workers that die on every delivery of this intent, restarted as systemd would.
+        let crashing = Self.restarted(dyingOn: "lost-answer", in: sandbox, crashes: Counter())
+        defer { crashing.cancel() }
+        let answered = try await sandbox.submit(["--answer", "lost-answer", "recipients=Jeff Baker"])
+        #expect(answered.exitCode == 0, "\(answered)")
+        // Dead-lettered (and then the recorder's first request to end its question, which these workers die on too).
+        try await eventually(timeout: 120, "the answer to be dead-lettered") {
+            let connection = try AMQPConnection(url: try BrokerURL(sandbox.brokerURL))
+            defer { connection.close() }
+            return try connection.inspectQueue("intents.dead").messages >= 1
+        }
+        crashing.cancel()
+        _ = try? await crashing.value
+        #expect(try sandbox.statusStore().status(id: "lost-answer")?.terminal == false, "no failure the ledger does not hold")
+
+        // A worker that takes the recorder's request (asked again every minute) ends the question in the ledger.
+        try await sandbox.startWorker([], expectedConnections: 1)
+        try await eventually(timeout: 150, "the workers to end the question") {
+            try sandbox.statusStore().status(id: "lost-answer")?.terminal == true
+        }
+        let ended = try #require(try sandbox.statusStore().status(id: "lost-answer"))
+        #expect(ended.state == .failure && ended.response?.code == FailureCode.deadLettered, "\(ended)")
+        let ledger = try Database(path: sandbox.appDatabasePath, mode: .readOnly)
+        let decided = try ledger.queryFirst("SELECT code FROM intent_effect WHERE intent_id = 'lost-answer'") { $0.string(0) }
+        #expect(decided == FailureCode.deadLettered, "the ledger holds the outcome the store shows")
+        #expect(try sandbox.messageCount(intentID: "lost-answer") == 0)
+    }
+
+    @Test func aMessageThatKillsTheWorkerEveryTimeIsDeadLetteredOnceWhileOthersFlow() async throws {
+        let sandbox = try await Sandbox("poison")
+        defer { Task { await sandbox.tearDown() } }
+        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+
+        // A supervisor restarts the worker whenever it dies, as systemd would.
+        let crashes = Counter()
+        let supervisor = Self.restarted(dyingOn: "poison-", in: sandbox, crashes: crashes)
         defer { supervisor.cancel() }
         try await eventually(timeout: 30, "the first worker to bind the work queue") {
             let log = (try? String(contentsOfFile: sandbox.directory.appendingPathComponent("crashing-0.log").path, encoding: .utf8)) ?? ""

@@ -158,6 +158,40 @@ import Testing
         #expect(try store.reader.status(id: "other")?.state == .cancelRequested)
     }
 
+    /// A dead-lettered answer was recorded as the intent's failure while its ledger still waited for an answer: the
+    /// store said `failure` of an intent no worker had ended (and could still end another way). Now the row waits
+    /// at the answer's turn, and the workers are asked to end the question (`turnsToAbandon`), once a minute until
+    /// their decision, or anything else that moves the intent on, comes.
+    @Test func aLostAnswersQuestionIsLeftToTheWorkersAndAskedAboutUntilItMovesOn() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        func event(_ id: String, _ state: IntentState, turn: Int, code: String? = nil) -> StatusStore.Update {
+            .event(
+                StatusEvent(
+                    id: id, type: "SendMessage", state: state, at: 1_000, attempt: 1, response: code.map { IntentResponse(code: $0) }, turn: turn,
+                    owner: "alice"))
+        }
+        for id in ["lost", "taken", "bobs"] {
+            var answer = Self.envelope(id)
+            answer.turn = 1
+            try store.record([.queued(Self.envelope(id), by: alice), event(id, .needsInput, turn: 0), .queued(answer, by: alice)], now: 1_000)
+        }
+        try store.record(
+            [
+                .turnDeadLettered(id: "lost", type: "SendMessage", turn: 1, by: alice),
+                .turnDeadLettered(id: "taken", type: "SendMessage", turn: 1, by: alice),
+                .turnDeadLettered(id: "bobs", type: "SendMessage", turn: 1, by: .init(user: "bob")),
+            ], now: 1_001)
+        #expect(try store.reader.status(id: "lost")?.state == .queued, "no failure the ledger does not hold")
+        try store.record([event("taken", .needsInput, turn: 1)], now: 1_002)  // the answer was taken after all
+        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_003) == [.init(id: "lost", type: "SendMessage", turn: 0)])
+        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_010).isEmpty, "asked once a minute")
+        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_064).map(\.id) == ["lost"])
+        try store.record([event("lost", .failure, turn: 1, code: FailureCode.deadLettered)], now: 1_065)
+        #expect(try store.reader.status(id: "lost")?.response?.code == FailureCode.deadLettered)
+        #expect(try store.turnsToAbandon(resendAfter: 60, now: 2_000).isEmpty)
+    }
+
     @Test func aScheduledIntentAWorkerKeepsIsReleasedOnlyIfItHasNotEndedAGraceAfterItsTime() throws {
         let store = try StatusStore(path: path)
         let grace = StatusStore.keptReleaseGrace
@@ -579,6 +613,38 @@ import Testing
         #expect(try store.questionsToExpire(olderThan: 0, resendAfter: 0, now: 100).map(\.id) == ["q1"])
     }
 
+    /// Takes a store back to the schema version before the first migration that holds `marker`, undoing the
+    /// migrations after it that add columns (the tests undo the others themselves).
+    static func downgrade(_ store: StatusStore, toBefore marker: String) throws {
+        let version = try #require(StatusStore.migrations.firstIndex { $0.contains(marker) })
+        let added: [(migration: String, undo: String)] = [
+            (
+                "abandon_turn",
+                "DROP INDEX intent_status_abandoned; ALTER TABLE intent_status DROP COLUMN abandon_turn; ALTER TABLE intent_status DROP COLUMN abandon_requested_at"
+            ),
+            ("active_since", "ALTER TABLE intent_schedule DROP COLUMN active_since"),
+        ]
+        for (migration, undo) in added where StatusStore.migrations.firstIndex(where: { $0.contains(migration) })! >= version {
+            try store.database.execute(undo)
+        }
+        try store.database.execute("PRAGMA user_version=\(version)")
+    }
+
+    /// A store from before schedules said since when they are active: each is active since it was made.
+    @Test func aStoreFromBeforeSchedulesKeptTheirActiveTimeHasThemActiveSinceMade() throws {
+        do {
+            let store = try StatusStore(path: path)
+            try Self.downgrade(store, toBefore: "active_since")
+            try store.database.execute(
+                """
+                INSERT INTO intent_schedule(name, owner, type, parameters, every, starts, paused, created_at)
+                VALUES ('tick', 'alice', 'SendMessage', '{}', 60, 1000, 0, 990.5)
+                """)
+        }
+        let store = try StatusStore(path: path)
+        #expect(try store.reader.schedules().map(\.activeSince) == [990.5])
+    }
+
     @Test func aStoreFromBeforeThePartialStateIndexIsMigratedWithEveryCountKept() throws {
         // A store as the version before left it: its full state index and its schema version, and rows written
         // through that index.
@@ -586,7 +652,7 @@ import Testing
             let store = try StatusStore(path: path)
             try store.database.execute(
                 "DROP INDEX intent_status_unsettled; CREATE INDEX intent_status_by_state ON intent_status(state, updated_at)")
-            try store.database.execute("PRAGMA user_version=\(StatusStore.migrations.count - 1)")
+            try Self.downgrade(store, toBefore: "CREATE INDEX intent_status_unsettled")
             try seedList(store)
             try store.record([Self.event("q1", .needsInput)], now: 70)
         }

@@ -66,6 +66,19 @@ import Testing
         #expect(event.response?.message?.contains("delivery_limit") == true)
         let request = IntentEnvelope.request(.cancel, id: "p", type: "SendMessage").encoded()
         #expect(update(request, exchange: topology.deadLetterExchange, headers: headers) == nil, "a lost request is not the intent's failure")
+        // A lost answer or denial: its question is still open in the ledger, for a worker to end (no failure here).
+        let answer = IntentEnvelope(id: "p", type: "SendMessage", parameters: ["content": "hi"], submittedAt: 1, turn: 2).encoded()
+        let denial = IntentEnvelope.request(.deny, id: "p", type: "SendMessage", turn: 2).encoded()
+        for lost in [answer, denial] {
+            guard
+                case .turnDeadLettered(let id, let type, let turn, let by)? = update(
+                    lost, exchange: topology.deadLetterExchange, userID: "alice", headers: headers)
+            else {
+                Issue.record("a lost answer asks the workers to end its question")
+                continue
+            }
+            #expect(id == "p" && type == "SendMessage" && turn == 2 && by?.user == "alice")
+        }
     }
 
     @Test func onlyEventsOfTrustedUsersThroughTheStatusExchangeCount() {

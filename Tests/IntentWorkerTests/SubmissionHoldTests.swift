@@ -27,6 +27,7 @@ import Testing
             case .cancelRequested: "cancel:\(read.update.intentID)"
             case .requeued: "requeued:\(read.update.intentID)"
             case .refusal: "refusal:\(read.update.intentID)"
+            case .turnDeadLettered: "lost answer:\(read.update.intentID)"
             }
         }
     }

@@ -350,6 +350,29 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// The broker dead-lettered an answer: the recorder asks the workers to end its question (`abandon`), decided
+    /// in the ledger as an expiry is: the intent fails `deadLettered` while the question still waits, and the request
+    /// loses to an outcome already decided (the answer was taken after all). Only a trusted sender may ask it.
+    @Test func aLostAnswersQuestionIsEndedInTheLedgerOnlyWhileItWaits() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(Self.note("q", nil), userID: "alice")))
+        #expect(try harness.events("q").last?.state == .needsInput)
+        #expect(await harness.acked(harness.deliver(.request(.abandon, id: "q", type: Note.typeName, turn: 1), userID: "alice")))
+        #expect(try harness.events("q").filter { $0.refused != true }.last?.state == .needsInput, "its owner may not ask it")
+        #expect(await harness.acked(harness.deliver(.request(.abandon, id: "q", type: Note.typeName, turn: 1), userID: "guest")))
+        let ended = try #require(try harness.events("q").last)
+        #expect(ended.state == .failure && ended.response?.code == FailureCode.deadLettered, "\(ended)")
+        #expect(try harness.notes("q") == 0)
+
+        #expect(await harness.acked(harness.deliver(Self.note("r", nil), userID: "alice")))
+        #expect(await harness.acked(harness.deliver(Self.note("r", "milk", turn: 1), userID: "alice")))
+        #expect(try harness.events("r").last?.state == .success)
+        #expect(await harness.acked(harness.deliver(.request(.abandon, id: "r", type: Note.typeName, turn: 1), userID: "guest")))
+        #expect(try harness.events("r").last?.state == .success, "the answer taken stands")
+        #expect(try harness.notes("r") == 1)
+        await harness.stop()
+    }
+
     /// A message without a `user_id` is anonymous. Retried by a worker (a trusted user), it used to come back
     /// naming no owner, so it acted as the worker itself: trusted, it could expire another's question.
     @Test func anAnonymousSendersRetryComesBackAsNoOneNotAsTheWorker() async throws {

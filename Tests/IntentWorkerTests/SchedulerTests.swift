@@ -1,0 +1,60 @@
+import Foundation
+import IntentKit
+import IntentStore
+import Testing
+
+@testable import IntentWorker
+
+/// Which due times of a schedule a scheduler submits.
+@Suite struct SchedulerTests {
+    let path = NSTemporaryDirectory() + "scheduler-\(UUID().uuidString).sqlite"
+
+    /// A scheduler counted a schedule's due times from when it first read it: one made with the default first due
+    /// time (the next whole second) and read after that time lost its first run, three times in four with readings
+    /// every 2 s. And one restarted caught up on the due times of a pause just ended. The store now says since when
+    /// each schedule is active (made, or last resumed), and every scheduler counts from then.
+    @Test func aSchedulesDueTimesCountFromWhenTheStoreMadeOrResumedIt() throws {
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try StatusStore(path: path)
+        let hourly = Schedule(name: "hourly", owner: "alice", type: "SendMessage", parameters: [:], every: 3_600, starts: 1_001)
+        #expect(try store.addSchedule(hourly, now: 1_000.3))
+        let made = try #require(try store.reader.schedules().first)
+        #expect(made.activeSince == 1_000.3)
+        // First read at 1_002.5, after its first due time: that time is submitted all the same.
+        let first = Scheduler.countedFrom(made, now: 1_002.5, catchUp: 60, seenActiveSince: 1_002.5)
+        #expect(made.dueTimes(after: first, upTo: 1_002.5) == [1_001])
+        // Made just after its first due time (a start asked for as the next whole second, reached on the way): that
+        // time is its first all the same; one a minute back is not caught up on.
+        let raced = Schedule(name: "raced", owner: "alice", type: "SendMessage", parameters: [:], every: 3_600, starts: 1_001)
+        #expect(try store.addSchedule(raced, now: 1_001.2))
+        let back = Schedule(name: "back", owner: "alice", type: "SendMessage", parameters: [:], every: 3_600, starts: 941)
+        #expect(try store.addSchedule(back, now: 1_001.2))
+        let read = Dictionary(uniqueKeysWithValues: try store.reader.schedules().map { ($0.name, $0) })
+        let racedRead = try #require(read["raced"])
+        let backRead = try #require(read["back"])
+        #expect(racedRead.activeSince == 1_001 && backRead.activeSince == 1_000.2)
+        #expect(racedRead.dueTimes(after: Scheduler.countedFrom(racedRead, now: 1_003, catchUp: 60, seenActiveSince: nil), upTo: 1_003) == [1_001])
+        #expect(backRead.dueTimes(after: Scheduler.countedFrom(backRead, now: 1_003, catchUp: 60, seenActiveSince: nil), upTo: 1_003).isEmpty)
+        #expect(try store.removeSchedule("raced", owner: "alice") && store.removeSchedule("back", owner: "alice"))
+        // As a remote answer carries it.
+        #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(.schedules([made])))) == .schedules([made]))
+
+        // Paused before 4_601 and resumed just after: a scheduler restarted then does not catch up on 4_601.
+        #expect(try store.setSchedule("hourly", paused: true, owner: "alice", now: 4_000))
+        #expect(try store.reader.schedules().first?.activeSince == 1_000.3, "a pause does not change it")
+        #expect(try store.setSchedule("hourly", paused: false, owner: "alice", now: 4_610))
+        let resumed = try #require(try store.reader.schedules().first)
+        #expect(resumed.activeSince == 4_610)
+        let restarted = Scheduler.countedFrom(resumed, now: 4_620, catchUp: 60, seenActiveSince: nil)
+        #expect(resumed.dueTimes(after: restarted, upTo: 4_620).isEmpty, "4_601 fell in the pause")
+        #expect(resumed.dueTimes(after: Scheduler.countedFrom(resumed, now: 8_210, catchUp: 60, seenActiveSince: nil), upTo: 8_210) == [8_201])
+        #expect(try store.setSchedule("hourly", paused: false, owner: "alice", now: 5_000))
+        #expect(try store.reader.schedules().first?.activeSince == 4_610, "resuming a schedule that runs changes nothing")
+
+        // Schedules from a store that does not say (an older recorder's): from when this scheduler saw it active.
+        var older = resumed
+        older.activeSince = nil
+        #expect(Scheduler.countedFrom(older, now: 4_620, catchUp: 60, seenActiveSince: 4_615) == 4_615)
+        #expect(Scheduler.countedFrom(older, now: 4_620, catchUp: 60, seenActiveSince: nil) == 4_560)
+    }
+}
