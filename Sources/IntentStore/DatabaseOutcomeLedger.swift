@@ -147,13 +147,6 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                     [.text(intentID), .real(Date().timeIntervalSince1970 - Self.claimLifetime)]
                 ) { _ in true } ?? false
             if held { throw ClaimHeld(intentID: intentID) }
-            if try Self.pending(intentID, in: db)?.cancelRequested == true {
-                // A cancel came while a run held the claim, and that run never ended (its worker died, the claim went
-                // stale): the cancel holds now, as it would have at the run's end, rather than a second run.
-                let canceled = DecidedOutcome.canceled("canceled by request while a run that did not end held it")
-                try OnceOnly.record(canceled, intentID: intentID, attempt: attempt, in: db)
-                return canceled
-            }
             try db.run(
                 """
                 INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, NULL, ?2, ?3)

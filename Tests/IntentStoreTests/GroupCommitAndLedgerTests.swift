@@ -423,21 +423,6 @@ import Testing
         #expect(try await ledger.ask("a", turn: 3, confirmations: [], granted: []) == success, "a decided intent asks nothing")
     }
 
-    /// A cancel that comes while a run holds its claim is only noted, for the run's end to decide. When that run
-    /// never ends (its worker died) and another delivery takes the stale claim over, the cancel holds: it used to be
-    /// forgotten, and the intent ran a second time after its cancel.
-    @Test func aCancelNotedDuringARunThatNeverEndedHoldsWhenItsClaimIsTakenOver() async throws {
-        let database = try queue()
-        let ledger = try DatabaseOutcomeLedger(queue: database, holdsEffects: false)
-        #expect(try await ledger.claim("x", attempt: 1) == nil)
-        #expect(try await ledger.decide("x", .canceled("by request"), attempt: 1, by: .cancel) == nil, "noted, for the run's end")
-        await #expect(throws: ClaimHeld.self) { try await ledger.claim("x", attempt: 2) }
-        try database.sync { db in try db.run("UPDATE intent_pending SET updated_at = 0 WHERE intent_id = 'x'") }
-        let standing = try await ledger.claim("x", attempt: 2)
-        #expect(standing?.state == .canceled, "\(String(describing: standing))")
-        #expect(try await ledger.outcome(of: "x") == standing)
-    }
-
     @Test func runningSlotsAreCountedPerKeyKeptOnARedeliveryAndFreedWhenGivenBackOrStale() async throws {
         let database = try queue()
         let ledger = try DatabaseOutcomeLedger(queue: database)
