@@ -298,7 +298,8 @@ struct Answer: Sendable {
 
     func stream(_ stream: EventStream, _ responder: Responder) {
         metrics.answered(route: route, status: 200, seconds: Date().timeIntervalSince(started))
-        responder.stream(stream, headers: cors.map { [("Access-Control-Allow-Origin", $0), ("Vary", "Origin")] } ?? [])
+        responder.stream(
+            stream, headers: [("X-Content-Type-Options", "nosniff")] + (cors.map { [("Access-Control-Allow-Origin", $0), ("Vary", "Origin")] } ?? []))
     }
 
     func now(allow methods: [String], _ method: String, _ make: () -> HTTPResponse) -> HTTPReply {

@@ -247,12 +247,14 @@ struct Handlers: Sendable {
         return .later { [self] responder in
             // Subscribed before the snapshot is read: events meanwhile are held, then follow it.
             let stream = EventStream(held: true)
-            guard follower.subscribe(StatusFollower.Subscription(id: id, type: nil, state: nil, identity: identity, stream: stream)) else {
+            guard let key = follower.subscribe(StatusFollower.Subscription(id: id, type: nil, state: nil, identity: identity, stream: stream))
+            else {
                 return answer.send(follower.tooMany, responder)
             }
             pool.run { session in
                 do {
                     guard let status = try session.status(id: id, as: identity.user), !IntentClient.isRefusal(status) else {
+                        follower.unsubscribe(key)
                         stream.release(first: [], end: true)
                         return answer.send(Self.unknown(id), responder)
                     }
@@ -260,6 +262,7 @@ struct Handlers: Sendable {
                     stream.release(first: snapshot, end: status.state.isTerminal)
                     answer.stream(stream, responder)
                 } catch {
+                    follower.unsubscribe(key)
                     stream.release(first: [], end: true)
                     answer.send(GatewayError.response(for: error), responder)
                 }
@@ -275,7 +278,8 @@ struct Handlers: Sendable {
         let identity = identity
         return .later { [self] responder in
             let stream = EventStream(first: Array(": following\n\n".utf8))
-            guard follower.subscribe(StatusFollower.Subscription(id: nil, type: type, state: state, identity: identity, stream: stream)) else {
+            guard follower.subscribe(StatusFollower.Subscription(id: nil, type: type, state: state, identity: identity, stream: stream)) != nil
+            else {
                 return answer.send(follower.tooMany, responder)
             }
             answer.stream(stream, responder)

@@ -413,8 +413,15 @@ final class Exchange: @unchecked Sendable {
         pending?.wake()
     }
 
+    /// The connection is closed: its stream, or the one left to start that the server never took (the client went
+    /// away while the connection slept), is told its client is gone.
     func finished() {
-        state.withLock { $0.stream }?.clientGone()
+        let (stream, pending) = state.withLock { state -> (EventStream?, EventStream?) in
+            if case .stream(let pending, _) = state.answer { return (state.stream, pending) }
+            return (state.stream, nil)
+        }
+        stream?.clientGone()
+        if let pending, pending !== stream { pending.clientGone() }
     }
 }
 

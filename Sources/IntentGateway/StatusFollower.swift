@@ -215,14 +215,20 @@ final class StatusFollower: Sendable {
 
     // MARK: Streams
 
-    /// Sends `subscription` every event its reader may see, from now on. False (not subscribed) when its user holds
-    /// as many waits and streams as they may.
-    func subscribe(_ subscription: Subscription) -> Bool {
+    /// Sends `subscription` every event its reader may see, from now on; returns its key. Nil (not subscribed) when
+    /// its user holds as many waits and streams as they may.
+    func subscribe(_ subscription: Subscription) -> UInt64? {
         registry.withLock { registry in
-            guard let key = registry.take(for: subscription.identity.user, maximum: maximumHeldPerUser) else { return false }
+            guard let key = registry.take(for: subscription.identity.user, maximum: maximumHeldPerUser) else { return nil }
             registry.subscriptions[key] = subscription
-            return true
+            return key
         }
+    }
+
+    /// Forgets a stream that ends before it began (its intent is unknown, or could not be read), and gives its
+    /// user's count back at once.
+    func unsubscribe(_ key: UInt64) {
+        registry.withLock { $0.removeSubscription(key) }
     }
 
     static func frame(_ event: StatusEvent) -> [UInt8] {

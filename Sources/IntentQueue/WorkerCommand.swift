@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--lost-answer-grace S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -106,6 +106,9 @@ struct WorkerCommand {
                                 counted as --owner-limit is (default: the handler's own rate limit, if any)
           --question-ttl S      needsInput questions unanswered this long expire (the recorder asks a worker,
                                 which fails them with expired unless an answer came first; default 86400)
+          --lost-answer-grace S an intent whose answer the broker dead-lettered, unheard of this long, has its
+                                question ended (failure/deadLettered) by a worker; requeue the answer before
+                                then to run it instead (default 300)
           --started-event-delay S
                                 a run's inProgress event is published after S seconds; a run that ends sooner
                                 publishes its outcome alone, with its startedAt (default \(WorkerConfiguration.defaultStartedEventDelay); 0: at once)
@@ -158,6 +161,7 @@ struct WorkerCommand {
     /// Run a scheduler too (or only, in `schedulerOnly`).
     var scheduler = false
     var questionTTL: Double = 86_400
+    var lostAnswerGrace: Double = 300
     var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
     var metricsFile: String?
@@ -169,7 +173,8 @@ struct WorkerCommand {
             words, flags: ["--help", "--with-recorder", "--recorder-only", "--scheduler", "--scheduler-only"],
             options: [
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
-                "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--owner-rate", "--question-ttl", "--started-event-delay",
+                "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--owner-rate", "--question-ttl", "--lost-answer-grace",
+                "--started-event-delay",
                 "--retain",
                 "--metrics-file",
                 "--metrics-interval", "--scheduling",
@@ -235,6 +240,7 @@ struct WorkerCommand {
             timeLimits: timeLimits, questionTTL: try arguments.seconds("--question-ttl") ?? 86_400, startedEventDelay: startedEventDelay,
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5, scheduling: try CPUScheduling(arguments))
+        command.lostAnswerGrace = try arguments.seconds("--lost-answer-grace") ?? 300
         command.ownerLimits = ownerLimits
         command.ownerRates = ownerRates
         command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
@@ -318,6 +324,7 @@ struct WorkerCommand {
         if mode == .workerAndRecorder || mode == .recorderOnly {
             var configuration = StatusRecorder.Configuration(brokerURL: url, storePath: Environment.statusStorePath(), heartbeat: heartbeat)
             configuration.questionTimeToLive = questionTTL
+            configuration.lostAnswerGrace = lostAnswerGrace
             configuration.operators = operators
             configuration.trustedPublishers = trustedUsers
             configuration.knownTypes = servedTypes

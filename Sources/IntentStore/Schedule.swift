@@ -47,12 +47,23 @@ public struct Schedule: Sendable, Hashable, Decodable {
     public static let maximumParametersBytes = 16 << 10
     /// The most schedules one owner keeps.
     public static let maximumPerOwner = 100
+    /// The most the parameters of one owner's schedules take in all, as JSON (bytes): so that it takes dozens of
+    /// owners at their bounds, not two or three, to fill what the store keeps (`maximumBytesInStore`).
+    public static let maximumParametersBytesPerOwner = 64 << 10
     /// The most schedules a store keeps, of all owners: every scheduler reads them all in one answer, which may not
     /// pass `StatusQuery.maximumReplyBytes` (8 MiB). Past it, every scheduler kept the last list it could read:
     /// schedules removed or paused since went on.
     public static let maximumInStore = 10_000
-    /// The most the parameters of all the schedules a store keeps take, as JSON (bytes), for the same reason.
-    public static let maximumParametersBytesInStore = 4 << 20
+    /// The most all the schedules a store keeps take, for the same reason: their names, types, owners and
+    /// parameters, and `bytesPerScheduleBesides` for each.
+    public static let maximumBytesInStore = 6 << 20
+    /// What a schedule takes in the schedules' answer besides its name, type, owner and parameters (its keys and
+    /// numbers), counted against `maximumBytesInStore`.
+    public static let bytesPerScheduleBesides = 200
+    /// How long before the store keeps it a schedule's first due time may be and still be its first (seconds): a
+    /// client asked for the next whole second, and reached the recorder a while later, or has a clock behind it.
+    /// Due times further back are not caught up on.
+    public static let startAllowance = 10.0
 
     /// The steps between due times a new schedule may have: a second to a year (leap or not).
     public static let everyRange: ClosedRange<Double> = 1...(366 * 86_400)

@@ -362,6 +362,9 @@ public final class StatusStore {
                             response_payload = NULL, finished_at = NULL, updated_at = ?2
                         WHERE id = ?1 AND response_code = 'deadLettered'
                         """, [.text(envelope.id), .real(now)])
+                    // A lost answer requeued: its question is not to be ended for it.
+                    try db.run(
+                        "UPDATE intent_status SET abandon_turn = NULL WHERE id = ?1 AND abandon_turn = ?2", [.text(envelope.id), .int(envelope.turn)])
                     try recordQueued(envelope, by: nil, now: now, in: db)
                 case .cancelRequested(let id, let type, let submitter):
                     try db.run(
@@ -679,25 +682,48 @@ public final class StatusStore {
             {
                 return false
             }
-            let others =
+            let (others, ownersBytes) =
                 try db.queryFirst(
-                    "SELECT count(*) FROM intent_schedule WHERE coalesce(owner, '') = ? AND name != ?",
+                    """
+                    SELECT count(*), coalesce(sum(length(CAST(parameters AS BLOB))), 0) FROM intent_schedule
+                    WHERE coalesce(owner, '') = ? AND name != ?
+                    """,
                     [.text(schedule.owner ?? ""), .text(schedule.name)]
-                ) { $0.int(0) } ?? 0
+                ) { ($0.int(0), $0.int(1)) } ?? (0, 0)
             guard others < Schedule.maximumPerOwner else {
                 throw StatusQuery.Invalid(description: "an owner keeps at most \(Schedule.maximumPerOwner) schedules: remove one first")
             }
-            let (all, bytes) =
-                try db.queryFirst(
-                    "SELECT count(*), coalesce(sum(length(CAST(parameters AS BLOB))), 0) FROM intent_schedule WHERE name != ?",
-                    [.text(schedule.name)]
-                ) { ($0.int(0), $0.int(1)) } ?? (0, 0)
-            guard all < Schedule.maximumInStore, bytes + parameters.utf8.count <= Schedule.maximumParametersBytesInStore else {
+            guard ownersBytes + parameters.utf8.count <= Schedule.maximumParametersBytesPerOwner else {
                 throw StatusQuery.Invalid(
                     description:
-                        "the store keeps at most \(Schedule.maximumInStore) schedules, whose parameters take at most \(Schedule.maximumParametersBytesInStore >> 20) MiB in all: it holds \(all), of \(bytes) bytes"
+                        "an owner's schedules take at most \(Schedule.maximumParametersBytesPerOwner >> 10) KiB of parameters in all: theirs take \(ownersBytes) bytes"
                 )
             }
+            let (all, bytes) =
+                try db.queryFirst(
+                    """
+                    SELECT count(*), coalesce(sum(length(CAST(name || type || coalesce(owner, '') || parameters AS BLOB))), 0) FROM intent_schedule
+                    WHERE name != ?
+                    """,
+                    [.text(schedule.name)]
+                ) { ($0.int(0), $0.int(1) + $0.int(0) * Schedule.bytesPerScheduleBesides) } ?? (0, 0)
+            let size = (schedule.name + schedule.type + (schedule.owner ?? "") + parameters).utf8.count + Schedule.bytesPerScheduleBesides
+            guard all < Schedule.maximumInStore, bytes + size <= Schedule.maximumBytesInStore else {
+                throw StatusQuery.Invalid(
+                    description:
+                        "the store keeps at most \(Schedule.maximumInStore) schedules, of \(Schedule.maximumBytesInStore >> 20) MiB in all (every scheduler reads them in one answer): it holds \(all), of \(bytes) bytes"
+                )
+            }
+            // Active from now, or from its first due time when that was at most `startAllowance` ago (a client that
+            // asked for the next whole second may reach the recorder after it). A schedule given again as it was,
+            // running, keeps the time it has been active since: the due times a scheduler down meanwhile missed are
+            // still caught up on.
+            let unchanged =
+                try db.queryFirst(
+                    "SELECT active_since FROM intent_schedule WHERE name = ?1 AND every = ?2 AND starts = ?3 AND paused = 0 AND ?4 = 0",
+                    [.text(schedule.name), .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0)]
+                ) { $0.optionalDouble(0) } ?? nil
+            let activeSince = unchanged ?? max(now - Schedule.startAllowance, min(now, schedule.starts))
             try db.run(
                 """
                 INSERT OR REPLACE INTO intent_schedule(name, owner, type, parameters, every, starts, paused, created_at, active_since)
@@ -705,11 +731,7 @@ public final class StatusStore {
                 """,
                 [
                     .text(schedule.name), .optional(schedule.owner), .text(schedule.type), .text(parameters),
-                    .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0), .real(now),
-                    // Active from now, or from its first due time when that was at most a second ago: a client that
-                    // asked for the next whole second as its start may be read here just after it (or by a clock
-                    // a little ahead of the client's).
-                    .real(max(now - 1, min(now, schedule.starts))),
+                    .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0), .real(now), .real(activeSince),
                 ])
             return true
         }
@@ -785,6 +807,7 @@ public final class StatusStore {
             updated_at = excluded.updated_at,
             finished_at = excluded.finished_at,
             -- It ran: what was kept to release (a turn a worker ran from its ledger) has nothing left to run.
+            abandon_turn = CASE WHEN excluded.rank = \(StatusStore.terminalRank) THEN NULL ELSE intent_status.abandon_turn END,
             released_at = CASE
                 WHEN (excluded.rank = \(StatusStore.terminalRank) OR excluded.state = 'needsInput')
                     AND intent_status.release_body IS NOT NULL AND intent_status.released_at IS NULL
@@ -854,21 +877,22 @@ public final class StatusStore {
             [.text(event.id), .text(event.state.rawValue), .optional(event.response?.code), .int(event.attempt), .real(now)])
     }
 
-    /// The intents whose answer at their current turn the broker dead-lettered, still waiting at that turn, whose
+    /// The intents whose answer at their current turn the broker dead-lettered, still at that turn and unfinished
+    /// (queued, or a run of it begun and not heard of since) with nothing heard of them for `quietFor` seconds, whose
     /// workers were not asked to end the question in the last `resendAfter` seconds: each is marked asked now. An
-    /// answer the workers did take after all moved the intent on (a run, a question, an outcome) and is not asked
-    /// about again.
-    public func turnsToAbandon(resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970) throws
-        -> [UnansweredQuestion]
-    {
+    /// answer the workers did take after all moved the intent on (a question, an outcome, a later turn) and is not
+    /// asked about again; while `quietFor` runs, an operator may requeue the lost answer, which clears the mark.
+    public func turnsToAbandon(
+        quietFor: Double, resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970
+    ) throws -> [UnansweredQuestion] {
         try database.transaction { db in
             let turns = try db.query(
                 """
                 SELECT id, type, turn FROM intent_status
-                WHERE abandon_turn IS NOT NULL AND abandon_turn = turn AND state IN ('queued', 'scheduled')
-                  AND coalesce(abandon_requested_at, 0) < ?1 - ?2
+                WHERE abandon_turn IS NOT NULL AND abandon_turn = turn AND state IN ('queued', 'scheduled', 'inProgress')
+                  AND updated_at < ?1 - ?4 AND coalesce(abandon_requested_at, 0) < ?1 - ?2
                 LIMIT ?3
-                """, [.real(now), .real(resendAfter), .int(limit)]
+                """, [.real(now), .real(resendAfter), .int(limit), .real(quietFor)]
             ) { row in
                 UnansweredQuestion(id: row.string(0), type: row.string(1), turn: row.int(2) - 1)
             }

@@ -29,6 +29,10 @@ public final class StatusRecorder: Service {
         /// A `needsInput` question unanswered this long (seconds) is expired: the
         /// recorder asks a worker, which fails it with `expired` unless an answer came first.
         public var questionTimeToLive: Double = 86_400
+        /// How long an intent whose answer the broker dead-lettered stays as it is, with nothing heard of it, before
+        /// the workers are asked to end its question (`failure/deadLettered`): time for an operator to requeue the
+        /// answer once its cause is mended, and for a copy of it still in a retry queue to be taken.
+        public var lostAnswerGrace: Double = 300
         /// Finished intents older than this (seconds) are removed; nil keeps them forever.
         public var retention: Double? = 7 * 86_400
         /// Intents removed per retention transaction.
@@ -403,9 +407,9 @@ public final class StatusRecorder: Service {
                     "no worker serves \(message.routingKey): a scheduled intent that is due waits for one",
                     metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
             case .returned(let message) where message.exchange == intentsExchange:
-                // An expiry request nobody serves: the question stays open and is asked about again later.
+                // An expiry, or a lost answer's request, nobody serves: the question stays open and is asked about again later.
                 logger.warning(
-                    "no worker serves \(message.routingKey): its unanswered question is not expired yet",
+                    "no worker serves \(message.routingKey): a question the recorder asked to end stays open for now",
                     metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
             case .returned(let message):
                 logger.debug("an announcement found no queue: \(message.replyText)", metadata: ["intent.id": message.messageID ?? ""])
@@ -448,13 +452,13 @@ public final class StatusRecorder: Service {
                 messageID: question.id, type: question.type, userID: connection.url.user, persistent: true, mandatory: true))
     }
 
-    /// Asks the workers to end the questions whose answers the broker dead-lettered (`StatusStore.turnsToAbandon`),
-    /// again every minute while nothing moves the intent: decided in the intent's ledger, where an answer taken after
+    /// Asks the workers to end the questions whose answers the broker dead-lettered, once `lostAnswerGrace` has
+    /// passed with nothing heard of the intent (`StatusStore.turnsToAbandon`), again every minute while nothing moves it: decided in the intent's ledger, where an answer taken after
     /// all (or anything else that moved the intent on) wins, and the store hears the outcome from the worker.
     private func requestAbandons(from store: StatusStore, on connection: AMQPConnection) throws {
         let turns: [StatusStore.UnansweredQuestion]
         do {
-            turns = try store.turnsToAbandon(resendAfter: 60)
+            turns = try store.turnsToAbandon(quietFor: configuration.lostAnswerGrace, resendAfter: 60)
         } catch let error as DatabaseError {
             logger.debug("lost answers not looked at this round: \(error)")
             return

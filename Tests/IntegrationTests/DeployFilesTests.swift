@@ -381,7 +381,7 @@ import Testing
         // Headers of messages, not arguments of a declaration or a binding: nothing in the definitions.
         let messageHeaders: Set<String> = [
             Topology.retriesHeader, Topology.storageRetriesHeader, Topology.syncHeader, Topology.ownerHeader, Topology.releasedHeader,
-            Topology.trustedSenderHeader, Topology.anonymousSenderHeader,
+            Topology.trustedSenderHeader, Topology.anonymousSenderHeader, Topology.announcedHeader,
         ]
         let known: Set<String> = [
             "x-queue-type", "x-delivery-limit", "x-dead-letter-exchange", "x-message-ttl", "x-max-age", "x-match",

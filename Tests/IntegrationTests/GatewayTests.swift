@@ -422,7 +422,11 @@ struct GatewayTests {
             let answered = try await poll.value
             #expect(answered.status == 200 && answered.state == "scheduled", "\(answered)")
         }
-        // Ended, they are given back.
+        // Ended, they are given back; so is a stream that ends before it begins (an unknown intent's: 404).
+        for _ in 0..<3 {
+            let unknown = try await world.request("GET", "/v1/intents/gw-nothing/events", token: world.aliceToken)
+            #expect(unknown.status == 404, "\(unknown)")
+        }
         let again = try await world.request("GET", "/v1/intents/gw-alice-later?wait=1", token: world.aliceToken)
         #expect(again.status == 200, "\(again)")
         let notSent = try await world.request("GET", "/v1/intents/gw-not-sent", token: world.aliceToken)

@@ -98,7 +98,7 @@ struct ReliabilityTests {
     @Test func anAnswerThatKillsTheWorkerEveryTimeEndsItsQuestionInTheLedger() async throws {
         let sandbox = try await Sandbox("lost-answer")
         defer { Task { await sandbox.tearDown() } }
-        try await sandbox.startWorker(["--recorder-only"], expectedConnections: 1)
+        try await sandbox.startWorker(["--recorder-only", "--lost-answer-grace", "1"], expectedConnections: 1)
         let asking = try await sandbox.startWorker([], expectedConnections: 1)
         let asked = try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=3pm?", "--id", "lost-answer", "--wait"])
         #expect(asked.exitCode == 3, "\(asked)")

@@ -120,17 +120,21 @@ import Testing
         let everyone = try StatusQuery.schedules.answer(from: store.reader, writer: store, for: .init(user: "w", isOperator: true))
         #expect(StatusQuery.reply(.success(everyone)).count <= StatusQuery.maximumReplyBytes)
 
-        // Six owners, each within their own bound, whose schedules together would not fit in one answer: every
-        // scheduler's read failed, and each went on with the last list it had read. The store refuses the excess.
+        // An owner's schedules take at most 64 KiB of parameters in all.
         let large = String(repeating: "y", count: 15 << 10)
+        func add(_ name: String, by owner: String) throws {
+            let each = Schedule(name: name, type: "SendMessage", parameters: ["content": .string(large)], every: 60, starts: 1_000)
+            _ = try StatusQuery.schedule(each).answer(from: store.reader, writer: store, for: .init(user: owner, isOperator: false))
+        }
+        for index in 0..<4 { try add("big-\(index)", by: "carol") }
+        #expect(throws: StatusQuery.Invalid.self) { try add("big-4", by: "carol") }
+        // Owners each within their own bounds, whose schedules together would not fit in one answer: every
+        // scheduler's read failed, and each went on with the last list it had read. The store refuses the excess.
         var refused = 0
-        for owner in 0..<6 {
-            let reader = StatusQuery.Reader(user: "owner\(owner)", isOperator: false)
-            for index in 0..<Schedule.maximumPerOwner {
-                let each = Schedule(
-                    name: "o\(owner)-\(index)", type: "SendMessage", parameters: ["content": .string(large)], every: 60, starts: 1_000)
+        for owner in 0..<110 {
+            for index in 0..<4 {
                 do {
-                    _ = try StatusQuery.schedule(each).answer(from: store.reader, writer: store, for: reader)
+                    try add("o\(owner)-\(index)", by: "owner\(owner)")
                 } catch is StatusQuery.Invalid {
                     refused += 1
                 }

@@ -159,9 +159,10 @@ import Testing
     }
 
     /// A dead-lettered answer was recorded as the intent's failure while its ledger still waited for an answer: the
-    /// store said `failure` of an intent no worker had ended (and could still end another way). Now the row waits
-    /// at the answer's turn, and the workers are asked to end the question (`turnsToAbandon`), once a minute until
-    /// their decision, or anything else that moves the intent on, comes.
+    /// store said `failure` of an intent no worker had ended (and could still end another way). Now the row stays at
+    /// the answer's turn, and once nothing has been heard of it for a while (time for an operator to requeue the
+    /// answer), the workers are asked to end the question (`turnsToAbandon`), once a minute until their decision, or
+    /// anything else that moves the intent on, comes.
     @Test func aLostAnswersQuestionIsLeftToTheWorkersAndAskedAboutUntilItMovesOn() throws {
         let store = try StatusStore(path: path)
         let alice = StatusStore.Submitter(user: "alice")
@@ -171,25 +172,30 @@ import Testing
                     id: id, type: "SendMessage", state: state, at: 1_000, attempt: 1, response: code.map { IntentResponse(code: $0) }, turn: turn,
                     owner: "alice"))
         }
-        for id in ["lost", "taken", "bobs"] {
+        var answers: [String: IntentEnvelope] = [:]
+        for id in ["lost", "taken", "bobs", "running", "requeued"] {
             var answer = Self.envelope(id)
             answer.turn = 1
+            answers[id] = answer
             try store.record([.queued(Self.envelope(id), by: alice), event(id, .needsInput, turn: 0), .queued(answer, by: alice)], now: 1_000)
         }
+        try store.record([event("running", .inProgress, turn: 1)], now: 1_001)  // its run began, and died
         try store.record(
-            [
-                .turnDeadLettered(id: "lost", type: "SendMessage", turn: 1, by: alice),
-                .turnDeadLettered(id: "taken", type: "SendMessage", turn: 1, by: alice),
-                .turnDeadLettered(id: "bobs", type: "SendMessage", turn: 1, by: .init(user: "bob")),
-            ], now: 1_001)
+            ["lost", "taken", "running", "requeued"].map { .turnDeadLettered(id: $0, type: "SendMessage", turn: 1, by: alice) }
+                + [.turnDeadLettered(id: "bobs", type: "SendMessage", turn: 1, by: .init(user: "bob"))], now: 1_002)
         #expect(try store.reader.status(id: "lost")?.state == .queued, "no failure the ledger does not hold")
-        try store.record([event("taken", .needsInput, turn: 1)], now: 1_002)  // the answer was taken after all
-        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_003) == [.init(id: "lost", type: "SendMessage", turn: 0)])
-        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_010).isEmpty, "asked once a minute")
-        #expect(try store.turnsToAbandon(resendAfter: 60, now: 1_064).map(\.id) == ["lost"])
-        try store.record([event("lost", .failure, turn: 1, code: FailureCode.deadLettered)], now: 1_065)
+        try store.record([event("taken", .needsInput, turn: 1)], now: 1_003)  // the answer was taken after all
+        try store.record([.requeued(try #require(answers["requeued"]))], now: 1_004)  // an operator requeued it
+        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_100).isEmpty, "time for an operator first")
+        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_310).map(\.id).sorted() == ["lost", "running"])
+        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_320).isEmpty, "asked once a minute")
+        let again = try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_371)
+        #expect(again.map(\.id).sorted() == ["lost", "running"] && again.allSatisfy { $0.turn == 0 }, "the question of turn 0: \(again)")
+        try store.record([event("lost", .failure, turn: 1, code: FailureCode.deadLettered)], now: 1_372)
         #expect(try store.reader.status(id: "lost")?.response?.code == FailureCode.deadLettered)
-        #expect(try store.turnsToAbandon(resendAfter: 60, now: 2_000).isEmpty)
+        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 2_000).map(\.id) == ["running"])
+        let marked = try store.reader.database.query("SELECT id FROM intent_status WHERE abandon_turn IS NOT NULL ORDER BY id") { $0.string(0) }
+        #expect(marked == ["running", "taken"], "an ended intent leaves the index")
     }
 
     @Test func aScheduledIntentAWorkerKeepsIsReleasedOnlyIfItHasNotEndedAGraceAfterItsTime() throws {
@@ -652,9 +658,10 @@ import Testing
             let store = try StatusStore(path: path)
             try store.database.execute(
                 "DROP INDEX intent_status_unsettled; CREATE INDEX intent_status_by_state ON intent_status(state, updated_at)")
-            try Self.downgrade(store, toBefore: "CREATE INDEX intent_status_unsettled")
             try seedList(store)
             try store.record([Self.event("q1", .needsInput)], now: 70)
+            // The columns of later migrations, which this version's writes above still needed, go last.
+            try Self.downgrade(store, toBefore: "CREATE INDEX intent_status_unsettled")
         }
         let store = try StatusStore(path: path)
         let indexes = try store.database.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'intent_status'") {

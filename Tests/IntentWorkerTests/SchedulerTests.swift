@@ -23,16 +23,16 @@ import Testing
         // First read at 1_002.5, after its first due time: that time is submitted all the same.
         let first = Scheduler.countedFrom(made, now: 1_002.5, catchUp: 60, seenActiveSince: 1_002.5)
         #expect(made.dueTimes(after: first, upTo: 1_002.5) == [1_001])
-        // Made just after its first due time (a start asked for as the next whole second, reached on the way): that
-        // time is its first all the same; one a minute back is not caught up on.
+        // Made after its first due time (a start asked for as the next whole second, reaching a busy recorder
+        // seconds later): that time is its first all the same; one a minute back is not caught up on.
         let raced = Schedule(name: "raced", owner: "alice", type: "SendMessage", parameters: [:], every: 3_600, starts: 1_001)
-        #expect(try store.addSchedule(raced, now: 1_001.2))
+        #expect(try store.addSchedule(raced, now: 1_004.5))
         let back = Schedule(name: "back", owner: "alice", type: "SendMessage", parameters: [:], every: 3_600, starts: 941)
         #expect(try store.addSchedule(back, now: 1_001.2))
         let read = Dictionary(uniqueKeysWithValues: try store.reader.schedules().map { ($0.name, $0) })
         let racedRead = try #require(read["raced"])
         let backRead = try #require(read["back"])
-        #expect(racedRead.activeSince == 1_001 && backRead.activeSince == 1_000.2)
+        #expect(racedRead.activeSince == 1_001 && backRead.activeSince == 1_001.2 - Schedule.startAllowance)
         #expect(racedRead.dueTimes(after: Scheduler.countedFrom(racedRead, now: 1_003, catchUp: 60, seenActiveSince: nil), upTo: 1_003) == [1_001])
         #expect(backRead.dueTimes(after: Scheduler.countedFrom(backRead, now: 1_003, catchUp: 60, seenActiveSince: nil), upTo: 1_003).isEmpty)
         #expect(try store.removeSchedule("raced", owner: "alice") && store.removeSchedule("back", owner: "alice"))
@@ -50,6 +50,14 @@ import Testing
         #expect(resumed.dueTimes(after: Scheduler.countedFrom(resumed, now: 8_210, catchUp: 60, seenActiveSince: nil), upTo: 8_210) == [8_201])
         #expect(try store.setSchedule("hourly", paused: false, owner: "alice", now: 5_000))
         #expect(try store.reader.schedules().first?.activeSince == 4_610, "resuming a schedule that runs changes nothing")
+        // Given again as it is (a deployment applying its schedules once more), it keeps its time: a scheduler that
+        // was down meanwhile still catches up. Given with another period, it is a schedule made now.
+        #expect(try store.addSchedule(hourly, now: 8_205))
+        #expect(try store.reader.schedules().first?.activeSince == 4_610)
+        var halfHourly = hourly
+        halfHourly.every = 1_800
+        #expect(try store.addSchedule(halfHourly, now: 8_206))
+        #expect(try store.reader.schedules().first?.activeSince == 8_206 - Schedule.startAllowance)
 
         // Schedules from a store that does not say (an older recorder's): from when this scheduler saw it active.
         var older = resumed
