@@ -88,14 +88,16 @@ start() {
         export ERL_EPMD_ADDRESS=127.0.0.1
         "$RABBIT_BIN/rabbitmq-server" -detached >"$dir/log/startup.out" 2>&1
     )
-    for _ in $(seq 1 120); do
+    # A time, not a count of tries: each try's rabbitmqctl may itself take seconds on a busy machine.
+    local boot="${INTENTQUEUE_BROKER_BOOT_SECONDS:-150}" started=$SECONDS
+    while ((SECONDS - started < boot)); do
         if port_answers "$port" && ctl "$name" await_startup >/dev/null 2>&1; then
             echo "broker.sh: node $name@localhost is up on 127.0.0.1:$port (pid $(cat "$dir/rabbitmq.pid" 2>/dev/null || echo '?'))"
             return 0
         fi
         sleep 0.5
     done
-    echo "broker.sh: node $name did not start within 60 s; see $dir/log" >&2
+    echo "broker.sh: node $name did not start within $boot s; see $dir/log" >&2
     tail -20 "$dir/log/"*.log >&2 2>/dev/null || true
     # Not left booting behind the failure (to take the port later): stopped, or else ended by its pid (the file
     # is this start's: an earlier one was removed before it), if that pid is still this node's Erlang VM.

@@ -88,7 +88,7 @@ public final class Scheduler: Service {
                     requester = nil
                 }
             }
-            for schedule in schedules where !schedule.paused {
+            submitting: for schedule in schedules where !schedule.paused {
                 let from = Self.countedFrom(schedule, now: now, catchUp: configuration.catchUp, seenActiveSince: activeSince[schedule.name])
                 for due in schedule.dueTimes(after: from, upTo: now) {
                     let id = schedule.intentID(dueAt: due)
@@ -104,10 +104,12 @@ public final class Scheduler: Service {
                             "no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
                         submitted[id] = due
                     } catch {
+                        // Not connected: the next schedule would try again at once, each a connect timeout, and a
+                        // reading or a stop would wait behind them all. Tried again in the next round.
                         logger.warning("cannot submit \(id) yet: \(error)")
                         connection?.close()
                         connection = nil
-                        break
+                        break submitting
                     }
                 }
             }

@@ -163,6 +163,8 @@ public final class StatusRecorder: Service {
         var releasingIDs = Set<String>()
         // Releases that came back (no worker serves the type), not tried again before the time given.
         var heldBack: [String: Double] = [:]
+        // Said once a minute: every 5 s, each of thousands of due intents of a type no longer served comes back.
+        let unservedNotice = RateLimitedNotice(interval: 60)
 
         func releaseDue() throws {
             let now = Date().timeIntervalSince1970
@@ -186,8 +188,10 @@ public final class StatusRecorder: Service {
                 }
                 if !due.isEmpty { logger.info("released \(due.count) scheduled intents that are due") }
                 let next = try store.nextDue()
-                // Those due and waiting for their confirm (or held back) are looked at again shortly.
-                nextRelease = next.map { $0 <= now ? now + 0.05 : $0 }
+                // More may be due past this round's limit: looked at again shortly. When all that is due waits for its
+                // confirm or is held back (no worker serves its type), it is not read again every 50 ms: a confirm
+                // settles it, a hold ends at its time, and what comes due meanwhile is looked at then (`batchDue`).
+                nextRelease = next.map { $0 <= now ? (due.isEmpty ? now + 1 : now + 0.05) : $0 }
                 if let held = heldBack.values.min() { nextRelease = min(nextRelease ?? held, held) }
             } catch let error as DatabaseError {
                 logger.debug("releasing scheduled intents skipped this round: \(error)")
@@ -205,6 +209,8 @@ public final class StatusRecorder: Service {
                 return true
             }
             if refused { nextRelease = Date().timeIntervalSince1970 + 1 }
+            // Settled, they are no longer due: the next due time is the store's to say now.
+            if !settled.isEmpty { nextRelease = Date().timeIntervalSince1970 }
             do {
                 try store.markReleased(settled)
             } catch {
@@ -403,9 +409,12 @@ public final class StatusRecorder: Service {
             case .returned(let message) where message.exchange == intentsExchange && releasingIDs.contains(message.messageID ?? ""):
                 // No worker serves its type now: it stays scheduled, and is released again in a few seconds.
                 heldBack[message.messageID ?? ""] = Date().timeIntervalSince1970 + 5
-                logger.warning(
-                    "no worker serves \(message.routingKey): a scheduled intent that is due waits for one",
-                    metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+                unservedNotice.note { kept in
+                    logger.warning(
+                        "no worker serves \(message.routingKey): a scheduled intent that is due waits for one"
+                            + (kept > 0 ? " (\(kept) more such returns in the last minute, not logged)" : ""),
+                        metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+                }
             case .returned(let message) where message.exchange == intentsExchange:
                 // An expiry, or a lost answer's request, nobody serves: the question stays open and is asked about again later.
                 logger.warning(

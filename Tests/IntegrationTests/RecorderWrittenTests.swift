@@ -182,6 +182,43 @@ struct RecorderWrittenTests {
         }
     }
 
+    /// Scheduled intents of a type no worker serves any more come back from the broker each time they are released
+    /// (every 5 s). Each return was a warning of its own, and the store's due intents were read again every 50 ms
+    /// meanwhile. Now the returns are told once a minute, with how many were not, and the intents stay scheduled.
+    @Test func dueIntentsOfATypeNoWorkerServesWaitQuietly() async throws {
+        let sandbox = try await Sandbox("recorder-unserved")
+        defer { Task { await sandbox.tearDown() } }
+        let binder = try await sandbox.startWorker(["--concurrency", "1"], expectedConnections: 1)
+        #expect(try await binder.stop() == 0)
+        do {
+            let store = try StatusStore(path: sandbox.statusStorePath)
+            for index in 0..<30 {
+                var envelope = IntentEnvelope(id: "retired-\(index)", type: "Retired", parameters: [:], submittedAt: 1)
+                envelope.dueAt = Date().timeIntervalSince1970 - 1
+                try store.record([.queued(envelope, by: .init(user: "guest"))])
+            }
+        }
+        let warnings = Mutex<[String]>([])
+        let logger = Logger(label: "recorder", level: .warning) { record in
+            if record.message.contains("no worker serves Retired") { warnings.withLock { $0.append(record.message) } }
+        }
+        let recorder = StatusRecorder(
+            configuration: .init(brokerURL: try BrokerURL(sandbox.brokerURL), storePath: sandbox.statusStorePath), logger: logger)
+        let running = Task { try await recorder.run() }
+        defer { recorder.stop() }
+        try await eventually(timeout: 150, "a minute of returns to be told in one line") {
+            warnings.withLock { $0.contains { $0.contains("more such returns") } }
+        }
+        let told = warnings.withLock { $0 }
+        #expect(told.count == 2, "\(told)")
+        // Released again every 5 s for a minute, all 30: many more returns than lines.
+        let kept = told.last.flatMap { $0.split(separator: "(").last?.split(separator: " ").first.flatMap { Int($0) } } ?? 0
+        #expect(kept >= 30, "\(told)")
+        for index in 0..<30 { #expect(try sandbox.statusStore().status(id: "retired-\(index)")?.state == .scheduled) }
+        recorder.stop()
+        try await running.value
+    }
+
     /// A delivery that records nothing (a body no one can read) is acked with the next sync, like a write: it does not
     /// wait, unacked, for the next write, which on an idle system may never come before the broker's consumer timeout.
     /// Seen in the unacked count of the recorder's channel (read from the channel itself, not from statistics that

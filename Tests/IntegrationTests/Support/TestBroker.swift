@@ -31,7 +31,8 @@ actor TestBroker {
                 let base = ProcessInfo.processInfo.environment["INTENTQUEUE_BROKER_DIR"] ?? "/var/tmp/intentqueue-broker"
                 try? FileManager.default.removeItem(atPath: "\(base)/\(node)")
             }
-            let result = try await run(Paths.brokerScript, ["start", node, "\(port)"], timeout: 120)
+            // Longer than the script's own wait for the node (150 s), so that its reason, not a timeout, is what fails.
+            let result = try await run(Paths.brokerScript, ["start", node, "\(port)"], timeout: 200)
             guard result.exitCode == 0 else { throw BrokerFailure(message: "could not start \(node): \(result)") }
         }
         startup = task
