@@ -168,6 +168,7 @@ public final class StatusStore {
         // recorder's (the answer's own copy has already moved the row to that turn).
         """
         ALTER TABLE intent_status ADD COLUMN abandon_turn INTEGER;
+        ALTER TABLE intent_status ADD COLUMN abandon_marked_at REAL;
         ALTER TABLE intent_status ADD COLUMN abandon_requested_at REAL;
         CREATE INDEX intent_status_abandoned ON intent_status(abandon_turn) WHERE abandon_turn IS NOT NULL;
         """,
@@ -376,9 +377,9 @@ public final class StatusStore {
                 case .turnDeadLettered(let id, let type, let turn, let submitter):
                     try db.run(
                         """
-                        UPDATE intent_status SET abandon_turn = ?5, abandon_requested_at = NULL
+                        UPDATE intent_status SET abandon_turn = ?5, abandon_marked_at = ?6, abandon_requested_at = NULL
                         WHERE id = ?1 AND type = ?2 AND rank < \(Self.terminalRank) AND \(Self.ownedBy(3)) AND turn <= ?5
-                        """, [.text(id), .text(type)] + Self.ownership(submitter) + [.int(turn)])
+                        """, [.text(id), .text(type)] + Self.ownership(submitter) + [.int(turn), .real(now)])
                 }
                 guard reportingTransitions else { continue }
                 let after = try db.queryFirst(
@@ -618,15 +619,16 @@ public final class StatusStore {
         }
     }
 
-    /// When the next scheduled intent not yet released is to be released; nil when none is.
-    public func nextDue() throws -> Double? {
+    /// When the next scheduled intent not yet released is to be released (the next after `after`, when given); nil
+    /// when none is.
+    public func nextDue(after: Double = -.infinity) throws -> Double? {
         let waiting =
             try database.queryFirst(
                 """
                 SELECT min(release_at) FROM intent_status
-                WHERE release_body IS NOT NULL AND released_at IS NULL
+                WHERE release_body IS NOT NULL AND released_at IS NULL AND release_at > ?1
                   AND (state = 'scheduled' OR (state = 'cancelRequested' AND release_at <= due_at))
-                """
+                """, [.real(after)]
             ) { $0.optionalDouble(0) } ?? nil
         // Kept ones begun (or with a cancel requested): few, found through the release index.
         let begun =
@@ -634,8 +636,8 @@ public final class StatusStore {
                 """
                 SELECT min(max(release_at, updated_at + \(Self.keptRunLease))) FROM intent_status
                 WHERE state IN ('inProgress', 'cancelRequested') AND release_body IS NOT NULL AND released_at IS NULL
-                  AND release_at > due_at
-                """
+                  AND release_at > due_at AND max(release_at, updated_at + \(Self.keptRunLease)) > ?1
+                """, [.real(after)]
             ) { $0.optionalDouble(0) } ?? nil
         return [waiting, begun].compactMap { $0 }.min()
     }
@@ -720,8 +722,14 @@ public final class StatusStore {
             // still caught up on.
             let unchanged =
                 try db.queryFirst(
-                    "SELECT active_since FROM intent_schedule WHERE name = ?1 AND every = ?2 AND starts = ?3 AND paused = 0 AND ?4 = 0",
-                    [.text(schedule.name), .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0)]
+                    """
+                    SELECT active_since FROM intent_schedule
+                    WHERE name = ?1 AND every = ?2 AND starts = ?3 AND paused = 0 AND ?4 = 0 AND type = ?5 AND parameters = ?6
+                    """,
+                    [
+                        .text(schedule.name), .real(schedule.every), .real(schedule.starts), .int(schedule.paused ? 1 : 0),
+                        .text(schedule.type), .text(parameters),
+                    ]
                 ) { $0.optionalDouble(0) } ?? nil
             let activeSince = unchanged ?? max(now - Schedule.startAllowance, min(now, schedule.starts))
             try db.run(
@@ -878,7 +886,8 @@ public final class StatusStore {
     }
 
     /// The intents whose answer at their current turn the broker dead-lettered, still at that turn and unfinished
-    /// (queued, or a run of it begun and not heard of since) with nothing heard of them for `quietFor` seconds, whose
+    /// (queued, or a run of it begun and not heard of since) with nothing heard of them, and the dead letter itself,
+    /// for `quietFor` seconds, whose
     /// workers were not asked to end the question in the last `resendAfter` seconds: each is marked asked now. An
     /// answer the workers did take after all moved the intent on (a question, an outcome, a later turn) and is not
     /// asked about again; while `quietFor` runs, an operator may requeue the lost answer, which clears the mark.
@@ -890,7 +899,7 @@ public final class StatusStore {
                 """
                 SELECT id, type, turn FROM intent_status
                 WHERE abandon_turn IS NOT NULL AND abandon_turn = turn AND state IN ('queued', 'scheduled', 'inProgress')
-                  AND updated_at < ?1 - ?4 AND coalesce(abandon_requested_at, 0) < ?1 - ?2
+                  AND updated_at < ?1 - ?4 AND coalesce(abandon_marked_at, 0) < ?1 - ?4 AND coalesce(abandon_requested_at, 0) < ?1 - ?2
                 LIMIT ?3
                 """, [.real(now), .real(resendAfter), .int(limit), .real(quietFor)]
             ) { row in

@@ -163,11 +163,16 @@ public final class StatusRecorder: Service {
         var releasingIDs = Set<String>()
         // Releases that came back (no worker serves the type), not tried again before the time given.
         var heldBack: [String: Double] = [:]
-        // Said once a minute: every 5 s, each of thousands of due intents of a type no longer served comes back.
+        // Said once a minute, naming the types: every 5 s, each of thousands of due intents of a type no longer served
+        // comes back.
         let unservedNotice = RateLimitedNotice(interval: 60)
+        var unservedTypes = Set<String>()
+        // When the due intents were last read: a confirm asks for another reading, at most every 50 ms.
+        var lastRound = 0.0
 
         func releaseDue() throws {
             let now = Date().timeIntervalSince1970
+            lastRound = now
             heldBack = heldBack.filter { $0.value > now }
             let due: [StatusStore.DueIntent]
             do {
@@ -188,10 +193,15 @@ public final class StatusRecorder: Service {
                 }
                 if !due.isEmpty { logger.info("released \(due.count) scheduled intents that are due") }
                 let next = try store.nextDue()
-                // More may be due past this round's limit: looked at again shortly. When all that is due waits for its
-                // confirm or is held back (no worker serves its type), it is not read again every 50 ms: a confirm
-                // settles it, a hold ends at its time, and what comes due meanwhile is looked at then (`batchDue`).
-                nextRelease = next.map { $0 <= now ? (due.isEmpty ? now + 1 : now + 0.05) : $0 }
+                if let next, next <= now, due.isEmpty {
+                    // All that is due waits for its confirm (which settles it), is held back (no worker serves its
+                    // type: tried again at its time) or kept within its grace: not read again every 50 ms, but when
+                    // the next intent comes due, or in a second.
+                    nextRelease = min(now + 1, try store.nextDue(after: now) ?? .infinity)
+                } else {
+                    // More may be due past this round's limit: looked at again shortly.
+                    nextRelease = next.map { $0 <= now ? now + 0.05 : $0 }
+                }
                 if let held = heldBack.values.min() { nextRelease = min(nextRelease ?? held, held) }
             } catch let error as DatabaseError {
                 logger.debug("releasing scheduled intents skipped this round: \(error)")
@@ -208,14 +218,17 @@ public final class StatusRecorder: Service {
                 if !refused && heldBack[release.id] == nil { settled.append(release.id) }
                 return true
             }
-            if refused { nextRelease = Date().timeIntervalSince1970 + 1 }
-            // Settled, they are no longer due: the next due time is the store's to say now.
-            if !settled.isEmpty { nextRelease = Date().timeIntervalSince1970 }
+            let now = Date().timeIntervalSince1970
+            if refused { nextRelease = now + 1 }
             do {
                 try store.markReleased(settled)
+                // Settled, they are no longer due: the next due time is the store's to say now (but not more often
+                // than every 50 ms, however many confirms come).
+                if !settled.isEmpty { nextRelease = min(nextRelease ?? .infinity, max(now, lastRound + 0.05)) }
             } catch {
-                // Not marked: released again later, which the workers' ledgers make harmless.
+                // Not marked: released again later, which the workers' ledgers make harmless; not at once.
                 logger.warning("cannot note \(settled.count) scheduled intents as released: \(error)")
+                nextRelease = now + 1
             }
         }
 
@@ -409,11 +422,13 @@ public final class StatusRecorder: Service {
             case .returned(let message) where message.exchange == intentsExchange && releasingIDs.contains(message.messageID ?? ""):
                 // No worker serves its type now: it stays scheduled, and is released again in a few seconds.
                 heldBack[message.messageID ?? ""] = Date().timeIntervalSince1970 + 5
+                unservedTypes.insert(message.routingKey)
                 unservedNotice.note { kept in
                     logger.warning(
-                        "no worker serves \(message.routingKey): a scheduled intent that is due waits for one"
+                        "no worker serves \(unservedTypes.sorted().joined(separator: ", ")): scheduled intents that are due wait for one"
                             + (kept > 0 ? " (\(kept) more such returns in the last minute, not logged)" : ""),
                         metadata: ["intent.id": message.messageID ?? "", "intent.type": message.routingKey])
+                    unservedTypes = []
                 }
             case .returned(let message) where message.exchange == intentsExchange:
                 // An expiry, or a lost answer's request, nobody serves: the question stays open and is asked about again later.

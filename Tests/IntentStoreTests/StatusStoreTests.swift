@@ -173,7 +173,7 @@ import Testing
                     owner: "alice"))
         }
         var answers: [String: IntentEnvelope] = [:]
-        for id in ["lost", "taken", "bobs", "running", "requeued"] {
+        for id in ["lost", "taken", "bobs", "running", "requeued", "late"] {
             var answer = Self.envelope(id)
             answer.turn = 1
             answers[id] = answer
@@ -186,6 +186,9 @@ import Testing
         #expect(try store.reader.status(id: "lost")?.state == .queued, "no failure the ledger does not hold")
         try store.record([event("taken", .needsInput, turn: 1)], now: 1_003)  // the answer was taken after all
         try store.record([.requeued(try #require(answers["requeued"]))], now: 1_004)  // an operator requeued it
+        // Dead-lettered long after its last event (a worker restarted with a growing back-off between deaths): the
+        // grace runs from the dead letter too.
+        try store.record([.turnDeadLettered(id: "late", type: "SendMessage", turn: 1, by: alice)], now: 1_200)
         #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_100).isEmpty, "time for an operator first")
         #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_310).map(\.id).sorted() == ["lost", "running"])
         #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 1_320).isEmpty, "asked once a minute")
@@ -193,9 +196,9 @@ import Testing
         #expect(again.map(\.id).sorted() == ["lost", "running"] && again.allSatisfy { $0.turn == 0 }, "the question of turn 0: \(again)")
         try store.record([event("lost", .failure, turn: 1, code: FailureCode.deadLettered)], now: 1_372)
         #expect(try store.reader.status(id: "lost")?.response?.code == FailureCode.deadLettered)
-        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 2_000).map(\.id) == ["running"])
+        #expect(try store.turnsToAbandon(quietFor: 300, resendAfter: 60, now: 2_000).map(\.id).sorted() == ["late", "running"])
         let marked = try store.reader.database.query("SELECT id FROM intent_status WHERE abandon_turn IS NOT NULL ORDER BY id") { $0.string(0) }
-        #expect(marked == ["running", "taken"], "an ended intent leaves the index")
+        #expect(marked == ["late", "running", "taken"], "an ended intent leaves the index")
     }
 
     @Test func aScheduledIntentAWorkerKeepsIsReleasedOnlyIfItHasNotEndedAGraceAfterItsTime() throws {
@@ -626,7 +629,7 @@ import Testing
         let added: [(migration: String, undo: String)] = [
             (
                 "abandon_turn",
-                "DROP INDEX intent_status_abandoned; ALTER TABLE intent_status DROP COLUMN abandon_turn; ALTER TABLE intent_status DROP COLUMN abandon_requested_at"
+                "DROP INDEX intent_status_abandoned; ALTER TABLE intent_status DROP COLUMN abandon_turn; ALTER TABLE intent_status DROP COLUMN abandon_marked_at; ALTER TABLE intent_status DROP COLUMN abandon_requested_at"
             ),
             ("active_since", "ALTER TABLE intent_schedule DROP COLUMN active_since"),
         ]

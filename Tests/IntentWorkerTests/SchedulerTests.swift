@@ -54,6 +54,10 @@ import Testing
         // was down meanwhile still catches up. Given with another period, it is a schedule made now.
         #expect(try store.addSchedule(hourly, now: 8_205))
         #expect(try store.reader.schedules().first?.activeSince == 4_610)
+        var otherWords = hourly
+        otherWords.parameters = ["content": "other words"]
+        #expect(try store.addSchedule(otherWords, now: 8_205.5))
+        #expect(try store.reader.schedules().first?.activeSince == 8_205.5 - Schedule.startAllowance, "other parameters: made now")
         var halfHourly = hourly
         halfHourly.every = 1_800
         #expect(try store.addSchedule(halfHourly, now: 8_206))
