@@ -95,14 +95,14 @@ struct TLSTests {
         defer { try? FileManager.default.removeItem(at: file) }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
         let open = try await run(
-            Paths.tool("intent-submit"), ["SendMessage", "content=x"], environment: ["INTENT_BROKER_URL_FILE": file.path], timeout: 10)
+            Paths.tool("intent-submit"), ["SendMessage", "content=x"], environment: ["INTENT_BROKER_URL_FILE": file.path])
         #expect(open.exitCode == 64, "\(open)")
         #expect(open.stderr.contains("chmod 600"))
         #expect(!open.stderr.contains("secret"))
 
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         let closed = try await run(
-            Paths.tool("intent-submit"), ["SendMessage", "content=x"], environment: ["INTENT_BROKER_URL_FILE": file.path], timeout: 10)
+            Paths.tool("intent-submit"), ["SendMessage", "content=x"], environment: ["INTENT_BROKER_URL_FILE": file.path])
         #expect(closed.exitCode == 69, "the URL in the file is used (nothing listens on port 1): \(closed)")
         #expect(!closed.stderr.contains("secret"))
     }

@@ -87,7 +87,7 @@ struct ToolBehaviourTests {
         ("intent-bench", ["--c-ceiling", "/bin/true", "--c-effects", "--latency-intents", "0"]),
     ])
     func badArgumentsAreUsageErrors(tool: String, arguments: [String]) async throws {
-        let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"], timeout: 10)
+        let result = try await run(Paths.tool(tool), arguments, environment: ["INTENT_BROKER_URL": "amqp://127.0.0.1:1/"])
         #expect(result.exitCode == 64, "\(result)")
         #expect(result.stderr.hasPrefix("Error: "))
         #expect(result.stderr.contains("Usage: "))
@@ -124,7 +124,7 @@ struct ToolBehaviourTests {
 
     @Test(arguments: ["intent-submit", "intent-status", "intent-worker"])
     func helpExitsZero(tool: String) async throws {
-        let result = try await run(Paths.tool(tool), ["--help"], timeout: 10)
+        let result = try await run(Paths.tool(tool), ["--help"])
         #expect(result.exitCode == 0)
         #expect(result.stdout.contains("Usage:"))
     }
