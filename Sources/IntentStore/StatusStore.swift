@@ -815,7 +815,6 @@ public final class StatusStore {
             updated_at = excluded.updated_at,
             finished_at = excluded.finished_at,
             -- It ran: what was kept to release (a turn a worker ran from its ledger) has nothing left to run.
-            abandon_turn = CASE WHEN excluded.rank = \(StatusStore.terminalRank) THEN NULL ELSE intent_status.abandon_turn END,
             released_at = CASE
                 WHEN (excluded.rank = \(StatusStore.terminalRank) OR excluded.state = 'needsInput')
                     AND intent_status.release_body IS NOT NULL AND intent_status.released_at IS NULL
@@ -887,14 +886,16 @@ public final class StatusStore {
 
     /// The intents whose answer at their current turn the broker dead-lettered, still at that turn and unfinished
     /// (queued, or a run of it begun and not heard of since) with nothing heard of them, and the dead letter itself,
-    /// for `quietFor` seconds, whose
-    /// workers were not asked to end the question in the last `resendAfter` seconds: each is marked asked now. An
-    /// answer the workers did take after all moved the intent on (a question, an outcome, a later turn) and is not
-    /// asked about again; while `quietFor` runs, an operator may requeue the lost answer, which clears the mark.
+    /// for `quietFor` seconds, whose workers were not asked to end the question in the last `resendAfter` seconds:
+    /// each is marked asked now. An answer the workers did take after all moved the intent on (a question, an
+    /// outcome, a later turn) and is not asked about again; while `quietFor` runs, an operator may requeue the lost
+    /// answer, which clears the mark.
     public func turnsToAbandon(
         quietFor: Double, resendAfter: Double, limit: Int = 1_000, now: Double = Date().timeIntervalSince1970
     ) throws -> [UnansweredQuestion] {
         try database.transaction { db in
+            // An intent that ended leaves the lost answers' index here, not in the event upsert every event runs.
+            try db.run("UPDATE intent_status SET abandon_turn = NULL WHERE abandon_turn IS NOT NULL AND rank = \(Self.terminalRank)")
             let turns = try db.query(
                 """
                 SELECT id, type, turn FROM intent_status

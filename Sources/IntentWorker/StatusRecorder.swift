@@ -477,8 +477,9 @@ public final class StatusRecorder: Service {
     }
 
     /// Asks the workers to end the questions whose answers the broker dead-lettered, once `lostAnswerGrace` has
-    /// passed with nothing heard of the intent (`StatusStore.turnsToAbandon`), again every minute while nothing moves it: decided in the intent's ledger, where an answer taken after
-    /// all (or anything else that moved the intent on) wins, and the store hears the outcome from the worker.
+    /// passed with nothing heard of the intent (`StatusStore.turnsToAbandon`), again every minute while nothing moves
+    /// it: decided in the intent's ledger, where an answer taken after all (or anything else that moved the intent
+    /// on) wins, and the store hears the outcome from the worker.
     private func requestAbandons(from store: StatusStore, on connection: AMQPConnection) throws {
         let turns: [StatusStore.UnansweredQuestion]
         do {
