@@ -177,6 +177,14 @@ public protocol OutcomeLedger: Sendable {
     /// Notes that a run of the kept intent's `turn` began at `time` (resolve, confirm, handle), unless one
     /// began before: a run taken up again reports that start and counts as begun.
     func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws
+
+    /// One step of a pass that forgets old decisions: of the next `limit` decided intents after `cursor` (in id order;
+    /// "" to begin), forgets those decided before `cutoff` (seconds since 1970) — their outcome, owner and anything
+    /// pending — in one write. Returns how many it forgot and the id the next step goes on after; nil once the pass has
+    /// looked at the last decided intent. An intent not yet decided (one waiting for an answer, claimed, kept for
+    /// later) is never forgotten. A message about a forgotten intent is admitted as one about a new intent: a copy of
+    /// its submission would run it again.
+    func forgetDecided(before cutoff: Double, after cursor: String, limit: Int) async throws -> (forgotten: Int, next: String?)
 }
 
 /// A scheduled intent kept in a ledger by the worker that saw it before its
@@ -250,6 +258,11 @@ extension OutcomeLedger {
 
     /// By default nothing is kept.
     public func noteKeptStart(_ intentID: String, turn: Int, at time: Double) async throws {}
+
+    /// By default nothing is forgotten: the ledger keeps every decision.
+    public func forgetDecided(before cutoff: Double, after cursor: String, limit: Int) async throws -> (forgotten: Int, next: String?) {
+        (0, nil)
+    }
 }
 
 extension Admission {

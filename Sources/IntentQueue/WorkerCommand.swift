@@ -73,7 +73,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--lost-answer-grace S] [--started-event-delay S] [--retain D] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--lost-answer-grace S] [--started-event-delay S] [--retain D] [--ledger-retain D] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -114,6 +114,10 @@ struct WorkerCommand {
                                 publishes its outcome alone, with its startedAt (default \(WorkerConfiguration.defaultStartedEventDelay); 0: at once)
           --retain D            the recorder removes intents finished longer ago than D, in small batches
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
+          --ledger-retain D     the worker forgets, in its ledgers, intents decided longer ago than D, in small
+                                batches: a copy of such an intent's submission then runs as a new intent (default
+                                30d, or --retain's when longer; at least 1h, and with --with-recorder no less
+                                than --retain; 'forever' keeps every decision)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
                                 (exit 73 when PATH cannot be written)
@@ -164,6 +168,7 @@ struct WorkerCommand {
     var lostAnswerGrace: Double = 300
     var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
+    var ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
     var metricsFile: String?
     var metricsInterval: Double = 5
     var scheduling: CPUScheduling
@@ -175,7 +180,7 @@ struct WorkerCommand {
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
                 "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--owner-rate", "--question-ttl", "--lost-answer-grace",
                 "--started-event-delay",
-                "--retain",
+                "--retain", "--ledger-retain",
                 "--metrics-file",
                 "--metrics-interval", "--scheduling",
             ])
@@ -219,6 +224,26 @@ struct WorkerCommand {
             }
             retention = text == "forever" ? nil : try Arguments.duration(text, option: "--retain")
         }
+        var ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
+        if let text = try arguments.value("--ledger-retain") {
+            guard mode == .worker || mode == .workerAndRecorder else {
+                throw UsageError("--ledger-retain applies to workers (not with --recorder-only or --scheduler-only)")
+            }
+            ledgerRetention = text == "forever" ? nil : try Arguments.duration(text, option: "--ledger-retain")
+            if let seconds = ledgerRetention, seconds < 3_600 {
+                throw UsageError("--ledger-retain takes at least 1h (a copy of a submission may come late), not '\(text)'")
+            }
+        }
+        if mode == .workerAndRecorder, arguments.options["--ledger-retain"] == nil, let ledger = ledgerRetention,
+            retention.map({ ledger < $0 }) ?? true
+        {
+            // Unless told otherwise, the ledger remembers at least as long as the store beside it.
+            ledgerRetention = retention
+        } else if mode == .workerAndRecorder, let ledger = ledgerRetention, retention.map({ ledger < $0 }) ?? true {
+            throw UsageError(
+                "--ledger-retain (\(JSONValue.formatNumber(ledger)) s) is shorter than --retain (\(retention.map { "\(JSONValue.formatNumber($0)) s" } ?? "forever")): the store would remember intents their ledger forgot"
+            )
+        }
         var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
         if let text = try arguments.value("--started-event-delay") {
             guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
@@ -241,6 +266,7 @@ struct WorkerCommand {
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5, scheduling: try CPUScheduling(arguments))
         command.lostAnswerGrace = try arguments.seconds("--lost-answer-grace") ?? 300
+        command.ledgerRetention = ledgerRetention
         command.ownerLimits = ownerLimits
         command.ownerRates = ownerRates
         command.scheduler = mode == .schedulerOnly || arguments.has("--scheduler")
@@ -308,6 +334,7 @@ struct WorkerCommand {
             configuration.concurrencyLimits = ownerLimits.mapValues { ConcurrencyLimit($0, per: .owner) }
             configuration.rateLimits = ownerRates
             configuration.startedEventDelay = startedEventDelay
+            configuration.ledgerRetention = ledgerRetention
             configuration.metrics = metrics
             configuration.outcomesPath =
                 Environment.values["INTENT_OUTCOMES_DB"].flatMap { $0.isEmpty ? nil : $0 }

@@ -131,6 +131,33 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
+    /// Forgets the decided intents among the next `limit` after `cursor` that were decided before `cutoff`: their
+    /// `intent_effect`, `intent_owner` and `intent_pending` rows, in one write (not durable by itself: a step lost
+    /// with the machine is made again by the next pass). The step is looked at first with a read, so a step that finds
+    /// nothing old takes no write lock from the handlers.
+    public func forgetDecided(before cutoff: Double, after cursor: String, limit: Int) async throws -> (forgotten: Int, next: String?) {
+        let bindings: [SQLValue] = [.text(cursor), .int(max(1, limit)), .real(cutoff)]
+        let step = try await queue.read { db in
+            try db.queryFirst(
+                """
+                SELECT max(intent_id), coalesce(sum(handled_at < ?3), 0)
+                FROM (SELECT intent_id, handled_at FROM intent_effect WHERE intent_id > ?1 ORDER BY intent_id LIMIT ?2)
+                """, bindings
+            ) { row in (last: row.text(0), old: row.int(1)) }
+        }
+        guard let last = step?.last else { return (0, nil) }
+        guard step?.old ?? 0 > 0 else { return (0, last) }
+        let forgotten = try await queue.write(durable: false) { db in
+            let range: [SQLValue] = [.text(cursor), .text(last), .real(cutoff)]
+            let old = "SELECT intent_id FROM intent_effect WHERE intent_id > ?1 AND intent_id <= ?2 AND handled_at < ?3"
+            try db.run("DELETE FROM intent_owner WHERE intent_id IN (\(old))", range)
+            try db.run("DELETE FROM intent_pending WHERE intent_id IN (\(old))", range)
+            try db.run("DELETE FROM intent_effect WHERE intent_id > ?1 AND intent_id <= ?2 AND handled_at < ?3", range)
+            return db.changes
+        }
+        return (forgotten, last)
+    }
+
     /// How long a claim holds off another delivery of the same intent; an older
     /// one is taken to belong to a worker that died.
     public static let claimLifetime = 900.0

@@ -187,6 +187,7 @@ extension Metrics {
         declare("intentqueue_store_deleted_total", .counter, help: "Finished intents removed from the status store by retention.")
         declare("intentqueue_worker_handled_total", .counter, help: "Deliveries a worker ran through the pipeline, by type and outcome state.")
         declare("intentqueue_worker_retries_total", .counter, help: "Transient failures sent to a retry queue, by type.")
+        declare("intentqueue_ledger_forgotten_total", .counter, help: "Decided intents forgotten by a ledger's retention.")
         declare(
             "intentqueue_worker_handle_duration_seconds", .histogram,
             help: "Time from receiving an intent to its outcome (resolve, confirm, handle), by type.")

@@ -133,6 +133,7 @@ public final class WorkerService: Service {
                 ], thenAck: nil))
         // Scheduled intents kept in the ledgers join the same lanes when they are due, broker or not.
         let keeper = Task { await self.runKept(into: lanes) }
+        let forgetter = Task { await self.forgetOldDecisions() }
         // The broker's deliveries go to the lanes from the I/O thread; a transport that hands them to the
         // stream instead has them added here. The stream ends when consuming stops, after the last delivery
         // handed over: read in a task of its own, which a cancel of `run()` does not cut short (a cancel stops
@@ -145,7 +146,9 @@ public final class WorkerService: Service {
             loop.stopConsuming()
         }
         keeper.cancel()
+        forgetter.cancel()
         await keeper.value
+        await forgetter.value
         lanes.finish()
         await lanes.drained()
         await loop.shutdown(grace: 5)
@@ -175,12 +178,7 @@ public final class WorkerService: Service {
     /// least every 250 ms, which is how soon it sees what other workers sharing it have kept, or what a worker
     /// that died had taken. Ends when the task is canceled.
     private func runKept(into lanes: DeliveryLanes) async {
-        var ledgers: [any OutcomeLedger] = []
-        var seen = Set<ObjectIdentifier>()
-        for type in registry.typeNames {
-            guard let ledger = registry.ledger(for: type) ?? ownLedger else { continue }
-            if seen.insert(ObjectIdentifier(ledger as AnyObject)).inserted { ledgers.append(ledger) }
-        }
+        let ledgers = servedLedgers
         let taker = KeptTaker.current
         let room = max(1, configuration.concurrency * 2)
         while !Task.isCancelled {
@@ -203,6 +201,52 @@ public final class WorkerService: Service {
             }
             let wait = next - Date().timeIntervalSince1970
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1_000) + 1)) }
+        }
+    }
+
+    /// The ledgers of the served types, each once.
+    private var servedLedgers: [any OutcomeLedger] {
+        var ledgers: [any OutcomeLedger] = []
+        var seen = Set<ObjectIdentifier>()
+        for type in registry.typeNames {
+            guard let ledger = registry.ledger(for: type) ?? ownLedger else { continue }
+            if seen.insert(ObjectIdentifier(ledger as AnyObject)).inserted { ledgers.append(ledger) }
+        }
+        return ledgers
+    }
+
+    /// Forgets, in each served ledger, the intents decided longer ago than `ledgerRetention`, so that a ledger stops
+    /// growing once the retention has passed: a pass over its decisions in steps of 500, 100 ms apart (each step a
+    /// short write, between the handlers' own), then `ledgerForgetPause` until the next pass. Workers sharing a ledger
+    /// each make their passes; a decision forgotten twice is forgotten once. Ends when the task is canceled.
+    private func forgetOldDecisions() async {
+        guard let retention = configuration.ledgerRetention else { return }
+        let ledgers = servedLedgers
+        while !Task.isCancelled {
+            var forgotten = 0
+            for ledger in ledgers {
+                var cursor = ""
+                while !Task.isCancelled {
+                    do {
+                        let step = try await ledger.forgetDecided(before: Date().timeIntervalSince1970 - retention, after: cursor, limit: 500)
+                        forgotten += step.forgotten
+                        guard let next = step.next else { break }
+                        cursor = next
+                    } catch {
+                        // Busy or failing storage: the next pass tries again.
+                        logger.debug("old decisions not forgotten this pass: \(error)")
+                        break
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            if forgotten > 0 {
+                logger.info(
+                    "forgot \(forgotten) intents decided more than \(JSONValue.formatNumber(retention)) s ago",
+                    metadata: ["ledger.forgotten": "\(forgotten)"])
+                configuration.metrics?.increment("intentqueue_ledger_forgotten_total", [:], by: Double(forgotten))
+            }
+            try? await Task.sleep(for: .seconds(max(0.01, min(configuration.ledgerForgetPause, 86_400))))
         }
     }
 

@@ -421,6 +421,44 @@ struct OperationsTests {
         #expect(left.allSatisfy { $0.state == .needsInput })
         #expect(try await sandbox.status(["retain-000"]).exitCode == 4)
     }
+
+    /// A worker forgets, in the app's ledger, the intents decided longer ago than `--ledger-retain`, and only those:
+    /// a copy of a forgotten intent's submission runs again (what a ledger that stops growing costs), and a copy of
+    /// one decided within the retention only has its outcome published again.
+    @Test func aLedgerForgetsDecisionsOlderThanItsRetentionAndOnlyThose() async throws {
+        let sandbox = try await Sandbox("ledger-retention")
+        defer { Task { await sandbox.tearDown() } }
+        var worker = try await sandbox.startWorker(["--with-recorder"])
+        for id in ["ledger-old", "ledger-new"] {
+            let sent = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", id, "--wait"])
+            #expect(sent.exitCode == 0, "\(sent)")
+        }
+        try await eventually(timeout: 60, "both messages to be stored") {
+            try sandbox.messageCount(intentID: "ledger-old") == 1 && sandbox.messageCount(intentID: "ledger-new") == 1
+        }
+        #expect(try await worker.stop() == 0)
+        // Two hours pass for one of them.
+        let app = try Database(path: sandbox.appDatabasePath)
+        try app.run("UPDATE intent_effect SET handled_at = handled_at - 7200 WHERE intent_id = 'ledger-old'")
+        #expect(app.changes == 1)
+        worker = try await sandbox.startWorker(["--with-recorder", "--retain", "1h", "--ledger-retain", "1h"])
+        try await eventually(timeout: 60, "the worker to forget the old decision (log: \(worker.logPath))") {
+            worker.log.contains("forgot 1 intents decided more than 3600 s ago")
+        }
+        let remembered = try app.queryFirst("SELECT count(*) FROM intent_effect WHERE intent_id LIKE 'ledger-%'") { $0.int(0) }
+        #expect(remembered == 1, "the decision within the retention is kept")
+        for id in ["ledger-new", "ledger-old"] {
+            let again = try await sandbox.submit(["SendMessage", "recipients=Alice", "content=hi", "--id", id])
+            #expect(again.exitCode == 0, "\(again)")
+        }
+        try await eventually(timeout: 60, "the copy of the forgotten intent to run again") {
+            try sandbox.messageCount(intentID: "ledger-old") == 2
+        }
+        try await eventually(timeout: 60, "the copy of the remembered intent to be answered from its ledger (log: \(worker.logPath))") {
+            worker.log.split(separator: "\n").contains { $0.contains("already decided") && $0.contains("ledger-new") }
+        }
+        #expect(try sandbox.messageCount(intentID: "ledger-new") == 1, "the remembered intent did not run again")
+    }
 }
 
 /// A reader of Prometheus' text exposition format, strict enough to catch a

@@ -423,6 +423,62 @@ import Testing
         #expect(try await ledger.ask("a", turn: 3, confirmations: [], granted: []) == success, "a decided intent asks nothing")
     }
 
+    /// A ledger's retention forgets decided intents only, and only those decided before the cutoff, in steps that
+    /// each look at `limit` decisions; an intent it forgot is admitted again as a new one.
+    @Test func forgettingOldDecisionsLeavesUndecidedAndRecentIntentsAndAForgottenIDIsNewAgain() async throws {
+        let database = try queue()
+        let ledger = try DatabaseOutcomeLedger(queue: database, holdsEffects: false)  // one that claims runs
+        let sent = DecidedOutcome.success(IntentResponse(code: "success", message: "sent"))
+        func admit(_ id: String, as user: String = "alice", turn: Int = 0, request: IntentRequest? = nil) async throws -> Admission {
+            try await ledger.admit(id, type: "SendMessage", sender: Sender(user: user), turn: turn, request: request, confirming: [])
+        }
+        // Five old decisions, one recent, one old question still waiting, one old claim of a run, one admitted only.
+        for id in ["a1", "a2", "a3", "a4", "a5", "recent"] {
+            _ = try await admit(id)
+            #expect(try await ledger.decide(id, sent, attempt: 1, by: .run) == sent)
+        }
+        _ = try await admit("waiting")
+        #expect(try await ledger.ask("waiting", turn: 0, confirmations: [], granted: []) == nil)
+        _ = try await admit("claimed")
+        #expect(try await ledger.claim("claimed", attempt: 1) == nil)
+        _ = try await admit("admitted")
+        try await database.write { db in
+            try db.run("UPDATE intent_effect SET handled_at = 1000 WHERE intent_id <> 'recent'")
+            try db.run("UPDATE intent_pending SET updated_at = 1000")
+            try db.run("UPDATE intent_owner SET since = 1000")
+        }
+        func count(_ table: String) throws -> Int {
+            try database.sync { db in try db.queryFirst("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1 }
+        }
+
+        // Steps of two decisions each: a1 a2 | a3 a4 | a5 recent | the end.
+        var steps: [(forgotten: Int, next: String?)] = []
+        var cursor = ""
+        while true {
+            let step = try await ledger.forgetDecided(before: 2_000, after: cursor, limit: 2)
+            steps.append(step)
+            guard let next = step.next else { break }
+            cursor = next
+        }
+        #expect(steps.map(\.forgotten) == [2, 2, 1, 0])
+        #expect(steps.map(\.next) == ["a2", "a4", "recent", nil])
+        #expect(try count("intent_effect") == 1, "only the recent decision is left")
+        #expect(try await ledger.outcome(of: "recent") == sent)
+        #expect(try count("intent_owner") == 4, "recent, waiting, claimed and admitted keep their owners")
+        #expect(try count("intent_pending") == 2, "the waiting question and the claim are kept")
+        let second = try await ledger.forgetDecided(before: 2_000, after: "", limit: 10)
+        #expect(second.forgotten == 0 && second.next == "recent", "a second pass finds nothing")
+
+        // What it forgot is unknown: a copy of a1's submission is a new intent, and anyone's.
+        #expect(try await ledger.outcome(of: "a1") == nil)
+        let again = try await admit("a1", as: "bob")
+        #expect(again.isNew && again.refusal == nil && again.owner == "bob")
+        // What it kept still holds: the waiting question's owner is still the only one who may answer it.
+        #expect(try await admit("waiting", as: "mallory", turn: 1).refusal?.code == FailureCode.notOwner)
+        #expect(try await admit("waiting", turn: 1).refusal == nil)
+        #expect(try await admit("recent", as: "mallory").refusal?.code == FailureCode.idInUse, "a recent decision keeps its owner")
+    }
+
     @Test func runningSlotsAreCountedPerKeyKeptOnARedeliveryAndFreedWhenGivenBackOrStale() async throws {
         let database = try queue()
         let ledger = try DatabaseOutcomeLedger(queue: database)

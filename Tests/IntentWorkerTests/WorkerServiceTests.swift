@@ -158,7 +158,10 @@ struct WorkerServiceTests {
         /// broker connection ends before its confirm.
         /// `lateTimeLimit` is how long a `LateNote` handler may run: an hour unless a test of the time limit
         /// makes it short, so that a test opening the gate itself passes however late a busy machine lets it.
-        init(concurrency: Int = 4, losingFirstKeptPublish: Bool = false, startedEventDelay: Double = 0, lateTimeLimit: Double = 3_600) throws {
+        init(
+            concurrency: Int = 4, losingFirstKeptPublish: Bool = false, startedEventDelay: Double = 0, lateTimeLimit: Double = 3_600,
+            ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
+        ) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("iq-worker-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let database = try DatabaseQueue(path: directory.appendingPathComponent("notes.sqlite").path)
@@ -176,6 +179,8 @@ struct WorkerServiceTests {
             var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: concurrency)
             configuration.workerName = "test-worker"
             configuration.startedEventDelay = startedEventDelay
+            configuration.ledgerRetention = ledgerRetention
+            configuration.ledgerForgetPause = 0.05
             let topology = configuration.topology
             var made: InMemoryTransport?
             worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
@@ -228,6 +233,11 @@ struct WorkerServiceTests {
         /// How many intents the ledger keeps to run when due.
         func kept() throws -> Int {
             try database.sync { db in try db.queryFirst("SELECT count(*) FROM intent_kept") { $0.int(0) } ?? -1 }
+        }
+
+        /// Whether the ledger holds a decided outcome of the intent.
+        func decided(_ id: String) throws -> Bool {
+            try database.sync { db in try db.queryFirst("SELECT count(*) FROM intent_effect WHERE intent_id = ?", [.text(id)]) { $0.int(0) } == 1 }
         }
 
         func notes(_ id: String) throws -> Int {
@@ -487,6 +497,37 @@ struct WorkerServiceTests {
         #expect(await harness.acked(harness.deliver(.request(.cancel, id: "done", type: Note.typeName))))
         #expect(try harness.events("done").map(\.state) == [.inProgress, .success, .success], "the cancel came too late")
         #expect(try harness.notes("done") == 1)
+        await harness.stop()
+    }
+
+    /// The worker forgets what its ledger decided longer ago than its retention, and nothing else: a copy of a
+    /// forgotten intent's submission runs as a new intent, and a question that waited all along is still answered.
+    @Test func theWorkerForgetsOldDecisionsAndNothingThatWaits() async throws {
+        let harness = try Harness(ledgerRetention: 3_600)
+        #expect(await harness.acked(harness.deliver(Self.note("old"))))
+        #expect(await harness.acked(harness.deliver(Self.note("recent"))))
+        #expect(await harness.acked(harness.deliver(Self.note("waiting", nil))))
+        #expect(try harness.events("waiting").last?.state == .needsInput)
+        // Two hours pass for "old" and for the question.
+        try harness.database.sync { db in
+            try db.run("UPDATE intent_effect SET handled_at = handled_at - 7200 WHERE intent_id = 'old'")
+            try db.run("UPDATE intent_pending SET updated_at = updated_at - 7200")
+            try db.run("UPDATE intent_owner SET since = since - 7200")
+        }
+        var forgotten = false
+        for _ in 0..<6_000 where !forgotten {  // up to a minute: a pass comes every 50 ms
+            forgotten = try !harness.decided("old")
+            if !forgotten { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(forgotten, "the old decision was forgotten")
+        #expect(try harness.decided("recent"), "a decision within the retention is kept")
+        #expect(await harness.acked(harness.deliver(Self.note("recent"))))
+        #expect(try harness.notes("recent") == 1, "a copy of a remembered intent only has its outcome published again")
+        #expect(await harness.acked(harness.deliver(Self.note("old"))))
+        #expect(try harness.notes("old") == 2, "a copy of a forgotten one runs as a new intent")
+        #expect(await harness.acked(harness.deliver(Self.note("waiting", "eggs", turn: 1))))
+        #expect(try harness.events("waiting").last?.state == .success, "the waiting question was kept, and its answer ran")
+        #expect(try harness.notes("waiting") == 1)
         await harness.stop()
     }
 
