@@ -116,8 +116,10 @@ struct WorkerCommand {
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --ledger-retain D     the worker forgets, in its ledgers, intents decided longer ago than D, in small
                                 batches: a copy of such an intent's submission then runs as a new intent (default
-                                30d, or --retain's when longer; at least 1h, and with --with-recorder no less
-                                than --retain; 'forever' keeps every decision)
+                                31d, or a day more than --retain when that is longer; at least 1h, and an hour
+                                more than the longest time limit; with --with-recorder, a day more than --retain;
+                                'forever' keeps every decision). Keep it longer than the dedupe windows producers
+                                use (intent-submit --dedupe-for, at most 30d): a copy past it runs again
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
                                 (exit 73 when PATH cannot be written)
@@ -234,14 +236,17 @@ struct WorkerCommand {
                 throw UsageError("--ledger-retain takes at least 1h (a copy of a submission may come late), not '\(text)'")
             }
         }
+        // The store counts from when the recorder recorded an outcome, the ledger from when a worker decided it
+        // (earlier, by as long as the recorder lagged): a day apart at least.
+        let storeMargin = 86_400.0
         if mode == .workerAndRecorder, arguments.options["--ledger-retain"] == nil, let ledger = ledgerRetention,
-            retention.map({ ledger < $0 }) ?? true
+            retention.map({ ledger < $0 + storeMargin }) ?? true
         {
-            // Unless told otherwise, the ledger remembers at least as long as the store beside it.
-            ledgerRetention = retention
-        } else if mode == .workerAndRecorder, let ledger = ledgerRetention, retention.map({ ledger < $0 }) ?? true {
+            // Unless told otherwise, the ledger remembers a day longer than the store beside it.
+            ledgerRetention = retention.map { $0 + storeMargin }
+        } else if mode == .workerAndRecorder, let ledger = ledgerRetention, retention.map({ ledger < $0 + storeMargin }) ?? true {
             throw UsageError(
-                "--ledger-retain (\(JSONValue.formatNumber(ledger)) s) is shorter than --retain (\(retention.map { "\(JSONValue.formatNumber($0)) s" } ?? "forever")): the store would remember intents their ledger forgot"
+                "--ledger-retain (\(JSONValue.formatNumber(ledger)) s) is not a day longer than --retain (\(retention.map { "\(JSONValue.formatNumber($0)) s" } ?? "forever")): the store would remember intents their ledger forgot"
             )
         }
         var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay

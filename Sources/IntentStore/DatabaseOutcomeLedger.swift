@@ -133,11 +133,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
 
     /// Forgets the decided intents among the next `limit` after `cursor` that were decided before `cutoff`: their
     /// `intent_effect`, `intent_owner` and `intent_pending` rows, in one write (not durable by itself: a step lost
-    /// with the machine is made again by the next pass). The step is looked at first with a read, so a step that finds
-    /// nothing old takes no write lock from the handlers.
+    /// with the machine is made again by the next pass). One the ledger still keeps to run when due (a cancel decided
+    /// as its run was being kept) is not forgotten: when due, its run finds the decision. The step is looked at first
+    /// with a read on the reader's connection, so a step that finds nothing old neither waits for the handlers' writes
+    /// nor takes their write lock.
     public func forgetDecided(before cutoff: Double, after cursor: String, limit: Int) async throws -> (forgotten: Int, next: String?) {
         let bindings: [SQLValue] = [.text(cursor), .int(max(1, limit)), .real(cutoff)]
-        let step = try await queue.read { db in
+        let step = try await queue.readInPlace { db in
             try db.queryFirst(
                 """
                 SELECT max(intent_id), coalesce(sum(handled_at < ?3), 0)
@@ -149,10 +151,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         guard step?.old ?? 0 > 0 else { return (0, last) }
         let forgotten = try await queue.write(durable: false) { db in
             let range: [SQLValue] = [.text(cursor), .text(last), .real(cutoff)]
-            let old = "SELECT intent_id FROM intent_effect WHERE intent_id > ?1 AND intent_id <= ?2 AND handled_at < ?3"
+            let old = """
+                SELECT intent_id FROM intent_effect AS e WHERE intent_id > ?1 AND intent_id <= ?2 AND handled_at < ?3
+                    AND NOT EXISTS (SELECT 1 FROM intent_kept AS k WHERE k.intent_id = e.intent_id)
+                """
             try db.run("DELETE FROM intent_owner WHERE intent_id IN (\(old))", range)
             try db.run("DELETE FROM intent_pending WHERE intent_id IN (\(old))", range)
-            try db.run("DELETE FROM intent_effect WHERE intent_id > ?1 AND intent_id <= ?2 AND handled_at < ?3", range)
+            try db.run("DELETE FROM intent_effect WHERE intent_id IN (\(old))", range)
             return db.changes
         }
         return (forgotten, last)

@@ -53,12 +53,13 @@ public struct WorkerConfiguration: Sendable {
     /// The worker's own ledger file, used when a handler keeps no database.
     public var outcomesPath: String = WorkerConfiguration.defaultOutcomesPath
     /// Seconds a decided intent is remembered in its ledger (`OutcomeLedger.forgetDecided`); nil remembers every
-    /// one for good. Within it a copy of an intent's submission (a producer's retry, a requeued dead letter) only has
-    /// the outcome published again; after it, the copy runs as a new intent. Keep it longer than the status store's
-    /// retention and than any copy may come late.
+    /// one for good. Within it a copy of an intent's submission (a producer's retry, a deduplicated submission, a
+    /// requeued dead letter) only has the outcome published again; after it, the copy runs as a new intent. Keep it
+    /// longer than the status store's retention, than the deduplication windows producers use, and than any copy may
+    /// come late. The worker keeps decisions at least an hour more than the longest time limit of a type it serves.
     public var ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
-    /// 30 days.
-    public static let defaultLedgerRetention: Double = 30 * 86_400
+    /// 31 days: a day more than the longest deduplication window (30 days).
+    public static let defaultLedgerRetention: Double = 31 * 86_400
     /// Seconds between two passes over the ledgers (each a step of at most 500 intents every 100 ms).
     public var ledgerForgetPause: Double = 60
 

@@ -217,11 +217,23 @@ public final class WorkerService: Service {
 
     /// Forgets, in each served ledger, the intents decided longer ago than `ledgerRetention`, so that a ledger stops
     /// growing once the retention has passed: a pass over its decisions in steps of 500, 100 ms apart (each step a
-    /// short write, between the handlers' own), then `ledgerForgetPause` until the next pass. Workers sharing a ledger
-    /// each make their passes; a decision forgotten twice is forgotten once. Ends when the task is canceled.
+    /// read, and a short write between the handlers' own when it found old ones), then `ledgerForgetPause` until the
+    /// next pass. Workers sharing a ledger each make their passes; a decision forgotten twice is forgotten once. Ends
+    /// when the task is canceled.
+    ///
+    /// The retention is at least `minimumLedgerRetention`: an hour more than the longest time limit of a served
+    /// type, since a time limit decides `timedOut` while the handler may still be running, and that handler's
+    /// `once` must still find the decision when it returns.
     private func forgetOldDecisions() async {
-        guard let retention = configuration.ledgerRetention else { return }
+        guard let asked = configuration.ledgerRetention else { return }
+        let retention = max(asked, minimumLedgerRetention)
+        if retention > asked {
+            logger.warning(
+                "decisions are kept \(JSONValue.formatNumber(retention)) s, not the \(JSONValue.formatNumber(asked)) s asked: an hour more than the longest time limit"
+            )
+        }
         let ledgers = servedLedgers
+        let failures = RateLimitedNotice(interval: 3_600)
         while !Task.isCancelled {
             var forgotten = 0
             for ledger in ledgers {
@@ -233,8 +245,12 @@ public final class WorkerService: Service {
                         guard let next = step.next else { break }
                         cursor = next
                     } catch {
-                        // Busy or failing storage: the next pass tries again.
-                        logger.debug("old decisions not forgotten this pass: \(error)")
+                        // Busy or failing storage: the next pass tries again, and the ledger grows meanwhile.
+                        failures.note { quiet in
+                            logger.warning(
+                                "old decisions not forgotten this pass (the next tries again)\(quiet > 0 ? ", nor in \(quiet) passes before" : ""): \(error)"
+                            )
+                        }
                         break
                     }
                     try? await Task.sleep(for: .milliseconds(100))
@@ -248,6 +264,13 @@ public final class WorkerService: Service {
             }
             try? await Task.sleep(for: .seconds(max(0.01, min(configuration.ledgerForgetPause, 86_400))))
         }
+    }
+
+    /// The shortest a served ledger keeps a decision: an hour, and an hour more than the longest time limit of a
+    /// served type.
+    var minimumLedgerRetention: Double {
+        let longest = registry.typeNames.map { configuration.timeLimits[$0] ?? registry.timeLimit(for: $0) ?? 600 }.max() ?? 0
+        return 3_600 + longest
     }
 
     /// On a local delivery: when a worker first took the kept intent to run (see `KeptIntent.startedAt`).

@@ -437,13 +437,13 @@ struct OperationsTests {
             try sandbox.messageCount(intentID: "ledger-old") == 1 && sandbox.messageCount(intentID: "ledger-new") == 1
         }
         #expect(try await worker.stop() == 0)
-        // Two hours pass for one of them.
+        // Three days pass for one of them.
         let app = try Database(path: sandbox.appDatabasePath)
-        try app.run("UPDATE intent_effect SET handled_at = handled_at - 7200 WHERE intent_id = 'ledger-old'")
+        try app.run("UPDATE intent_effect SET handled_at = handled_at - 259200 WHERE intent_id = 'ledger-old'")
         #expect(app.changes == 1)
-        worker = try await sandbox.startWorker(["--with-recorder", "--retain", "1h", "--ledger-retain", "1h"])
+        worker = try await sandbox.startWorker(["--with-recorder", "--retain", "1h", "--ledger-retain", "2d"])
         try await eventually(timeout: 60, "the worker to forget the old decision (log: \(worker.logPath))") {
-            worker.log.contains("forgot 1 intents decided more than 3600 s ago")
+            worker.log.contains("forgot 1 intents decided more than 172800 s ago")
         }
         let remembered = try app.queryFirst("SELECT count(*) FROM intent_effect WHERE intent_id LIKE 'ledger-%'") { $0.int(0) }
         #expect(remembered == 1, "the decision within the retention is kept")

@@ -86,6 +86,7 @@ struct ToolBehaviourTests {
         ("intent-worker", ["--ledger-retain", "soon"]),
         ("intent-worker", ["--recorder-only", "--ledger-retain", "30d"]),
         ("intent-worker", ["--with-recorder", "--retain", "60d", "--ledger-retain", "30d"]),
+        ("intent-worker", ["--with-recorder", "--retain", "7d", "--ledger-retain", "7d"]),
         ("intent-worker", ["--with-recorder", "--retain", "forever", "--ledger-retain", "30d"]),
         ("intent-bench", ["--scheduling", "idle"]),
         ("intent-bench", ["--c-effects"]),

@@ -442,6 +442,10 @@ import Testing
         _ = try await admit("claimed")
         #expect(try await ledger.claim("claimed", attempt: 1) == nil)
         _ = try await admit("admitted")
+        // And one decided (canceled) while its run was being kept for later: kept, its decision must stay for its run.
+        _ = try await admit("b-kept")
+        #expect(try await ledger.keep(KeptIntent(id: "b-kept", turn: 0, dueAt: 5_000, body: Array("{}".utf8), owner: "alice")))
+        #expect(try await ledger.decide("b-kept", .canceled("canceled"), attempt: 1, by: .cancel) == .canceled("canceled"))
         try await database.write { db in
             try db.run("UPDATE intent_effect SET handled_at = 1000 WHERE intent_id <> 'recent'")
             try db.run("UPDATE intent_pending SET updated_at = 1000")
@@ -451,7 +455,7 @@ import Testing
             try database.sync { db in try db.queryFirst("SELECT count(*) FROM \(table)") { $0.int(0) } ?? -1 }
         }
 
-        // Steps of two decisions each: a1 a2 | a3 a4 | a5 recent | the end.
+        // Steps of two decisions each: a1 a2 | a3 a4 | a5 b-kept | recent | the end.
         var steps: [(forgotten: Int, next: String?)] = []
         var cursor = ""
         while true {
@@ -460,14 +464,18 @@ import Testing
             guard let next = step.next else { break }
             cursor = next
         }
-        #expect(steps.map(\.forgotten) == [2, 2, 1, 0])
-        #expect(steps.map(\.next) == ["a2", "a4", "recent", nil])
-        #expect(try count("intent_effect") == 1, "only the recent decision is left")
+        #expect(steps.map(\.forgotten) == [2, 2, 1, 0, 0])
+        #expect(steps.map(\.next) == ["a2", "a4", "b-kept", "recent", nil])
+        #expect(try count("intent_effect") == 2, "only the recent decision and the kept one's are left")
         #expect(try await ledger.outcome(of: "recent") == sent)
-        #expect(try count("intent_owner") == 4, "recent, waiting, claimed and admitted keep their owners")
+        #expect(try await ledger.outcome(of: "b-kept") == .canceled("canceled"))
+        #expect(try count("intent_owner") == 5, "recent, b-kept, waiting, claimed and admitted keep their owners")
         #expect(try count("intent_pending") == 2, "the waiting question and the claim are kept")
         let second = try await ledger.forgetDecided(before: 2_000, after: "", limit: 10)
         #expect(second.forgotten == 0 && second.next == "recent", "a second pass finds nothing")
+        // Once its run is over (it found the cancel), the kept one's decision goes with the next pass.
+        try await ledger.forgetKept("b-kept", turn: 0)
+        #expect(try await ledger.forgetDecided(before: 2_000, after: "", limit: 10).forgotten == 1)
 
         // What it forgot is unknown: a copy of a1's submission is a new intent, and anyone's.
         #expect(try await ledger.outcome(of: "a1") == nil)

@@ -508,11 +508,12 @@ struct WorkerServiceTests {
         #expect(await harness.acked(harness.deliver(Self.note("recent"))))
         #expect(await harness.acked(harness.deliver(Self.note("waiting", nil))))
         #expect(try harness.events("waiting").last?.state == .needsInput)
-        // Two hours pass for "old" and for the question.
+        // Three hours pass for "old" and for the question: more than the retention, which is kept to an hour more
+        // than the longest time limit (LateNote's hour).
         try harness.database.sync { db in
-            try db.run("UPDATE intent_effect SET handled_at = handled_at - 7200 WHERE intent_id = 'old'")
-            try db.run("UPDATE intent_pending SET updated_at = updated_at - 7200")
-            try db.run("UPDATE intent_owner SET since = since - 7200")
+            try db.run("UPDATE intent_effect SET handled_at = handled_at - 10800 WHERE intent_id = 'old'")
+            try db.run("UPDATE intent_pending SET updated_at = updated_at - 10800")
+            try db.run("UPDATE intent_owner SET since = since - 10800")
         }
         var forgotten = false
         for _ in 0..<6_000 where !forgotten {  // up to a minute: a pass comes every 50 ms
