@@ -17,6 +17,9 @@ public struct PipelineOutcome: Sendable, Hashable {
     /// the handler's own condition: it is not bounded by the type's
     /// `RetryPolicy`, so the intent waits until the storage works again.
     public var waitsForStorage = false
+    /// Set when the outcome is one decided before this run (a step threw `OutcomeAlreadyDecided`): its resolutions
+    /// are this run's, not those of whatever decided it, so none of them is published with it.
+    public var decidedBefore = false
 
     /// An outcome in `state`, with a response, resolutions and a retry reason only when given.
     public init(state: IntentState, response: IntentResponse? = nil, resolutions: [ParameterResolution] = [], retryReason: String? = nil) {
@@ -285,7 +288,9 @@ public enum IntentPipeline {
             outcome.waitsForStorage = true
             return outcome
         case let decided as OutcomeAlreadyDecided:
-            return PipelineOutcome(state: decided.outcome.state, response: decided.outcome.response, resolutions: resolutions)
+            var outcome = PipelineOutcome(state: decided.outcome.state, response: decided.outcome.response, resolutions: resolutions)
+            outcome.decidedBefore = true
+            return outcome
         case let failure as IntentFailure:
             return .failure(failure, resolutions: resolutions)
         default:

@@ -524,16 +524,20 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
 /// The outcome a ledger holds for an intent, noted by the code that committed it
 /// during a run (shared by every copy of that run's `IntentContext`).
 public final class CommittedOutcome: Sendable {
-    private let outcome = Mutex<DecidedOutcome?>(nil)
+    private let outcome = Mutex<(decided: DecidedOutcome, before: Bool)?>(nil)
 
     /// Nothing noted yet.
     public init() {}
 
-    /// Notes the outcome the ledger now holds; call only after its transaction committed.
-    public func note(_ decided: DecidedOutcome) {
-        outcome.withLock { $0 = decided }
+    /// Notes the outcome the ledger now holds; call only after its transaction committed. `before`: it was decided
+    /// before this run (the run found it there and committed nothing), by whatever run or request decided it.
+    public func note(_ decided: DecidedOutcome, before: Bool = false) {
+        outcome.withLock { $0 = (decided, before) }
     }
 
-    /// The outcome noted, if any.
-    public var value: DecidedOutcome? { outcome.withLock { $0 } }
+    /// The outcome noted, if this run committed it.
+    public var value: DecidedOutcome? { outcome.withLock { $0?.before == false ? $0?.decided : nil } }
+
+    /// The outcome the run found decided before it, if it found one.
+    public var decidedBefore: DecidedOutcome? { outcome.withLock { $0?.before == true ? $0?.decided : nil } }
 }

@@ -53,6 +53,36 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// or without the broker); the recorder then releases it only if it has
     /// not ended a few seconds after its time.
     public var kept: Bool?
+    /// On an outcome a turn's answer reached (a question, an outcome of its run, the denial it decided): that answer
+    /// as the worker took it. Two answers to one question may both be recorded as queued; the one whose turn this is
+    /// says so here, and the store shows its parameters and answer, not the other's.
+    public var answered: Answered?
+
+    /// The answer that started a turn (`turn` ≥ 1), as a run took it.
+    public struct Answered: Decodable, Sendable, Hashable {
+        /// What the user answered: the answer's `answers` object, or the string `denied` for a denial.
+        public var answer: JSONValue
+        /// The intent's parameters with the answer over them, as the run took them; absent for a denial.
+        public var parameters: [String: JSONValue]?
+        /// What the intent counts as confirmed at this turn (the confirmations granted before, and those of this
+        /// answer that its question asked for).
+        public var confirmed: [String]?
+
+        /// The answer `answer`, with `parameters` and `confirmed` when given.
+        public init(answer: JSONValue, parameters: [String: JSONValue]? = nil, confirmed: [String]? = nil) {
+            self.answer = answer
+            self.parameters = parameters
+            self.confirmed = confirmed
+        }
+
+        /// `{"answer", "confirmed", "parameters"}`, the last two only when given.
+        public var jsonValue: JSONValue {
+            var fields: [String: JSONValue] = ["answer": answer]
+            if let parameters { fields["parameters"] = .object(parameters) }
+            if let confirmed { fields["confirmed"] = .array(confirmed.map(JSONValue.string)) }
+            return .object(fields)
+        }
+    }
 
     /// How far a slow handler has come, as `context.reportProgress` reports it.
     public struct Progress: Decodable, Sendable, Hashable {
@@ -82,7 +112,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         id: String, type: String, state: IntentState, at: Double = Date().timeIntervalSince1970,
         attempt: Int, response: IntentResponse? = nil, resolutions: [ParameterResolution]? = nil,
         progress: Progress? = nil, worker: String? = nil, turn: Int = 0, owner: String? = nil, refused: Bool = false,
-        view: String? = nil, startedAt: Double? = nil, dueAt: Double? = nil, kept: Bool = false
+        view: String? = nil, startedAt: Double? = nil, dueAt: Double? = nil, kept: Bool = false, answered: Answered? = nil
     ) {
         self.version = Self.currentVersion
         self.id = id
@@ -101,6 +131,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         self.startedAt = startedAt
         self.dueAt = dueAt
         self.kept = kept ? true : nil
+        self.answered = answered
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
@@ -129,6 +160,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         // glibc's per-thread cache limit (1,032 bytes with the array's header): a larger block is found by the slower
         // path, which cost about 2,000 instructions an event (`deploy/worker-cost.sh`'s profile).
         var json = JSONObjectWriter(capacity: resolutions == nil && response == nil ? 256 : 960)
+        if let answered { json.value("answered", answered.jsonValue) }
         json.number("at", at)
         json.number("attempt", Double(attempt))
         if let dueAt { json.number("dueAt", dueAt) }
@@ -166,6 +198,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
         if let startedAt { object["startedAt"] = .number(startedAt) }
         if let dueAt { object["dueAt"] = .number(dueAt) }
         if kept == true { object["kept"] = .bool(true) }
+        if let answered { object["answered"] = answered.jsonValue }
         return .object(object)
     }
 
@@ -212,7 +245,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     /// An event's members as JSON names them.
     enum Member: UInt32 {
         case version, id, type, state, at, attempt, turn, response, resolutions, progress, worker, owner, view, refused, startedAt, dueAt,
-            kept
+            kept, answered
 
         /// The member named by `key`'s bytes, if any.
         init?(_ key: UnsafeRawBufferPointer) {
@@ -233,6 +266,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
             case (7, UInt8(ascii: "r")): candidate = .refused
             case (8, UInt8(ascii: "r")): candidate = .response
             case (8, UInt8(ascii: "p")): candidate = .progress
+            case (8, UInt8(ascii: "a")): candidate = .answered
             case (9, UInt8(ascii: "s")): candidate = .startedAt
             case (11, UInt8(ascii: "r")): candidate = .resolutions
             default: return nil
@@ -262,6 +296,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
             case .startedAt: "startedAt"
             case .dueAt: "dueAt"
             case .kept: "kept"
+            case .answered: "answered"
             }
         }
     }
@@ -365,6 +400,7 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
             case .startedAt: return Self.store(value.numberValue, in: &optional.startedAt)
             case .dueAt: return Self.store(value.numberValue, in: &optional.dueAt)
             case .kept: return Self.store(value.boolValue, in: &optional.kept)
+            case .answered: return Self.store(decoded(value), in: &optional.answered)
             case .version, .id, .type, .state, .at, .attempt: return false
             }
         }

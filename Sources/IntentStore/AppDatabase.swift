@@ -53,13 +53,15 @@ public final class AppDatabase: Sendable {
     public func once(_ context: IntentContext, _ effects: @escaping @Sendable (Database) throws -> IntentResponse) async throws -> IntentResponse {
         // Logged once the write has ended, not inside it: its body may run more than once.
         let response: IntentResponse
+        let recorded: Bool
         do {
-            let (written, recorded) = try await queue.write { db in try OnceOnly.performNoting(in: db, context: context, effects) }
+            let written: IntentResponse
+            (written, recorded) = try await queue.write { db in try OnceOnly.performNoting(in: db, context: context, effects) }
             response = OnceOnly.noted(written, recorded: recorded, context)
         } catch {
             throw OnceOnly.noted(error, context)
         }
-        context.committed.note(.success(response))
+        context.committed.note(.success(response), before: recorded)
         return response
     }
 

@@ -128,6 +128,9 @@ public enum OnceOnly {
     ) throws -> (response: IntentResponse, recorded: Bool) {
         if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
             guard recorded.state == .success else { throw OutcomeAlreadyDecided(recorded) }
+            // Decided before this run, by another: noted at once (a decision never changes, whether or not this
+            // transaction commits), so that the worker publishes it as it stands, with nothing of this run's.
+            context.committed.note(recorded, before: true)
             return (recorded.response, true)
         }
         let response = try effects(db)

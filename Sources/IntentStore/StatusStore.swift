@@ -866,6 +866,32 @@ public final class StatusStore {
                 "INSERT OR REPLACE INTO intent_turn(id, turn, question, asked_at) VALUES (?, ?, ?, ?)",
                 [.text(event.id), .int(event.turn ?? 0), .text(resolutions ?? "[]"), .real(now)])
         }
+        if let answered = event.answered, let turn = event.turn, turn > 0, event.refused != true, applied || event.state.isTerminal {
+            try recordAnswered(answered, of: event, turn: turn, now: now, in: db)
+        }
+    }
+
+    /// The answer that reached the event's outcome, over the one recorded for its turn: two answers to one question
+    /// may both have come, and the first recorded is not always the one the ledger took. Applied when the row shows
+    /// the event's outcome at the event's turn, and is the event's owner's (an outcome not applied, because another
+    /// event of the same outcome came first — the standing outcome published again by the losing answer's run —
+    /// still says which answer reached it).
+    private func recordAnswered(_ answered: StatusEvent.Answered, of event: StatusEvent, turn: Int, now: Double, in db: Database) throws {
+        try db.run(
+            """
+            UPDATE intent_status SET parameters = coalesce(?3, parameters), confirmed = ?4
+            WHERE id = ?1 AND turn = ?2 AND type = ?5 AND coalesce(owner, '') = coalesce(?6, '')
+              AND state = ?7 AND coalesce(response_code, '') = coalesce(?8, '')
+            """,
+            [
+                .text(event.id), .int(turn), .optional(answered.parameters.map { JSONValue.object($0).jsonString }),
+                .optional(answered.confirmed.flatMap { $0.isEmpty ? nil : JSONValue.array($0.map(JSONValue.string)).jsonString }),
+                .text(event.type), .optional(event.owner), .text(event.state.rawValue), .optional(event.response?.code),
+            ])
+        guard db.changes > 0 else { return }
+        try db.run(
+            "UPDATE intent_turn SET answer = ?3, answered_at = coalesce(answered_at, ?4) WHERE id = ?1 AND turn = ?2",
+            [.text(event.id), .int(turn - 1), .text(answered.answer.jsonString), .real(now)])
     }
 
     /// A terminal event for an intent that already ended differently is not

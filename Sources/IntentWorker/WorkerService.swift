@@ -522,7 +522,8 @@ public final class WorkerService: Service {
         }
         // Ended: a scheduled intent kept to run when due has nothing left to run (any turn of it).
         try await job.ledger.forgetKept(job.id, turn: Int.max)
-        publish(standing, for: job)
+        // A denial that decided says so: the store shows it as the turn's answer, whatever other answer it recorded.
+        publish(standing, for: job, answered: request == .deny && standing == wanted)
     }
 
     /// A turn of the intent: resolve, confirm, handle, unless already decided.
@@ -796,7 +797,7 @@ public final class WorkerService: Service {
                 }
                 var kept = job
                 kept.kept = try await keep(job, dueAt: dueAt)
-                finish(outcome, for: kept)
+                finish(outcome, for: kept, answered: true)
                 return
             }
             if outcome.state == .needsInput {
@@ -821,12 +822,20 @@ public final class WorkerService: Service {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)
                 } else {
-                    finish(outcome, for: job)
+                    finish(outcome, for: job, answered: true)
                 }
                 return
             }
             let ours = DecidedOutcome(
                 state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
+            if let before = outcome.decidedBefore ? ours : committed.decidedBefore {
+                // The run found its outcome decided before it (another delivery of it, another answer to its question,
+                // a request): published as it stands, with nothing of this run's, whose resolutions and answer did
+                // not decide it.
+                job.logger.info("decided before this run (\(before.state.rawValue)): publishing its outcome again")
+                publish(before, for: job)
+                return
+            }
             // The handler's `once` committed this very outcome with its effects: it stands, with no second write.
             var standing = committed.value == ours ? ours : nil
             if standing == nil { standing = try await decideRun(job, ours) }
@@ -836,7 +845,7 @@ public final class WorkerService: Service {
             }
             if standing == ours {
                 job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
-                finish(outcome, for: job)
+                finish(outcome, for: job, answered: true)
             } else {
                 job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
                 publish(standing, for: job)
@@ -873,16 +882,33 @@ public final class WorkerService: Service {
         try await job.ledger.keep(KeptIntent(id: job.id, turn: job.envelope.turn, dueAt: dueAt, body: job.delivery.body, owner: job.owner))
     }
 
-    /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed.
-    private func publish(_ decided: DecidedOutcome, for job: Job) {
-        finish(PipelineOutcome(state: decided.state, response: decided.response), for: job)
+    /// Publishes an outcome the ledger holds and acks the delivery once it is confirmed; `answered` when the job's
+    /// message decided it (a denial).
+    private func publish(_ decided: DecidedOutcome, for job: Job, answered: Bool = false) {
+        finish(PipelineOutcome(state: decided.state, response: decided.response), for: job, answered: answered)
     }
 
-    /// Publishes the job's outcome, as its intent's owner's, with when its run started.
-    private func finish(_ outcome: PipelineOutcome, for job: Job) {
+    /// Publishes the job's outcome, as its intent's owner's, with when its run started; with `answered`, the outcome is
+    /// the doing of the job's message, and an answer (turn ≥ 1) says what it was.
+    private func finish(_ outcome: PipelineOutcome, for job: Job, answered: Bool = false) {
         finish(
             job.delivery, envelope: job.envelope, attempt: job.attempt, outcome: outcome, owner: job.owner, startedAt: job.startedAt,
-            kept: job.kept)
+            kept: job.kept, answered: answered ? Self.answered(job) : nil)
+    }
+
+    /// The answer a job's message gave (nil for a submission or a request other than a denial), as the event says it.
+    private static func answered(_ job: Job) -> StatusEvent.Answered? {
+        let envelope = job.envelope
+        guard envelope.turn > 0 else { return nil }
+        let confirmed = job.admission.confirmed.sorted()
+        switch envelope.request {
+        case nil:
+            return StatusEvent.Answered(answer: .object(envelope.answers ?? [:]), parameters: envelope.parameters, confirmed: confirmed)
+        case .deny:
+            return StatusEvent.Answered(answer: .string("denied"), confirmed: confirmed)
+        default:
+            return nil
+        }
     }
 
     /// Publishes the outcome and acks the delivery once the broker confirmed it.
@@ -892,7 +918,7 @@ public final class WorkerService: Service {
     /// ledger keeps the whole response).
     private func finish(
         _ delivery: Delivery, envelope: IntentEnvelope, attempt: Int, outcome: PipelineOutcome, owner: String?, refused: Bool = false,
-        startedAt: Double? = nil, kept: Bool = false
+        startedAt: Double? = nil, kept: Bool = false, answered: StatusEvent.Answered? = nil
     ) {
         // The app's own view, drawn here where the app is, from a run's resolutions.
         let view =
@@ -906,8 +932,14 @@ public final class WorkerService: Service {
             id: envelope.id, type: envelope.type, state: outcome.state, attempt: attempt, response: outcome.response,
             resolutions: outcome.resolutions.isEmpty ? nil : outcome.resolutions, worker: configuration.workerName,
             turn: envelope.turn, owner: owner, refused: refused, view: view, startedAt: refused ? nil : startedAt,
-            dueAt: outcome.state == .scheduled ? envelope.dueAt : nil, kept: outcome.state == .scheduled && kept)
+            dueAt: outcome.state == .scheduled ? envelope.dueAt : nil, kept: outcome.state == .scheduled && kept,
+            answered: refused ? nil : answered)
         var body = event.encoded()
+        if body.count > configuration.maxEventBytes, event.answered != nil {
+            // What the answer was goes first (the store then shows the answer it recorded first).
+            event.answered = nil
+            body = event.encoded()
+        }
         if body.count > configuration.maxEventBytes {
             let size = body.count
             event.resolutions = nil

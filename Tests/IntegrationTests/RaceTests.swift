@@ -23,7 +23,7 @@ struct RaceTests {
         case answerVersusExpiry
         /// A message handled at once, and a cancel 0–30 ms after it was submitted.
         case fastVersusCancel
-        /// The same answer twice, 0–10 ms apart.
+        /// Two different answers to one question, 0–10 ms apart: the store must show the one the app's row was written for.
         case doubleAnswer
     }
 
@@ -72,13 +72,13 @@ struct RaceTests {
         }
     }
 
-    /// The answer to the question of turn 0.
-    static func answer(_ plan: Plan) -> IntentEnvelope {
+    /// The answer to the question of turn 0 (which Jeff).
+    static func answer(_ plan: Plan, recipient: String = "Jeff Baker") -> IntentEnvelope {
         var parameters = plan.submission.parameters
-        parameters["recipients"] = ["Jeff Baker"]
+        parameters["recipients"] = [.string(recipient)]
         return IntentEnvelope(
             id: plan.id, type: plan.submission.type, parameters: parameters, submittedAt: Date().timeIntervalSince1970, turn: 1,
-            answers: ["recipients": ["Jeff Baker"]])
+            answers: ["recipients": [.string(recipient)]])
     }
 
     static func confirmation(_ plan: Plan) -> IntentEnvelope {
@@ -111,7 +111,7 @@ struct RaceTests {
             let first = random.unit() * 0.01
             return [
                 Action(due: at(first), id: plan.id, kind: .submit(answer(plan))),
-                Action(due: at(first + random.unit() * 0.01), id: plan.id, kind: .submit(answer(plan))),
+                Action(due: at(first + random.unit() * 0.01), id: plan.id, kind: .submit(answer(plan, recipient: "Jeff Chen"))),
             ]
         case .slowCallVersusCancelAndTimeLimit, .fastVersusCancel:
             return []
@@ -235,6 +235,17 @@ struct RaceTests {
             if count > 1 { duplicated.append("\(plan.id): \(count) rows") }
             if ledger[plan.id] != outcome {
                 contradictions.append("\(plan.id) (\(plan.scenario)): stored \(outcome), the app's ledger says \(ledger[plan.id] ?? "nothing")")
+            }
+            if plan.scenario == .doubleAnswer, status.state == .success {
+                // Of the two answers, the store shows the one whose message the app wrote.
+                let sentTo = try app.queryFirst("SELECT hairdresser FROM message WHERE intent_id = ?", [.text(plan.id)]) { $0.string(0) }
+                let shown = status.parameters?["recipients"]?.arrayValue?.first?.stringValue
+                let answered = status.history?.first?.answer?["recipients"]?.arrayValue?.first?.stringValue
+                if shown != sentTo || answered != sentTo {
+                    contradictions.append(
+                        "\(plan.id) (doubleAnswer): sent to \(sentTo ?? "nobody"), the store shows \(shown ?? "none") answered \(answered ?? "nothing")")
+                }
+                outcomes[plan.scenario, default: [:]]["success to \(sentTo ?? "nobody")", default: 0] += 1
             }
         }
         let conflicts = try store.conflictCount()

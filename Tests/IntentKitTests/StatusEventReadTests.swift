@@ -34,11 +34,12 @@ import Testing
                 ParameterResolution("count", .notRequired),
             ],
             progress: .init(fraction: 0.5, message: "half"), worker: "host:42", turn: 2, owner: "alice", refused: true,
-            view: "Soup for Alice\nline two", startedAt: 1_796_005_521.0, dueAt: 1_796_009_999.0, kept: true)
+            view: "Soup for Alice\nline two", startedAt: 1_796_005_521.0, dueAt: 1_796_009_999.0, kept: true,
+            answered: .init(answer: ["soup": "leek"], parameters: ["soup": "leek"], confirmed: ["intent", "soup"]))
         let outcome = StatusEvent(
             id: "c-3", type: "SendMessage", state: .success, at: 1_796_005_522, attempt: 1,
             response: IntentResponse(code: "success", message: "sent", payload: ["messageID": 7]), worker: "w", owner: "bob",
-            view: "To Bob", startedAt: 1_796_005_521.9)
+            view: "To Bob", startedAt: 1_796_005_521.9, answered: .init(answer: "denied"))
         // Resolutions of every outcome, with their titles, reasons and values of several kinds.
         let resolved = StatusEvent(
             id: "d-4", type: "OrderSoup", state: .needsInput, at: 1_796_005_523, attempt: 2,

@@ -235,7 +235,8 @@ import Testing
                 id: "e\"1\n", type: "SendMessage", state: .needsInput, at: 1_700_000_001.25, attempt: 3,
                 response: IntentResponse(code: "success", message: "Sent ✓", payload: ["recipients": ["Alice"], "count": 1]),
                 resolutions: Self.everyOutcome, progress: StatusEvent.Progress(fraction: 0.5, message: "halfway"),
-                worker: "host-1:4242", turn: 2, owner: "alice.smith", view: "To: Alice", startedAt: 1_700_000_000.5),
+                worker: "host-1:4242", turn: 2, owner: "alice.smith", view: "To: Alice", startedAt: 1_700_000_000.5,
+                answered: .init(answer: ["recipients": ["Alice"]], parameters: ["recipients": ["Alice"], "content": "hi \"x\""], confirmed: [])),
             StatusEvent(id: "s", type: "T", state: .scheduled, at: 2, attempt: 1, dueAt: 99.5, kept: true),
             StatusEvent(id: "r", type: "T", state: .failure, at: 3, attempt: 2, owner: "mallory", refused: true),
         ]

@@ -158,6 +158,91 @@ import Testing
         #expect(try store.reader.status(id: "other")?.state == .cancelRequested)
     }
 
+    /// Two answers to one question: the store records the first it reads as the turn's, but the ledger may take the
+    /// other. The outcome's event says which answer reached it, and the store then shows that one's parameters, answer
+    /// and confirmations — also when the losing answer's run published the standing outcome first (with nothing of
+    /// its own), and for a denial that won over a confirmation recorded before it. A question asked again at the same
+    /// turn by the other answer's run, not applied, changes nothing.
+    @Test func theAnswerThatReachedTheOutcomeIsTheTurnsAnswerWhicheverWasRecordedFirst() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        let question = [ParameterResolution("recipients", .needsValue, prompt: "To whom?")]
+        func asked(_ id: String) throws {
+            try store.record(
+                [
+                    .queued(Self.envelope(id, parameters: ["content": "hi"]), by: alice),
+                    .event(
+                        StatusEvent(
+                            id: id, type: "SendMessage", state: .needsInput, at: 1_001, attempt: 1, resolutions: question, owner: "alice")),
+                ], now: 1_001)
+        }
+        func answer(_ id: String, _ recipient: String, confirmed: [String]? = nil) -> IntentEnvelope {
+            IntentEnvelope(
+                id: id, type: "SendMessage", parameters: ["content": "hi", "recipients": [.string(recipient)]], submittedAt: 1_000, turn: 1,
+                answers: ["recipients": [.string(recipient)]], confirmed: confirmed)
+        }
+        func answered(_ recipient: String) -> StatusEvent.Answered {
+            .init(answer: ["recipients": [.string(recipient)]], parameters: ["content": "hi", "recipients": [.string(recipient)]], confirmed: [])
+        }
+        func outcome(_ id: String, _ state: IntentState, code: String, answered: StatusEvent.Answered?, at: Double) -> StatusStore.Update {
+            .event(
+                StatusEvent(
+                    id: id, type: "SendMessage", state: state, at: at, attempt: 1, response: IntentResponse(code: code), turn: 1,
+                    owner: "alice", view: answered == nil ? nil : "the winner's view", answered: answered))
+        }
+        func shown(_ id: String) throws -> (recipients: JSONValue?, answer: JSONValue?, confirmed: [String]?, state: IntentState?) {
+            let status = try store.reader.status(id: id)
+            return (status?.parameters?["recipients"], status?.history?.first?.answer, status?.confirmed, status?.state)
+        }
+
+        // Jeff's answer is recorded first; Alice's reaches the outcome.
+        try asked("two")
+        try store.record([.queued(answer("two", "Jeff"), by: alice), .queued(answer("two", "Alice"), by: alice)], now: 1_002)
+        #expect(try shown("two").recipients == ["Jeff"], "the first answer recorded, until an outcome says otherwise")
+        try store.record([outcome("two", .success, code: "success", answered: answered("Alice"), at: 1_003)], now: 1_003)
+        #expect(try shown("two").recipients == ["Alice"])
+        #expect(try shown("two").answer == ["recipients": ["Alice"]])
+
+        // The losing answer's run publishes the standing outcome first, with nothing of its own; the winner's comes after.
+        try asked("late")
+        try store.record([.queued(answer("late", "Jeff"), by: alice), .queued(answer("late", "Alice"), by: alice)], now: 1_002)
+        try store.record([outcome("late", .success, code: "success", answered: nil, at: 1_003)], now: 1_003)
+        #expect(try shown("late").state == .success)
+        #expect(try shown("late").recipients == ["Jeff"])
+        try store.record([outcome("late", .success, code: "success", answered: answered("Alice"), at: 1_004)], now: 1_004)
+        #expect(try shown("late").recipients == ["Alice"], "the outcome was recorded before, and the answer that reached it is its")
+        #expect(try shown("late").answer == ["recipients": ["Alice"]])
+        // An outcome other than the stored one (a conflict) says nothing of the turn's answer.
+        try store.record([outcome("late", .failure, code: "handlerError", answered: answered("Zoe"), at: 1_005)], now: 1_005)
+        #expect(try shown("late").recipients == ["Alice"])
+
+        // A confirmation recorded first, and a denial that won.
+        try asked("deny")
+        try store.record(
+            [
+                .queued(answer("deny", "Jeff", confirmed: ["intent"]), by: alice),
+                .queued(.request(.deny, id: "deny", type: "SendMessage", turn: 1), by: alice),
+            ],
+            now: 1_002)
+        #expect(try shown("deny").confirmed == ["intent"])
+        try store.record(
+            [outcome("deny", .failure, code: FailureCode.denied, answered: .init(answer: "denied", confirmed: []), at: 1_003)], now: 1_003)
+        #expect(try shown("deny").answer == "denied")
+        #expect(try shown("deny").confirmed == nil, "nothing was confirmed")
+
+        // Both answers' runs ask the next question at turn 1; the one applied stays.
+        try asked("again")
+        try store.record([.queued(answer("again", "Jeff"), by: alice), .queued(answer("again", "Alice"), by: alice)], now: 1_002)
+        var first = StatusEvent(
+            id: "again", type: "SendMessage", state: .needsInput, at: 1_003, attempt: 1, resolutions: question, turn: 1, owner: "alice")
+        first.answered = answered("Jeff")
+        var second = first
+        second.answered = answered("Alice")
+        try store.record([.event(first), .event(second)], now: 1_003)
+        #expect(try shown("again").recipients == ["Jeff"])
+        #expect(try shown("again").answer == ["recipients": ["Jeff"]])
+    }
+
     /// A dead-lettered answer was recorded as the intent's failure while its ledger still waited for an answer: the
     /// store said `failure` of an intent no worker had ended (and could still end another way). Now the row stays at
     /// the answer's turn, and once nothing has been heard of it for a while (time for an operator to requeue the

@@ -55,6 +55,10 @@ struct WorkerServiceTests {
 
         var canceled: Canceled? = nil
 
+        static func render(_ view: IntentView) -> String? {
+            "note: \(view.parameters["text"]?.stringValue ?? "?")"
+        }
+
         func handle(_ intent: LateNote, context: IntentContext) async throws -> IntentResponse {
             await gate.wait()
             canceled?.note(context.intentID)
@@ -131,6 +135,9 @@ struct WorkerServiceTests {
                 if isOpen { continuation.resume() }
             }
         }
+
+        /// How many wait for it now.
+        var waiting: Int { state.withLock { $0.waiting.count } }
 
         func open() {
             let waiting = state.withLock { state in
@@ -529,6 +536,42 @@ struct WorkerServiceTests {
         #expect(await harness.acked(harness.deliver(Self.note("waiting", "eggs", turn: 1))))
         #expect(try harness.events("waiting").last?.state == .success, "the waiting question was kept, and its answer ran")
         #expect(try harness.notes("waiting") == 1)
+        await harness.stop()
+    }
+
+    /// Two answers to one question, both run at once: one commits its effect, and the other's run finds it decided.
+    /// Only the winner's event says what was answered (and carries its resolutions and view); the other publishes
+    /// the outcome as it stands, with nothing of its own, so the store cannot show the losing answer as the one that
+    /// reached it.
+    @Test func ofTwoAnswersRunAtOnceOnlyTheOneThatDecidedSaysItWasTheAnswer() async throws {
+        let harness = try Harness()
+        #expect(await harness.acked(harness.deliver(IntentEnvelope(id: "q", type: LateNote.typeName, parameters: [:], submittedAt: 0))))
+        #expect(try harness.events("q").last?.state == .needsInput)
+        let tags = ["eggs", "milk"].map { text in
+            harness.deliver(
+                IntentEnvelope(
+                    id: "q", type: LateNote.typeName, parameters: ["text": .string(text)], submittedAt: 0, turn: 1,
+                    answers: ["text": .string(text)]))
+        }
+        var both = false
+        for _ in 0..<6_000 where !both {  // up to a minute: both runs reach their handler, and wait there
+            both = harness.late.waiting == 2
+            if !both { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(both, "both answers' runs are in their handler at once")
+        harness.late.open()
+        for tag in tags { #expect(await harness.acked(tag)) }
+        let written = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = 'q'") { $0.string(0) } }
+        #expect(written.count == 1, "one effect: \(written)")
+        let outcomes = try harness.events("q").filter { $0.turn == 1 && $0.state == .success }
+        #expect(outcomes.count == 2)
+        let winners = outcomes.filter { $0.answered != nil }
+        #expect(winners.count == 1, "\(outcomes)")
+        #expect(winners.first?.answered?.answer == ["text": .string(written.first ?? "")], "the answer that was written")
+        #expect(winners.first?.answered?.parameters?["text"] == .string(written.first ?? ""))
+        #expect(winners.first?.view == "note: \(written.first ?? "")")
+        let loser = outcomes.first { $0.answered == nil }
+        #expect(loser?.view == nil && loser?.resolutions == nil, "the other run's outcome carries nothing of its own")
         await harness.stop()
     }
 
