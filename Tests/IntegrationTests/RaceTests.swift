@@ -243,7 +243,8 @@ struct RaceTests {
                 let answered = status.history?.first?.answer?["recipients"]?.arrayValue?.first?.stringValue
                 if shown != sentTo || answered != sentTo {
                     contradictions.append(
-                        "\(plan.id) (doubleAnswer): sent to \(sentTo ?? "nobody"), the store shows \(shown ?? "none") answered \(answered ?? "nothing")")
+                        "\(plan.id) (doubleAnswer): sent to \(sentTo ?? "nobody"), the store shows \(shown ?? "none") answered \(answered ?? "nothing")"
+                    )
                 }
                 outcomes[plan.scenario, default: [:]]["success to \(sentTo ?? "nobody")", default: 0] += 1
             }
