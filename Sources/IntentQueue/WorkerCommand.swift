@@ -115,11 +115,11 @@ struct WorkerCommand {
           --retain D            the recorder removes intents finished longer ago than D, in small batches
                                 (default 7d; a number of seconds or 30m, 12h, 7d; 'forever' keeps them)
           --ledger-retain D     the worker forgets, in its ledgers, intents decided longer ago than D, in small
-                                batches: a copy of such an intent's submission then runs as a new intent (default
-                                31d, or a day more than --retain when that is longer; at least 1h, and an hour
-                                more than the longest time limit; with --with-recorder, a day more than --retain;
-                                'forever' keeps every decision). Keep it longer than the dedupe windows producers
-                                use (intent-submit --dedupe-for, at most 30d): a copy past it runs again
+                                batches: a copy of such an intent's submission then runs as a new intent
+                                (default 31d; at least 1h, and kept an hour more than the longest time limit;
+                                with --with-recorder, at least a day more than --retain, which the default
+                                grows to; 'forever' keeps every decision). Keep it longer than the dedupe
+                                windows producers use (intent-submit --dedupe-for, at most 30d)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
                                 (exit 73 when PATH cannot be written)
