@@ -122,6 +122,10 @@ public protocol OutcomeLedger: Sendable {
     /// stands; nil when the decision was moot (see `Decider`) and nothing stands.
     func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome?
 
+    /// `decide`, saying as well whether this call recorded the outcome (two runs may reach equal outcomes, and only the
+    /// one that recorded it decided it).
+    func decision(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> Decision
+
     /// Notes that the intent asked a question at `turn`, with the parameters
     /// (or `intent`) it asks to confirm and what was confirmed so far; returns
     /// the decided outcome instead when there is one (the question is then not asked).
@@ -187,6 +191,21 @@ public protocol OutcomeLedger: Sendable {
     func forgetDecided(before cutoff: Double, after cursor: String, limit: Int) async throws -> (forgotten: Int, next: String?)
 }
 
+/// What `OutcomeLedger.decision` did: the outcome that stands (nil when the decision was moot), and whether this call
+/// recorded it.
+public struct Decision: Sendable, Hashable {
+    /// The outcome that stands, if any.
+    public var standing: DecidedOutcome?
+    /// True when this call recorded `standing`; false when it stood before.
+    public var recordedByThisCall: Bool
+
+    /// A decision with `standing`, recorded by this call or not.
+    public init(standing: DecidedOutcome?, recordedByThisCall: Bool) {
+        self.standing = standing
+        self.recordedByThisCall = recordedByThisCall
+    }
+}
+
 /// A scheduled intent kept in a ledger by the worker that saw it before its
 /// due time. Any worker sharing that ledger takes it when it is due and runs
 /// it, with or without the broker; the recorder releases it only when no
@@ -218,6 +237,12 @@ public struct KeptIntent: Sendable, Hashable {
 }
 
 extension OutcomeLedger {
+    /// By default told by the outcome that stands being the one asked for: a ledger that can say better implements it.
+    public func decision(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> Decision {
+        let standing = try await decide(intentID, outcome, attempt: attempt, by: decider)
+        return Decision(standing: standing, recordedByThisCall: standing == outcome)
+    }
+
     /// By default nothing is claimed: the decided outcome, if any, is returned. A ledger without the effects implements it.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         try await outcome(of: intentID)
@@ -370,24 +395,29 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     /// Records `outcome` unless one stands. A cancel of a claimed intent waits for the claim to end; an answer is moot while
     /// the intent is claimed or once it asked a later question.
     public func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
+        try await decision(intentID, outcome, attempt: attempt, by: decider).standing
+    }
+
+    /// `decide`, saying whether this call recorded the outcome.
+    public func decision(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> Decision {
         entries.withLock { entries in
             var entry = entries[intentID] ?? Entry()
-            if let standing = entry.outcome { return standing }
+            if let standing = entry.outcome { return Decision(standing: standing, recordedByThisCall: false) }
             switch decider {
             case .run: break
             case .cancel:
                 if entry.claimed {
                     entry.cancelRequested = true
                     entries[intentID] = entry
-                    return nil
+                    return Decision(standing: nil, recordedByThisCall: false)
                 }
             case .answer(let question):
-                if entry.claimed || (entry.question ?? 0) > question { return nil }
+                if entry.claimed || (entry.question ?? 0) > question { return Decision(standing: nil, recordedByThisCall: false) }
             }
             entry.outcome = outcome
             entry.claimed = false
             entries[intentID] = entry
-            return outcome
+            return Decision(standing: outcome, recordedByThisCall: true)
         }
     }
 
@@ -524,20 +554,51 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
 /// The outcome a ledger holds for an intent, noted by the code that committed it
 /// during a run (shared by every copy of that run's `IntentContext`).
 public final class CommittedOutcome: Sendable {
-    private let outcome = Mutex<(decided: DecidedOutcome, before: Bool)?>(nil)
+    private enum Noted {
+        /// This run committed it (noted after the commit).
+        case committed(DecidedOutcome)
+        /// This run's transaction wrote it (noted inside the transaction, which commits unless the run's write fails).
+        case written(DecidedOutcome)
+        /// The run found an outcome decided before it, and wrote none.
+        case foundBefore
+    }
+
+    private let noted = Mutex<Noted?>(nil)
 
     /// Nothing noted yet.
     public init() {}
 
     /// Notes the outcome the ledger now holds; call only after its transaction committed. `before`: it was decided
-    /// before this run (the run found it there and committed nothing), by whatever run or request decided it.
+    /// before (the call found it there and committed nothing), which does not take back an outcome this run committed
+    /// in an earlier call.
     public func note(_ decided: DecidedOutcome, before: Bool = false) {
-        outcome.withLock { $0 = (decided, before) }
+        noted.withLock { noted in
+            if before {
+                if case .committed = noted { return }
+                noted = .foundBefore
+            } else {
+                noted = .committed(decided)
+            }
+        }
     }
 
-    /// The outcome noted, if this run committed it.
-    public var value: DecidedOutcome? { outcome.withLock { $0?.before == false ? $0?.decided : nil } }
+    /// Notes, inside a transaction's body (which may run again, or roll back), what that run of it did: `written` the
+    /// outcome it recorded, or nil when it found one decided before. The last run's note stands; one this run committed
+    /// in an earlier call stays.
+    public func noteInTransaction(written decided: DecidedOutcome?) {
+        noted.withLock { noted in
+            if case .committed = noted { return }
+            noted = decided.map(Noted.written) ?? .foundBefore
+        }
+    }
 
-    /// The outcome the run found decided before it, if it found one.
-    public var decidedBefore: DecidedOutcome? { outcome.withLock { $0?.before == true ? $0?.decided : nil } }
+    /// The outcome this run committed (or wrote in the transaction its write committed), if any.
+    public var value: DecidedOutcome? {
+        noted.withLock { noted in
+            switch noted {
+            case .committed(let decided), .written(let decided): decided
+            case .foundBefore, nil: nil
+            }
+        }
+    }
 }

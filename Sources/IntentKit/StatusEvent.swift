@@ -400,7 +400,10 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
             case .startedAt: return Self.store(value.numberValue, in: &optional.startedAt)
             case .dueAt: return Self.store(value.numberValue, in: &optional.dueAt)
             case .kept: return Self.store(value.boolValue, in: &optional.kept)
-            case .answered: return Self.store(decoded(value), in: &optional.answered)
+            case .answered:
+                // What is not read as an answer is left out, not the event with it: the outcome is what counts.
+                optional.answered = decoded(value)
+                return true
             case .version, .id, .type, .state, .at, .attempt: return false
             }
         }

@@ -37,8 +37,15 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// claimed is only noted (the run's end decides it), and an answer to an older question, or one that comes during a
     /// claim, decides nothing: in both cases it returns nil.
     public func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
+        try await decision(intentID, outcome, attempt: attempt, by: decider).standing
+    }
+
+    /// `decide`, saying whether this call recorded the outcome.
+    public func decision(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> Decision {
         try await queue.write { db in
-            if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) {
+                return Decision(standing: standing, recordedByThisCall: false)
+            }
             let pending = try Self.pending(intentID, in: db)
             switch decider {
             case .run:
@@ -47,13 +54,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 if pending?.claimed == true {
                     // The run may have acted; its end decides (a question or a retry then ends canceled).
                     try db.run("UPDATE intent_pending SET cancel_requested = 1 WHERE intent_id = ?", [.text(intentID)])
-                    return nil
+                    return Decision(standing: nil, recordedByThisCall: false)
                 }
             case .answer(let question):
-                if pending?.claimed == true || (pending?.question ?? 0) > question { return nil }
+                if pending?.claimed == true || (pending?.question ?? 0) > question { return Decision(standing: nil, recordedByThisCall: false) }
             }
             try OnceOnly.record(outcome, intentID: intentID, attempt: attempt, in: db)
-            return outcome
+            return Decision(standing: outcome, recordedByThisCall: true)
         }
     }
 

@@ -128,13 +128,12 @@ public enum OnceOnly {
     ) throws -> (response: IntentResponse, recorded: Bool) {
         if let recorded = try decidedOutcome(in: db, intentID: context.intentID) {
             guard recorded.state == .success else { throw OutcomeAlreadyDecided(recorded) }
-            // Decided before this run, by another: noted at once (a decision never changes, whether or not this
-            // transaction commits), so that the worker publishes it as it stands, with nothing of this run's.
-            context.committed.note(recorded, before: true)
+            context.committed.noteInTransaction(written: nil)
             return (recorded.response, true)
         }
         let response = try effects(db)
         try record(.success(response), intentID: context.intentID, attempt: context.attempt, in: db)
+        context.committed.noteInTransaction(written: .success(response))
         return (response, false)
     }
 

@@ -509,12 +509,13 @@ public final class WorkerService: Service {
                 ))
             decider = .answer(question: job.envelope.turn - 1)
         }
-        guard let standing = try await job.ledger.decide(job.id, wanted, attempt: job.attempt, by: decider) else {
+        let decision = try await job.ledger.decision(job.id, wanted, attempt: job.attempt, by: decider)
+        guard let standing = decision.standing else {
             job.logger.info("\(request.rawValue) request is moot: the intent moved on (a later question, or a handler that started)")
             loop.send(.ack(job.delivery.tag))
             return
         }
-        if standing != wanted {
+        if !decision.recordedByThisCall {
             job.logger.info(
                 "\(request.rawValue) request came too late: the intent had already ended \(standing.state.rawValue) (\(standing.response.code))")
         } else {
@@ -523,7 +524,7 @@ public final class WorkerService: Service {
         // Ended: a scheduled intent kept to run when due has nothing left to run (any turn of it).
         try await job.ledger.forgetKept(job.id, turn: Int.max)
         // A denial that decided says so: the store shows it as the turn's answer, whatever other answer it recorded.
-        publish(standing, for: job, answered: request == .deny && standing == wanted)
+        publish(standing, for: job, answered: request == .deny && decision.recordedByThisCall)
     }
 
     /// A turn of the intent: resolve, confirm, handle, unless already decided.
@@ -797,7 +798,8 @@ public final class WorkerService: Service {
                 }
                 var kept = job
                 kept.kept = try await keep(job, dueAt: dueAt)
-                finish(outcome, for: kept, answered: true)
+                // Nothing decided: which answer is the turn's is said by the outcome its run reaches when due.
+                finish(outcome, for: kept)
                 return
             }
             if outcome.state == .needsInput {
@@ -828,25 +830,20 @@ public final class WorkerService: Service {
             }
             let ours = DecidedOutcome(
                 state: outcome.state, response: outcome.response ?? IntentResponse(code: outcome.state.rawValue))
-            if let before = outcome.decidedBefore ? ours : committed.decidedBefore {
-                // The run found its outcome decided before it (another delivery of it, another answer to its question,
-                // a request): published as it stands, with nothing of this run's, whose resolutions and answer did
-                // not decide it.
-                job.logger.info("decided before this run (\(before.state.rawValue)): publishing its outcome again")
-                publish(before, for: job)
-                return
-            }
             // The handler's `once` committed this very outcome with its effects: it stands, with no second write.
-            var standing = committed.value == ours ? ours : nil
-            if standing == nil { standing = try await decideRun(job, ours) }
-            guard let standing else {
+            // Otherwise the ledger says whether this run decided: the outcome may have been decided before it (another
+            // delivery of it, another answer to its question, a request), even an equal one (two runs that timed out).
+            let decision =
+                committed.value == ours ? Decision(standing: ours, recordedByThisCall: true) : try await decideRun(job, ours)
+            guard let standing = decision.standing else {
                 loop.send(.ack(job.delivery.tag))  // a run always decides; nothing to publish if it did not
                 return
             }
-            if standing == ours {
+            if decision.recordedByThisCall, !outcome.decidedBefore {
                 job.logger.debug("\(outcome.state.rawValue)\(outcome.response.map { ": \($0.code)" } ?? "")")
                 finish(outcome, for: job, answered: true)
             } else {
+                // Published as it stands, with nothing of this run's, whose resolutions and answer did not decide it.
                 job.logger.info("the outcome was decided first elsewhere: \(standing.state.rawValue) (\(standing.response.code))")
                 publish(standing, for: job)
             }
@@ -860,11 +857,11 @@ public final class WorkerService: Service {
     /// delivery held, rather than sent round a retry queue, whose next delivery would find the run's claim, wait
     /// for it to go stale, and run the handler a second time. A ledger with the effects lost nothing with the write
     /// that failed: its delivery waits in a retry queue as any other.
-    private func decideRun(_ job: Job, _ outcome: DecidedOutcome) async throws -> DecidedOutcome? {
+    private func decideRun(_ job: Job, _ outcome: DecidedOutcome) async throws -> Decision {
         var wait = 0.05
         while true {
             do {
-                return try await job.ledger.decide(job.id, outcome, attempt: job.attempt, by: .run)
+                return try await job.ledger.decision(job.id, outcome, attempt: job.attempt, by: .run)
             } catch let error as any RetryableError where error.isRetryable && !job.ledger.holdsEffects {
                 job.logger.warning("the run's outcome could not be recorded yet, trying again in \(JSONValue.formatNumber(wait)) s: \(error)")
                 // Not `Task.sleep`: the runner's task may be canceled (a time limit passed), and the outcome is to be

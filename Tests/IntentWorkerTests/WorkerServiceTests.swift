@@ -575,6 +575,27 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// Two answers whose runs both pass their time limit reach equal outcomes (`timedOut`, the same message): only the
+    /// run whose decision the ledger recorded says it was the answer.
+    @Test func ofTwoAnswersThatBothTimeOutOnlyTheOneRecordedSaysItWasTheAnswer() async throws {
+        let harness = try Harness(lateTimeLimit: 0.3)
+        #expect(await harness.acked(harness.deliver(IntentEnvelope(id: "t", type: LateNote.typeName, parameters: [:], submittedAt: 0))))
+        let tags = ["eggs", "milk"].map { text in
+            harness.deliver(
+                IntentEnvelope(
+                    id: "t", type: LateNote.typeName, parameters: ["text": .string(text)], submittedAt: 0, turn: 1,
+                    answers: ["text": .string(text)]))
+        }
+        for tag in tags { #expect(await harness.acked(tag)) }
+        let outcomes = try harness.events("t").filter { $0.turn == 1 && $0.state.isTerminal }
+        #expect(outcomes.count == 2)
+        #expect(outcomes.allSatisfy { $0.response?.code == FailureCode.timedOut }, "\(outcomes)")
+        #expect(outcomes.filter { $0.answered != nil }.count == 1, "\(outcomes)")
+        harness.late.open()  // the handlers still waiting end, and write nothing: the intent timed out
+        await harness.stop()
+        #expect(try harness.notes("t") == 0)
+    }
+
     @Test func aCancelHintSkipsAQueuedIntentWithoutRunningIt() async throws {
         let harness = try Harness()
         harness.transport.send(
