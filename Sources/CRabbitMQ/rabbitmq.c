@@ -13,7 +13,7 @@
     X(amqp_socket_open_noblock) X(amqp_get_socket) X(amqp_get_sockfd) X(amqp_set_rpc_timeout)                       \
     X(amqp_set_handshake_timeout) X(amqp_login_with_properties) X(amqp_get_rpc_reply) X(amqp_connection_close) X(amqp_channel_open) \
     X(amqp_channel_close) X(amqp_confirm_select) X(amqp_basic_qos) X(amqp_exchange_declare) X(amqp_exchange_delete) \
-    X(amqp_queue_declare) X(amqp_queue_bind) X(amqp_queue_delete) X(amqp_basic_consume) X(amqp_basic_cancel)        \
+    X(amqp_queue_declare) X(amqp_queue_bind) X(amqp_queue_unbind) X(amqp_queue_delete) X(amqp_basic_consume) X(amqp_basic_cancel)        \
     X(amqp_basic_publish) X(amqp_basic_get) X(amqp_basic_ack) X(amqp_basic_reject) X(amqp_send_method)             \
     X(amqp_consume_message) X(amqp_destroy_envelope) X(amqp_read_message) X(amqp_destroy_message)                   \
     X(amqp_simple_wait_frame) X(amqp_frames_enqueued) X(amqp_data_in_buffer) X(amqp_maybe_release_buffers)          \
@@ -164,6 +164,11 @@ amqp_queue_declare_ok_t *iq_amqp_queue_declare(amqp_connection_state_t state, am
 amqp_queue_bind_ok_t *iq_amqp_queue_bind(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,
                                          amqp_bytes_t exchange, amqp_bytes_t routing_key, amqp_table_t arguments) {
     return p_amqp_queue_bind(state, channel, queue, exchange, routing_key, arguments);
+}
+
+amqp_queue_unbind_ok_t *iq_amqp_queue_unbind(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,
+                                             amqp_bytes_t exchange, amqp_bytes_t routing_key, amqp_table_t arguments) {
+    return p_amqp_queue_unbind(state, channel, queue, exchange, routing_key, arguments);
 }
 
 amqp_queue_delete_ok_t *iq_amqp_queue_delete(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,

@@ -308,17 +308,32 @@ public final class AMQPConnection {
 
     /// Binds a queue to an exchange: messages published there with a matching key (or, on a headers exchange, matching `arguments`) reach it.
     public func bindQueue(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) {
-        let state = try live("binding queue \(queue)")
+        try binding(queue, exchange: exchange, routingKey: routingKey, arguments: arguments, remove: false)
+    }
+
+    /// Removes the binding `bindQueue` made with the same arguments; a binding that is not there is no error.
+    public func unbindQueue(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue] = [:]) throws(AMQPError) {
+        try binding(queue, exchange: exchange, routingKey: routingKey, arguments: arguments, remove: true)
+    }
+
+    private func binding(_ queue: String, exchange: String, routingKey: String, arguments: [String: HeaderValue], remove: Bool) throws(AMQPError) {
+        let state = try live("\(remove ? "unbinding" : "binding") queue \(queue)")
         withTable(arguments.sorted { $0.key < $1.key }) { table in
             withBytes(queue) { queueBytes in
                 withBytes(exchange) { exchangeBytes in
                     withBytes(routingKey) { keyBytes in
-                        _ = iq_amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
+                        if remove {
+                            _ = iq_amqp_queue_unbind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
+                        } else {
+                            _ = iq_amqp_queue_bind(state, channel, queueBytes, exchangeBytes, keyBytes, table)
+                        }
                     }
                 }
             }
         }
-        try check(iq_amqp_get_rpc_reply(state), context: "binding queue '\(queue)' to '\(exchange)' with key '\(routingKey)'")
+        try check(
+            iq_amqp_get_rpc_reply(state),
+            context: "\(remove ? "unbinding" : "binding") queue '\(queue)' \(remove ? "from" : "to") '\(exchange)' with key '\(routingKey)'")
     }
 
     /// Deletes a queue and its messages; with `ifEmpty`, the broker refuses

@@ -217,10 +217,18 @@ public struct Topology: Sendable {
                     try connection.reopenChannel()
                 }
             }
-            try connection.bindQueue(
-                queue, exchange: retryExchange, routingKey: "",
-                arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
+            try connection.bindQueue(queue, exchange: retryExchange, routingKey: "", arguments: Self.retryBinding(bucket))
+            // Earlier IntentQueues bound with "x-match: all", under which a headers exchange ignores every `x-`
+            // argument: that binding matched any message, and each retry went to every delay queue. It goes.
+            try connection.unbindQueue(
+                queue, exchange: retryExchange, routingKey: "", arguments: ["x-match": .string("all"), Self.retryBucketHeader: .string(bucket)])
         }
+    }
+
+    /// The arguments binding a delay queue to `intents.retry` for its bucket. The bucket header starts with `x-`,
+    /// which a headers exchange matches only under `all-with-x` (RabbitMQ 3.10 and later).
+    public static func retryBinding(_ bucket: String) -> [String: HeaderValue] {
+        ["x-match": .string("all-with-x"), retryBucketHeader: .string(bucket)]
     }
 
     /// The work queue with its dead letter, bound for each served type.

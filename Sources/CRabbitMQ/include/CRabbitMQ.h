@@ -66,6 +66,8 @@ amqp_queue_declare_ok_t *iq_amqp_queue_declare(amqp_connection_state_t state, am
                                                amqp_boolean_t auto_delete, amqp_table_t arguments);
 amqp_queue_bind_ok_t *iq_amqp_queue_bind(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,
                                          amqp_bytes_t exchange, amqp_bytes_t routing_key, amqp_table_t arguments);
+amqp_queue_unbind_ok_t *iq_amqp_queue_unbind(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,
+                                             amqp_bytes_t exchange, amqp_bytes_t routing_key, amqp_table_t arguments);
 amqp_queue_delete_ok_t *iq_amqp_queue_delete(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,
                                              amqp_boolean_t if_unused, amqp_boolean_t if_empty);
 amqp_basic_consume_ok_t *iq_amqp_basic_consume(amqp_connection_state_t state, amqp_channel_t channel, amqp_bytes_t queue,

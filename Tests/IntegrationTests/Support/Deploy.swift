@@ -196,7 +196,7 @@ enum Deploy {
             expected.bindings.insert(
                 Binding(
                     source: topology.retryExchange, destination: retry.queue, key: "",
-                    arguments: ["x-match": .string("all"), Topology.retryBucketHeader: .string(retry.bucket)]))
+                    arguments: ["x-match": .string("all-with-x"), Topology.retryBucketHeader: .string(retry.bucket)]))
         }
         for type in try servedTypes() {
             expected.bindings.insert(Binding(source: topology.intentsExchange, destination: topology.workQueue, key: type))
