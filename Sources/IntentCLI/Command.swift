@@ -18,6 +18,7 @@ public protocol Command: Sendable {
 extension Command {
     /// Runs the tool on the process's arguments and exits with its code.
     public static func main() async {
+        Terminal.ignoreBrokenPipes()
         exit(await main(Array(CommandLine.arguments.dropFirst())))
     }
 

@@ -15,6 +15,13 @@ public enum Terminal {
         put(text + "\n", to: STDERR_FILENO)
     }
 
+    /// A write to a pipe whose reader is gone fails with `EPIPE` (which `put` lets pass) instead of killing the
+    /// process with `SIGPIPE`: `intent-submit … | head -c 10` must not die after the broker confirmed its
+    /// submission, and exit as if it had not (a script would submit it again). Every tool calls it as it starts.
+    public static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+
     /// Writes `text` whole to `descriptor`, or as much as it takes. An output that is closed or full (a pipe whose
     /// reader is gone, /dev/full) is not a crash, as `FileHandle.write(_: Data)` made it: the tool's work (a
     /// submission the broker confirmed, say) stands, and the tool ends as it would have.

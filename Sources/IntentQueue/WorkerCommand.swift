@@ -48,6 +48,7 @@ public enum Worker {
 
     /// Serves the app until SIGTERM or SIGINT, then exits the process.
     public static func serve(_ app: WorkerApp) async -> Never {
+        Terminal.ignoreBrokenPipes()
         exit(await run(app, words: Array(CommandLine.arguments.dropFirst())))
     }
 

@@ -128,6 +128,27 @@ struct ToolBehaviourTests {
         }
     }
 
+    /// A tool whose output is a pipe no one reads any more ends as it would have (here 0), not killed by SIGPIPE:
+    /// an `intent-submit` killed so after the broker confirmed its submission looks failed, and a script submits again.
+    @Test(arguments: ["intent-submit", "intent-status", "intent-worker", "intent-gateway", "intent-bench"])
+    func aClosedOutputPipeDoesNotKillATool(tool: String) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.tool(tool))
+        process.arguments = ["--help"]
+        let output = Pipe()
+        try output.fileHandleForReading.close()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let exited = AsyncStream<Void> { continuation in
+            process.terminationHandler = { _ in continuation.finish() }
+        }
+        try process.run()
+        try output.fileHandleForWriting.close()
+        for await _ in exited {}
+        #expect(process.terminationReason == .exit, "killed by signal \(process.terminationStatus)")
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test(arguments: ["intent-submit", "intent-status", "intent-worker"])
     func helpExitsZero(tool: String) async throws {
         let result = try await run(Paths.tool(tool), ["--help"])
