@@ -110,10 +110,12 @@ public enum DeadLetters {
             for name in [Topology.ownerHeader, Topology.trustedSenderHeader, Topology.anonymousSenderHeader] {
                 if let value = message.headers[name] { headers[name] = value }
             }
+            // A high-priority intent goes back to the high-priority queue (its routing key says so).
+            let routingKey = envelope.map { $0.type == type ? $0.routingKey : type } ?? type
             try connection.publishConfirmed(
                 [
                     OutgoingMessage(
-                        exchange: topology.intentsExchange, routingKey: type, body: message.body, messageID: id, type: type,
+                        exchange: topology.intentsExchange, routingKey: routingKey, body: message.body, messageID: id, type: type,
                         userID: userID ?? connection.url.user, persistent: true, mandatory: true, headers: headers)
                 ], timeout: 5, context: "requeueing \(id)"
             ) { _ in AMQPError(.unroutable, context: "requeueing \(id)", detail: "no worker serves intent type '\(type)' any more") }

@@ -660,7 +660,12 @@ public final class StatusRecorder: Service {
             let id =
                 envelope == nil && delivery.body.count > 1 << 20 ? DeadLetters.syntheticID(for: delivery.body) : DeadLetters.listedID(of: delivery)
             let candidate = envelope?.type ?? delivery.type ?? delivery.routingKey
-            let reason = delivery.headers["x-first-death-reason"]?.stringValue ?? "dead-lettered"
+            // Why it died, when its first death was its last: the first death of a copy that went through a
+            // retry queue is that queue's "expired", not what ended it.
+            let workQueues = [configuration.topology.workQueue, configuration.topology.highPriorityQueue]
+            let reason =
+                delivery.headers["x-first-death-queue"]?.stringValue.map(workQueues.contains) == true
+                ? delivery.headers["x-first-death-reason"]?.stringValue : nil
             // It names its publisher as the owner: the store applies it to an intent of that owner only.
             return .event(
                 StatusEvent(
@@ -669,7 +674,7 @@ public final class StatusRecorder: Service {
                     response: IntentResponse(
                         code: FailureCode.deadLettered,
                         message:
-                            "the broker dead-lettered it (\(reason)): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"
+                            "the broker dead-lettered it\(reason.map { " (\($0))" } ?? ""): it reached the delivery limit of \(configuration.topology.deliveryLimit) or could not be read; it is kept in queue \(configuration.topology.deadLetterQueue)"
                     ),
                     owner: owner(ofDeadLetter: delivery)))
         }

@@ -359,9 +359,12 @@ public final class WorkerService: Service {
             await refuse(delivery, error: error, sender: sender)
             return
         }
-        // Counters from headers anyone could set: clamped, and added without overflow.
-        let retries = Self.count(delivery.headers[Topology.retriesHeader])
-        let storageWaits = Self.count(delivery.headers[Topology.storageRetriesHeader])
+        // Counters a worker's retry carries: believed only from a trusted publisher (a producer could otherwise make
+        // its first transient failure its last), clamped, and added without overflow.
+        let counted = delivery.headers[Topology.retriesHeader] != nil || delivery.headers[Topology.storageRetriesHeader] != nil
+        let believed = counted && publisher(of: delivery).isTrusted
+        let retries = believed ? Self.count(delivery.headers[Topology.retriesHeader]) : 0
+        let storageWaits = believed ? Self.count(delivery.headers[Topology.storageRetriesHeader]) : 0
         let attempt = min(delivery.attempt, Self.countLimit) + retries + storageWaits
         let logger = self.logger.with(pairs: ["intent.id": envelope.id, "intent.type": envelope.type, "intent.attempt": String(attempt)])
         guard registry.serves(envelope.type), let ledger = registry.ledger(for: envelope.type) ?? ownLedger else {

@@ -1,5 +1,6 @@
 import Foundation
 import IntentAMQP
+import IntentKit
 import Testing
 
 /// A retry copy waits in the one delay queue its bucket names. Earlier IntentQueues bound the delay queues to the
@@ -40,5 +41,28 @@ struct RetryRoutingTests {
         }
         #expect(held[longest.queue] == 1, "\(held)")
         #expect(held.filter { $0.key != longest.queue }.values.allSatisfy { $0 == 0 }, "\(held)")
+    }
+
+    /// A requeued dead letter goes back to the queue its priority chose: a high-priority intent is not demoted.
+    @Test func aRequeuedHighPriorityIntentGoesBackToTheHighPriorityQueue() async throws {
+        let sandbox = try await Sandbox("requeue-priority")
+        defer { Task { await sandbox.tearDown() } }
+        let url = try BrokerURL(sandbox.brokerURL)
+        let topology = Topology()
+        let connection = try AMQPConnection(url: url, connectTimeout: 10, rpcTimeout: 30)
+        defer { connection.close() }
+        try topology.declareWork(on: connection, types: ["SendMessage"])
+        try connection.enableConfirms()
+        let urgent = IntentEnvelope(
+            id: "urgent-1", type: "SendMessage", parameters: ["recipients": ["Alice"], "content": "now"], submittedAt: 1, priority: .high)
+        try connection.publishConfirmed(
+            [
+                OutgoingMessage(
+                    exchange: "", routingKey: topology.deadLetterQueue, body: urgent.encoded(), messageID: urgent.id, type: urgent.type,
+                    persistent: true, mandatory: true)
+            ], timeout: 30, context: "dead-lettering an urgent intent")
+        #expect(try DeadLetters.requeue(id: urgent.id, url: url, topology: topology) == .requeued(type: "SendMessage"))
+        #expect(try connection.inspectQueue(topology.highPriorityQueue).messages == 1)
+        #expect(try connection.inspectQueue(topology.workQueue).messages == 0)
     }
 }

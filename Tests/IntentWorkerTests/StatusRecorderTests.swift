@@ -56,14 +56,26 @@ import Testing
     }
 
     @Test func aDeadLetteredIntentFailsButADeadLetteredRequestDoesNot() {
-        let headers: [String: HeaderValue] = ["x-first-death-reason": .string("delivery_limit")]
+        let headers: [String: HeaderValue] = [
+            "x-first-death-reason": .string("delivery_limit"), "x-first-death-queue": .string(topology.workQueue),
+        ]
         let intent = IntentEnvelope(id: "p", type: "SendMessage", parameters: [:], submittedAt: 1).encoded()
         guard case .event(let event)? = update(intent, exchange: topology.deadLetterExchange, headers: headers) else {
             Issue.record("a dead-lettered intent is recorded as a failure")
             return
         }
         #expect(event.state == .failure && event.response?.code == FailureCode.deadLettered)
-        #expect(event.response?.message?.contains("delivery_limit") == true)
+        #expect(event.response?.message?.contains("(delivery_limit)") == true)
+        // One whose first death was a retry queue's expiry died later of something else: that expiry is not named.
+        let retried: [String: HeaderValue] = [
+            "x-first-death-reason": .string("expired"), "x-first-death-queue": .string(topology.retryQueue(forDelay: 4).queue),
+        ]
+        guard case .event(let afterRetry)? = update(intent, exchange: topology.deadLetterExchange, headers: retried) else {
+            Issue.record("a dead-lettered intent is recorded as a failure")
+            return
+        }
+        #expect(afterRetry.response?.message?.contains("expired") == false, "\(afterRetry.response?.message ?? "")")
+        #expect(afterRetry.response?.message?.hasPrefix("the broker dead-lettered it: it reached the delivery limit") == true)
         let request = IntentEnvelope.request(.cancel, id: "p", type: "SendMessage").encoded()
         #expect(update(request, exchange: topology.deadLetterExchange, headers: headers) == nil, "a lost request is not the intent's failure")
         // A lost answer or denial: its question is still open in the ledger, for a worker to end (no failure here).

@@ -575,6 +575,18 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// A retry's counters are a worker's: from a producer they count for nothing (its first transient failure would
+    /// otherwise be its last), from a trusted publisher (a worker's retry) they do.
+    @Test func retryCountersAreBelievedFromATrustedPublisherOnly() async throws {
+        let harness = try Harness()
+        let headers: [String: HeaderValue] = [Topology.retriesHeader: .integer(40)]
+        #expect(await harness.acked(harness.deliver(Self.note("forged"), headers: headers, userID: "mallory")))
+        #expect(try harness.events("forged").last?.attempt == 1)
+        #expect(await harness.acked(harness.deliver(Self.note("retried"), headers: headers, userID: "guest")))
+        #expect(try harness.events("retried").last?.attempt == 41)
+        await harness.stop()
+    }
+
     /// Two answers whose runs both pass their time limit reach equal outcomes (`timedOut`, the same message): only the
     /// run whose decision the ledger recorded says it was the answer.
     @Test func ofTwoAnswersThatBothTimeOutOnlyTheOneRecordedSaysItWasTheAnswer() async throws {
