@@ -139,6 +139,10 @@ public protocol OutcomeLedger: Sendable {
     /// the run ends without an outcome (a question, a retry).
     func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome?
 
+    /// `claim`, for a run that may last up to `seconds`: the claim holds at least that long (a run past its ledger's
+    /// usual claim lifetime must not see a second delivery take its claim over and run beside it).
+    func claim(_ intentID: String, attempt: Int, lasting seconds: Double) async throws -> DecidedOutcome?
+
     /// Removes a claim: the intent waits for a retry and may still be canceled.
     func release(_ intentID: String) async throws
 
@@ -246,6 +250,11 @@ extension OutcomeLedger {
     /// By default nothing is claimed: the decided outcome, if any, is returned. A ledger without the effects implements it.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         try await outcome(of: intentID)
+    }
+
+    /// By default the ledger's own `claim`, however long the run.
+    public func claim(_ intentID: String, attempt: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
+        try await claim(intentID, attempt: attempt)
     }
 
     /// By default there is no claim to remove.

@@ -177,20 +177,32 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// Marks the intent as handled by `attempt` (only for a ledger without the effects; one with them just looks the
     /// outcome up). Throws `ClaimHeld` while a claim younger than `claimLifetime` holds; returns the outcome that stands, if any.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
+        try await claim(intentID, attempt: attempt, lasting: 0)
+    }
+
+    /// `claim`, holding for `claimLifetime` or `seconds`, whichever is longer (`claim_until`): a run with a time
+    /// limit past the lifetime keeps its claim to the end of its limit.
+    public func claim(_ intentID: String, attempt: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
+        let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
         return try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
+            let now = Date().timeIntervalSince1970
             let held =
                 try db.queryFirst(
-                    "SELECT 1 FROM intent_pending WHERE intent_id = ? AND claimed_attempt IS NOT NULL AND updated_at > ?",
-                    [.text(intentID), .real(Date().timeIntervalSince1970 - Self.claimLifetime)]
+                    """
+                    SELECT 1 FROM intent_pending WHERE intent_id = ?1 AND claimed_attempt IS NOT NULL
+                        AND coalesce(claim_until, updated_at + ?3) > ?2
+                    """,
+                    [.text(intentID), .real(now), .real(Self.claimLifetime)]
                 ) { _ in true } ?? false
             if held { throw ClaimHeld(intentID: intentID) }
             try db.run(
                 """
-                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at) VALUES (?1, NULL, ?2, ?3)
-                ON CONFLICT(intent_id) DO UPDATE SET claimed_attempt = excluded.claimed_attempt, updated_at = excluded.updated_at
-                """, [.text(intentID), .int(attempt), .real(Date().timeIntervalSince1970)])
+                INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at, claim_until) VALUES (?1, NULL, ?2, ?3, ?4)
+                ON CONFLICT(intent_id) DO UPDATE SET claimed_attempt = excluded.claimed_attempt, updated_at = excluded.updated_at,
+                    claim_until = excluded.claim_until
+                """, [.text(intentID), .int(attempt), .real(now), .real(now + lifetime)])
             return nil
         }
     }

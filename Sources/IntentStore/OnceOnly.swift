@@ -97,6 +97,10 @@ public enum OnceOnly {
             if !pending.contains("cancel_requested") {
                 try db.execute("ALTER TABLE intent_pending ADD COLUMN cancel_requested INTEGER")
             }
+            if !pending.contains("claim_until") {
+                // Until when a claim holds (nil: its claimed time and the lifetime, as claims made before it).
+                try db.execute("ALTER TABLE intent_pending ADD COLUMN claim_until REAL")
+            }
             try db.execute(ownerSchema)
             try db.execute(slotSchema)
             try db.execute(keptSchema)

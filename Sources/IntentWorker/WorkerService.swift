@@ -615,7 +615,9 @@ public final class WorkerService: Service {
         let decidedBefore: DecidedOutcome?
         do {
             // A claim another delivery holds (a second release, say) throws: this one waits, and finds the outcome then.
-            decidedBefore = ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt)
+            // Held for as long as the run may last (its time limit, and a minute to record its outcome).
+            let limit = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
+            decidedBefore = ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt, lasting: limit + 60)
         } catch {
             await giveBackSlot()
             throw error

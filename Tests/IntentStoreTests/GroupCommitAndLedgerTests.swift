@@ -609,6 +609,28 @@ import Testing
         #expect(try await ledger.claim("c", attempt: 2) == nil)
     }
 
+    /// A claim holds as long as its run may last: past the usual lifetime (15 minutes) for a run with a longer time
+    /// limit, so that a redelivery does not take it over and run the handler a second time beside the first.
+    @Test func aClaimHoldsForItsRunsTimeLimitWhenThatIsLongerThanTheLifetime() async throws {
+        let ledger = try DatabaseOutcomeLedger(path: directory.file("long.sqlite"))
+        #expect(try await ledger.claim("short", attempt: 1) == nil)
+        #expect(try await ledger.claim("long", attempt: 1, lasting: 7_200) == nil)
+        // Twenty minutes pass.
+        try await ledger.queue.write { db in
+            try db.run("UPDATE intent_pending SET updated_at = updated_at - 1200, claim_until = claim_until - 1200")
+        }
+        #expect(try await ledger.claim("short", attempt: 2) == nil, "a claim past its lifetime is a dead worker's")
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("long", attempt: 2) }
+        // A claim made before claims said until when holds for the lifetime from when it was made.
+        try await ledger.queue.write { db in
+            try db.run(
+                "UPDATE intent_pending SET claim_until = NULL, updated_at = ? WHERE intent_id = 'long'", [.real(Date().timeIntervalSince1970 - 60)])
+        }
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("long", attempt: 3) }
+        try await ledger.queue.write { db in try db.run("UPDATE intent_pending SET updated_at = updated_at - 900 WHERE intent_id = 'long'") }
+        #expect(try await ledger.claim("long", attempt: 4) == nil)
+    }
+
     @Test func effectsThatFindAnOutcomeDecidedCommitNothing() async throws {
         let queue = try queue()
         let ledger = try DatabaseOutcomeLedger(queue: queue)
