@@ -81,6 +81,8 @@ public final class ConsumerLoop: Sendable {
         var stopConsuming = false
         var shutdown = false
         var connected = false
+        /// The generation of the connection up now (0 while there is none).
+        var generation: UInt64 = 0
     }
 
     /// Deliveries of the configured queue, for tasks to handle; finishes once consuming stops or the loop shuts down.
@@ -120,6 +122,11 @@ public final class ConsumerLoop: Sendable {
     /// Whether the loop currently has a live connection.
     public var isConnected: Bool { shared.withLock { $0.connected } }
 
+    /// Whether `tag` came on the connection up now (or is local): one of a lost connection is the broker's again.
+    public func isLive(_ tag: DeliveryTag) -> Bool {
+        tag.isLocal || shared.withLock { $0.connected && $0.generation == tag.generation }
+    }
+
     /// Cancels the consumer: no more deliveries; `deliveries` finishes.
     public func stopConsuming() {
         shared.withLock { $0.stopConsuming = true }
@@ -154,8 +161,16 @@ public final class ConsumerLoop: Sendable {
                 return connection
             },
             serve: { connection in
-                shared.withLock { $0.connected = true }
-                defer { shared.withLock { $0.connected = false } }
+                shared.withLock {
+                    $0.connected = true
+                    $0.generation = connection.generation
+                }
+                defer {
+                    shared.withLock {
+                        $0.connected = false
+                        $0.generation = 0
+                    }
+                }
                 try serve(connection)
             })
         continuation.finish()

@@ -16,6 +16,14 @@ public protocol DeliveryTransport: Sendable {
     func shutdown(grace: Double) async
     /// Whether the transport has a live broker connection right now.
     var isConnected: Bool { get }
+    /// Whether a delivery's tag is still the broker's to settle: it came on the connection that is up now (or it is
+    /// local). A delivery of a connection since lost is the broker's to give again.
+    func isLive(_ tag: DeliveryTag) -> Bool
+}
+
+extension DeliveryTransport {
+    /// By default every delivery is live (a transport without connections to lose).
+    public func isLive(_ tag: DeliveryTag) -> Bool { true }
 }
 
 extension ConsumerLoop: DeliveryTransport {}

@@ -347,6 +347,14 @@ public final class WorkerService: Service {
     func process(_ delivery: Delivery) async {
         // A kept intent's run: no longer counted as taken on once it has ended, whichever way.
         defer { if delivery.tag.isLocal { keptRuns.finished(delivery.tag.value) } }
+        guard loop.isLive(delivery.tag) else {
+            // Held in the lanes while its connection was lost: the broker gives the message again (here or to another
+            // worker), and a run of this copy as well would run it twice at once. Not run, nor settled.
+            logger.info(
+                "a delivery of a lost broker connection is left to its redelivery",
+                metadata: ["intent.id": delivery.messageID ?? "", "amqp.generation": "\(delivery.tag.generation)"])
+            return
+        }
         configuration.faults.hit(.afterReceive, intentID: delivery.messageID)
         let sender = sender(of: delivery)
         let envelope: IntentEnvelope

@@ -65,6 +65,35 @@ import Testing
         await loop.shutdown(grace: 1)
     }
 
+    /// A delivery of a connection that is gone is no longer live, and its redelivery is: a worker that ran the old
+    /// copy too, from its lanes, would run the intent twice at once.
+    @Test(.timeLimit(.minutes(10)))
+    func aDeliveryOfALostConnectionIsNoLongerLiveAndItsRedeliveryIs() async throws {
+        let url = try BrokerURL(await TestBroker.shared.makeVirtualHost("live"))
+        let setup = try AMQPConnection(url: url)
+        defer { setup.close() }
+        try setup.enableConfirms()
+        try setup.declareQueue("live.in")
+        try setup.publishConfirmed(
+            [OutgoingMessage(exchange: "", routingKey: "live.in", body: Array("one".utf8), messageID: "one")], timeout: 10, context: "putting one")
+        let configuration = ConsumerLoop.Configuration(url: url, queue: "live.in", prefetch: 8) { try $0.declareQueue("live.in") }
+        let loop = ConsumerLoop(configuration: configuration, logger: .disabled())
+        var deliveries = loop.deliveries.makeAsyncIterator()
+        loop.start()
+        let first = try #require(await deliveries.next())
+        #expect(loop.isLive(first.tag))
+        // A publish the broker returns makes the loop reconnect; the unacked message comes again.
+        loop.send(.publish([OutgoingMessage(exchange: "", routingKey: "live.nowhere", body: Array("lost".utf8), mandatory: true)], thenAck: nil))
+        let again = try #require(await deliveries.next())
+        #expect(again.messageID == "one")
+        #expect(!loop.isLive(first.tag))
+        #expect(loop.isLive(again.tag))
+        #expect(loop.isLive(.local(7)))
+        loop.send(.ack(again.tag))
+        loop.stopConsuming()
+        await loop.shutdown(grace: 1)
+    }
+
     /// A returned publish makes the loop reconnect (to declare the queues again); the deliveries whose outcomes the
     /// broker had confirmed, their acks still waiting for the batch, are acked first: only the delivery whose publish
     /// was returned comes back, not one whose outcome already stands.
