@@ -860,7 +860,8 @@ struct WorkerServiceTests {
 
     @Test func aFullDiskSendsTheIntentToWaitInARetryQueueWithoutDecidingAnything() async throws {
         let harness = try Harness()
-        let tag = harness.deliver(Self.note("full", storage: "full"), headers: [Topology.storageRetriesHeader: .integer(2)])
+        // Back from its second wait: a worker's retry, published as the worker's user.
+        let tag = harness.deliver(Self.note("full", storage: "full"), headers: [Topology.storageRetriesHeader: .integer(2)], userID: "guest")
         #expect(await harness.acked(tag))
         let again = try #require(harness.transport.published.last)
         #expect(again.exchange == "intents.retry")
@@ -872,11 +873,12 @@ struct WorkerServiceTests {
 
     @Test func hostileRetryCountersAreClampedInsteadOfOverflowing() async throws {
         let harness = try Harness()
+        // As a trusted publisher's retry (a producer's counters count for nothing at all).
         let tag = harness.deliver(
             Self.note("huge"),
             headers: [
                 Topology.retriesHeader: .integer(.max), Topology.storageRetriesHeader: .integer(.max),
-            ])
+            ], userID: "guest")
         #expect(await harness.acked(tag))
         let outcome = try #require(try harness.events("huge").last)
         #expect(outcome.state == .success)
