@@ -347,10 +347,12 @@ public enum StatusQuery: Sendable, Hashable {
 
     private static func sized(_ reply: [UInt8]) -> [UInt8] {
         guard reply.count > maximumReplyBytes else { return reply }
+        // Refused as asked for (a usage error), as when the reader's estimate caught it first: asking again would not help.
         return JSONValue.object([
             "error": .string(
                 "the answer is \(reply.count / 1_048_576) MiB, over the \(maximumReplyBytes / 1_048_576) MiB a remote answer may be; ask for fewer intents with --limit, or read the store locally"
-            )
+            ),
+            "invalid": true,
         ]).serialized()
     }
 

@@ -196,7 +196,7 @@ public final class StatusReader {
         guard try hasSchema() else { return [] }
         let tally = Self.tallyQuery(owner: owner)
         return try database.query(tally.sql, tally.bindings) { row in
-            StatusQuery.Tally(type: row.string(0), state: IntentState(rawValue: row.string(1)) ?? .queued, count: row.int(2))
+            StatusQuery.Tally(type: row.string(0), state: try Self.state(row.string(1)), count: row.int(2))
         }
     }
 
@@ -254,11 +254,28 @@ public final class StatusReader {
         }
     }
 
+    /// A state a newer IntentQueue wrote, which this build does not know: not read as another (a `--wait` would wait
+    /// for an end it cannot see), but said.
+    public struct UnknownState: Error, CustomStringConvertible {
+        /// The state as the store holds it.
+        public var state: String
+
+        /// Names the state, and what to do.
+        public var description: String {
+            "the store holds an intent in state '\(state)', which this build of IntentQueue does not know: read it with a newer one"
+        }
+    }
+
+    static func state(_ text: String) throws(UnknownState) -> IntentState {
+        guard let state = IntentState(rawValue: text) else { throw UnknownState(state: text) }
+        return state
+    }
+
     private static func status(from row: Row) throws -> IntentStatus {
         func text(_ column: Column) -> String? { row.text(column.rawValue) }
         func number(_ column: Column) -> Double? { row.optionalDouble(column.rawValue) }
         func json(_ column: Column) -> JSONValue? { text(column).flatMap { try? JSONValue.parse($0) } }
-        let state = IntentState(rawValue: text(.state) ?? "") ?? .queued
+        let state = try Self.state(text(.state) ?? "")
         let response = text(.responseCode).map { code in
             IntentResponse(code: code, message: text(.responseMessage), payload: json(.responsePayload))
         }

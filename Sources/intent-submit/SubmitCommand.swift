@@ -235,8 +235,9 @@ struct SubmitCommand: Command {
             }
             if json {
                 Terminal.write(
+                    // No status read in time: its state is not known (the store may not even hold it yet), and is not made up.
                     status.map { StatusReport.jsonString($0) }
-                        ?? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": "queued"]).jsonString)
+                        ?? JSONValue.object(["id": .string(id), "type": .string(envelope.type), "state": .null]).jsonString)
             } else {
                 Terminal.write(status.map { StatusReport.human($0, id: id) } ?? "\(id): no status recorded within \(timeout) s")
             }

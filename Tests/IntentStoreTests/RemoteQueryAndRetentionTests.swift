@@ -147,6 +147,18 @@ import Testing
         #expect(try StatusQuery.decodeReply(reply) == all, "every scheduler can read them")
     }
 
+    /// An answer over the size a reply may be is refused as asked for (the tools' usage error), not as a recorder that
+    /// could not answer (which a script would ask again, for the same refusal).
+    @Test func anAnswerTooLargeToSendIsRefusedAsAskedFor() throws {
+        let large = String(repeating: "z", count: 1 << 20)
+        let schedules = (0..<9).map { index in
+            Schedule(name: "big\(index)", type: "SendMessage", parameters: ["content": .string(large)], every: 60, starts: 1_000)
+        }
+        let reply = StatusQuery.reply(.success(.schedules(schedules)))
+        #expect(reply.count < 4_096, "the answer itself is not sent")
+        #expect(throws: StatusQuery.Refused.self) { try StatusQuery.decodeReply(reply) }
+    }
+
     /// A list of large submissions was built whole in the recorder's memory (10,000 of 1 MiB: 10 GB) before the
     /// reply's size was checked. It is refused once the rows read pass what a reply may carry.
     @Test func aListLargerThanAReplyIsRefusedBeforeItIsBuiltWhole() throws {

@@ -833,6 +833,16 @@ import Testing
         #expect(try reader.status(id: "w") == nil)
     }
 
+    /// A state a newer IntentQueue wrote is said, not read as `queued` (a `--wait` would wait for an end it cannot see).
+    @Test func aStateThisBuildDoesNotKnowIsSaidNotReadAsAnother() throws {
+        let store = try StatusStore(path: path)
+        try store.database.run("INSERT INTO intent_status(id, type, state, rank, updated_at) VALUES ('w', 'T', 'paused', 0, 1)")
+        let reader = try StatusReader(path: path)
+        let error = #expect(throws: StatusReader.UnknownState.self) { try reader.status(id: "w") }
+        #expect(error?.description.contains("'paused'") == true)
+        #expect(throws: StatusReader.UnknownState.self) { try reader.tally() }
+    }
+
     @Test func openingAMissingFileForReadingThrows() throws {
         let missing = directory.file("nowhere/status.sqlite")
 
