@@ -43,7 +43,8 @@ public final class AMQPConnection {
     /// - Parameters:
     ///   - url: the broker, its user and virtual host; `amqps` for TLS.
     ///   - heartbeat: seconds; the broker and this side each expect traffic at that interval.
-    ///   - connectTimeout: how long the TCP connect, and then the login handshake, may each take.
+    ///   - connectTimeout: how long the TCP connect, and then the login handshake, may each take; the nodes of a
+    ///     cluster URL share twice that in all, so that a tool's time to give up does not grow with the nodes.
     ///   - rpcTimeout: how long a synchronous command (declare, bind, consume…) may
     ///     wait for the broker's answer; a broker that stops answering then fails
     ///     the call instead of hanging it.
@@ -59,7 +60,12 @@ public final class AMQPConnection {
         // and go on to the next one when a node cannot be reached.
         let first = Self.preferredEndpoint.load(ordering: .relaxed) % endpoints.count
         var failure: AMQPError?
+        let deadline = ContinuousClock.now + .milliseconds(Int64(max(0, min(connectTimeout, 86_400)) * 2_000))
         for offset in 0..<endpoints.count {
+            // What the nodes tried so far left: a node is tried only with time enough to answer.
+            let left = ContinuousClock.now.duration(to: deadline)
+            let remaining = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            guard offset == 0 || remaining >= 0.05 else { break }
             let index = (first + offset) % endpoints.count
             self.url = endpoints[index]
             // rabbitmq-c is loaded here, by the first connection (CRabbitMQ.h says why).
@@ -69,7 +75,8 @@ public final class AMQPConnection {
             }
             self.state = state
             do {
-                try open(state: state, heartbeat: heartbeat, connectTimeout: connectTimeout, rpcTimeout: rpcTimeout)
+                let timeout = offset == 0 ? connectTimeout : min(connectTimeout, remaining)
+                try open(state: state, heartbeat: heartbeat, connectTimeout: timeout, rpcTimeout: rpcTimeout)
                 Self.preferredEndpoint.store(index, ordering: .relaxed)
                 return
             } catch {

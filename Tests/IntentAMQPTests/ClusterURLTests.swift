@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import IntentAMQP
@@ -46,5 +47,38 @@ import Testing
             #expect(error.kind == .connection)
             #expect(error.context.contains("127.0.0.1:1") || error.context.contains("127.0.0.1:2"))
         }
+    }
+
+    /// Nodes that take a connection and never answer (a frozen broker) share one budget, twice the connect
+    /// timeout: the first two use it up, and the third is not tried, so a tool gives up in the same time whatever
+    /// the number of nodes. Told by which listeners saw a connection, not by a clock.
+    @Test func silentNodesShareOneBudgetAndALaterOneIsNotTried() throws {
+        var listeners: [(socket: Int32, port: Int)] = []
+        defer { for listener in listeners { Glibc.close(listener.socket) } }
+        for _ in 0..<3 {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            try #require(listener >= 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                    bind(listener, generic, length) == 0 && listen(listener, 8) == 0 && getsockname(listener, generic, &length) == 0
+                }
+            }
+            try #require(bound)
+            // Never accepted: the kernel completes each connection, and nothing ever answers the AMQP header.
+            listeners.append((listener, Int(UInt16(bigEndian: address.sin_port))))
+            _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        }
+        let url = try BrokerURL(listeners.map { "amqp://g:g@127.0.0.1:\($0.port)/" }.joined(separator: ","))
+        #expect(throws: AMQPError.self) { _ = try AMQPConnection(url: url, connectTimeout: 0.3) }
+        let contacted = listeners.filter { listener in
+            let accepted = accept(listener.socket, nil, nil)
+            if accepted >= 0 { Glibc.close(accepted) }
+            return accepted >= 0
+        }
+        #expect(contacted.count == 2, "nodes contacted: \(contacted.map(\.port)) of \(listeners.map(\.port))")
     }
 }
