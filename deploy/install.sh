@@ -8,6 +8,8 @@
 set -euo pipefail
 
 packages=(librabbitmq-dev libsqlite3-dev libmicrohttpd-dev rabbitmq-server amqp-tools sqlite3 curl)
+# The quickstart reads the broker's definitions with python3 (deploy/gateway-user.sh); a minimal Debian has none.
+command -v python3 >/dev/null || packages+=(python3)
 python_packages=()
 if [[ "${1:-}" == "--test-tools" ]]; then
     packages+=(chromium chromium-driver)

@@ -15,7 +15,9 @@ struct ClusterTests {
     static let basePort = 5711
     static var environment: [String: String] { ["INTENTQUEUE_CLUSTER_NAME": name] }
 
-    static func cluster(_ arguments: [String], timeout: Double = 180) async throws -> ToolResult {
+    /// `cluster.sh start` may take each node's boot (up to 150 s on a busy machine), the joins, and a minute for
+    /// every node to run: the wait is longer than all of them.
+    static func cluster(_ arguments: [String], timeout: Double = 420) async throws -> ToolResult {
         try await run(script, arguments, environment: environment, timeout: timeout)
     }
 
