@@ -244,8 +244,10 @@ public final class StatusStore {
         /// A worker's status event, applied by the state rules of `record`.
         case event(StatusEvent)
         /// An operator put a dead-lettered intent back in the queue: its
-        /// `deadLettered` failure (and only that one) reopens as `queued`.
-        case requeued(IntentEnvelope)
+        /// `deadLettered` failure (and only that one) reopens as `queued`. `by` is
+        /// its original sender, whom a row made again (retention or a delete took
+        /// the old one) belongs to.
+        case requeued(IntentEnvelope, by: Submitter? = nil)
         /// Someone asked to cancel the intent: an unfinished one of that type shows
         /// `cancelRequested` until a worker's decision (canceled, or the outcome
         /// that was already decided) arrives as an event, or the run it came too late
@@ -266,7 +268,7 @@ public final class StatusStore {
         /// The intent the update is about.
         public var intentID: String {
             switch self {
-            case .queued(let envelope, _), .requeued(let envelope): envelope.id
+            case .queued(let envelope, _), .requeued(let envelope, _): envelope.id
             case .event(let event), .refusal(let event): event.id
             case .cancelRequested(let id, _, _), .turnDeadLettered(let id, _, _, _): id
             }
@@ -356,7 +358,7 @@ public final class StatusStore {
                 case .queued(let envelope, let submitter): try recordQueued(envelope, by: submitter, now: now, in: db)
                 case .event(let event): try recordEvent(event, now: now, in: db)
                 case .refusal: break
-                case .requeued(let envelope):
+                case .requeued(let envelope, let submitter):
                     try db.run(
                         """
                         UPDATE intent_status SET state = 'queued', rank = \(Self.queuedRank), response_code = NULL, response_message = NULL,
@@ -366,7 +368,7 @@ public final class StatusStore {
                     // A lost answer requeued: its question is not to be ended for it.
                     try db.run(
                         "UPDATE intent_status SET abandon_turn = NULL WHERE id = ?1 AND abandon_turn = ?2", [.text(envelope.id), .int(envelope.turn)])
-                    try recordQueued(envelope, by: nil, now: now, in: db)
+                    try recordQueued(envelope, by: submitter, now: now, in: db)
                 case .cancelRequested(let id, let type, let submitter):
                     try db.run(
                         """

@@ -694,7 +694,7 @@ public final class StatusRecorder: Service {
             }
             // Only an operator's requeue reopens a dead letter: the header alone means nothing.
             let requeue = delivery.headers[DeadLetters.requeuedHeader] != nil && (delivery.userID.map(configuration.operators.contains) ?? false)
-            return requeue ? .requeued(envelope) : .queued(envelope, by: submitter)
+            return requeue ? .requeued(envelope, by: submitter) : .queued(envelope, by: submitter)
         }
         guard delivery.exchange == configuration.topology.statusExchange else {
             // Only workers' events count: a message put straight into the ledger

@@ -34,6 +34,28 @@ import Testing
             intentsExchange: topology.intentsExchange)
     }
 
+    /// An operator's requeue of a dead letter whose row retention (or a delete) took: the row made again is its
+    /// original sender's, not no one's (which any user could have read).
+    @Test func aRequeueMakesTheRowAgainAsItsOriginalSendersNotNoOnes() throws {
+        var configuration = StatusRecorder.Configuration(
+            brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), storePath: "/nonexistent/status.sqlite")
+        configuration.operators = ["op"]
+        let withOperator = StatusRecorder(configuration: configuration, logger: .disabled())
+        let envelope = IntentEnvelope(id: "r", type: "SendMessage", parameters: ["content": "hi"], submittedAt: 1)
+        let requeue = delivery(
+            envelope.encoded(), exchange: topology.intentsExchange, userID: "op",
+            headers: [DeadLetters.requeuedHeader: .integer(1), DeadLetters.publisherHeader: .string("alice")])
+        let update = try #require(withOperator.update(from: requeue, intentsExchange: topology.intentsExchange))
+        guard case .requeued(_, let by) = update else {
+            Issue.record("an operator's requeue is a requeue: \(update)")
+            return
+        }
+        #expect(by?.user == "alice")
+        let store = try StatusStore(path: NSTemporaryDirectory() + "requeue-\(UUID().uuidString).sqlite")
+        try store.record([update], now: 2)
+        #expect(try store.reader.status(id: "r")?.owner == "alice")
+    }
+
     @Test func aSubmissionIsQueuedAndACancelRequestIsOnlyRecordedAsRequested() {
         let submission = IntentEnvelope(id: "a", type: "SendMessage", parameters: [:], submittedAt: 1)
         guard case .queued(let queued, _)? = update(submission.encoded(), exchange: topology.intentsExchange) else {
