@@ -39,9 +39,15 @@ public struct GatewayTokens: Sendable {
     /// How many tokens there are.
     public var count: Int { entries.count }
 
+    /// The broker users a token may never name: the workers' and the recorder's (the deploy files' names), whose
+    /// messages the others believe. The gateway publishes as a token's user (it has the `impersonator` tag), so a
+    /// token naming one would let its bearer send what only they may: a question's expiry, a retry naming an owner.
+    public static let defaultTrustedUsers: Set<String> = ["intent-worker", "intent-recorder"]
+
     /// Reads the token file at `path`: it must exist, be readable by its owner
-    /// only (mode 600 or 400), and hold at least one well-formed line.
-    public static func load(path: String) throws(GatewayTokensError) -> GatewayTokens {
+    /// only (mode 600 or 400), hold at least one well-formed line, and name none of `refusing` (trusted users and the
+    /// gateway's own).
+    public static func load(path: String, refusing: Set<String> = defaultTrustedUsers) throws(GatewayTokensError) -> GatewayTokens {
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw GatewayTokensError(description: "cannot read the token file \(path): \(String(cString: strerror(errno)))")
@@ -53,11 +59,13 @@ public struct GatewayTokens: Sendable {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw GatewayTokensError(description: "cannot read the token file \(path) as UTF-8 text")
         }
-        return try parse(text, source: path)
+        return try parse(text, source: path, refusing: refusing)
     }
 
-    /// Reads a token file's text.
-    public static func parse(_ text: String, source: String = "the token file") throws(GatewayTokensError) -> GatewayTokens {
+    /// Reads a token file's text; a line naming one of `refusing` is refused.
+    public static func parse(
+        _ text: String, source: String = "the token file", refusing: Set<String> = defaultTrustedUsers
+    ) throws(GatewayTokensError) -> GatewayTokens {
         var entries: [(String, GatewayIdentity)] = []
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
@@ -68,6 +76,12 @@ public struct GatewayTokens: Sendable {
             }
             guard words[0].utf8.count >= 16 else {
                 throw GatewayTokensError(description: "\(source) line \(number + 1): a token must be at least 16 characters")
+            }
+            guard !refusing.contains(String(words[1])) else {
+                throw GatewayTokensError(
+                    description:
+                        "\(source) line \(number + 1): '\(words[1])' is a trusted user (a worker's, the recorder's or the gateway's own): a token may not act as it"
+                )
             }
             entries.append((String(words[0]), GatewayIdentity(user: String(words[1]), role: role)))
         }

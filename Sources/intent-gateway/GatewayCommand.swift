@@ -9,7 +9,7 @@ import IntentKit
 struct GatewayCommand: Command {
     static let tool = "intent-gateway"
     static let usage =
-        "intent-gateway [--listen HOST:PORT] [--tokens FILE] [--broker-threads N] [--cors-origin ORIGIN] [--max-connections N] [--max-waits-per-user N] [--idle-timeout S] [--log-level L] [--json-logs]"
+        "intent-gateway [--listen HOST:PORT] [--tokens FILE] [--broker-threads N] [--cors-origin ORIGIN] [--max-connections N] [--max-waits-per-user N] [--idle-timeout S] [--trust-user U]... [--log-level L] [--json-logs]"
     static let help = """
         Serve IntentQueue over HTTP: submit, read, wait for, answer, cancel and follow intents under /v1,
         the dashboard at /, /healthz and /metrics. The gateway talks to the broker like the other tools and
@@ -26,6 +26,8 @@ struct GatewayCommand: Command {
           --max-connections N   HTTP connections open at once (default 16384)
           --max-waits-per-user N  long polls and event streams one token's user holds open at once (default 256; more: 429)
           --idle-timeout S      seconds before an idle connection is closed (default 30)
+          --trust-user U        a broker user no token may name (the workers' and the recorder's, when not
+                                intent-worker and intent-recorder, which are refused anyway); repeatable
           --log-level L         debug, info, notice, warning or error (default info)
           --json-logs           log JSON lines
           -h, --help            show this help
@@ -43,6 +45,8 @@ struct GatewayCommand: Command {
     var host = "127.0.0.1"
     var port: UInt16 = 8080
     var tokensPath: String
+    /// Broker users no token may name, besides the deploy files' worker and recorder users and the gateway's own.
+    var trustedUsers: Set<String> = []
     var brokerThreads = 8
     var corsOrigin: String?
     var maximumConnections = 16_384
@@ -56,7 +60,7 @@ struct GatewayCommand: Command {
             words, flags: ["--help", "--json-logs"],
             options: [
                 "--listen", "--tokens", "--broker-threads", "--cors-origin", "--max-connections", "--max-waits-per-user", "--idle-timeout",
-                "--log-level",
+                "--log-level", "--trust-user",
             ])
         if arguments.has("--help") { return nil }
         guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument '\(arguments.positionals[0])'") }
@@ -82,6 +86,7 @@ struct GatewayCommand: Command {
             command.logLevel = parsed
         }
         command.jsonLogs = arguments.has("--json-logs")
+        command.trustedUsers = Set(arguments.options["--trust-user"] ?? [])
         return command
     }
 
@@ -91,7 +96,9 @@ struct GatewayCommand: Command {
         let tokens: GatewayTokens
         do {
             url = try Environment.brokerURL()
-            tokens = try GatewayTokens.load(path: tokensPath)
+            // Never as a trusted user: the workers' and the recorder's (the deploy files' and --trust-user's), nor the
+            // gateway's own, which has the impersonator tag.
+            tokens = try GatewayTokens.load(path: tokensPath, refusing: GatewayTokens.defaultTrustedUsers.union(trustedUsers).union(url.users))
         } catch let error as UsageError {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         } catch {

@@ -493,6 +493,20 @@ import Testing
         let clientQueues = try #require(policies.first { $0["pattern"] as? String == "^amq\\.gen-" })
         let policy = try #require(clientQueues["definition"] as? [String: Any])
         #expect(policy["max-length"] as? Int != nil && policy["overflow"] as? String == "drop-head")
+        // The work and retry queues dead-letter at least once (a retry whose time is up stays until the work queue
+        // has it; a poison message until the dead-letter queue has it): by a policy, which existing quorum queues
+        // take without being declared again.
+        let deadLettering = try #require(policies.first { $0["name"] as? String == "intentqueue-dead-letter-at-least-once" })
+        let strategy = try #require(deadLettering["definition"] as? [String: Any])
+        #expect(strategy["dead-letter-strategy"] as? String == "at-least-once" && strategy["overflow"] as? String == "reject-publish")
+        let pattern = try Regex(try #require(deadLettering["pattern"] as? String))
+        let delayQueues = topology.retryDelays.map { topology.retryQueue(forDelay: Double($0)).queue }
+        for queue in [topology.workQueue, topology.highPriorityQueue] + delayQueues {
+            #expect(queue.firstMatch(of: pattern) != nil, "\(queue)")
+        }
+        for queue in [topology.ledgerQueue, topology.deadLetterQueue, topology.cancelStream, topology.statusRequestQueue] {
+            #expect(queue.firstMatch(of: pattern) == nil, "\(queue)")
+        }
     }
 
     @Test(.enabled(if: Deploy.hasOpenSSL, "needs openssl"))

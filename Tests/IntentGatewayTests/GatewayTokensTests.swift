@@ -73,3 +73,20 @@ import Testing
         #expect(Handlers.pathSegment("café") == "caf%C3%A9")
     }
 }
+
+/// The gateway publishes as a token's user (its broker user has the `impersonator` tag): a token naming a user the
+/// workers and the recorder trust would let its bearer send what only they may (a question's expiry, a retry naming
+/// an owner), so a token file naming one is refused.
+@Suite struct GatewayTokensTrustTests {
+    @Test func aTokenNamingATrustedUserIsRefused() throws {
+        let token = String(repeating: "t", count: 16)
+        for trusted in ["intent-worker", "intent-recorder"] {
+            let error = #expect(throws: GatewayTokensError.self) { try GatewayTokens.parse("\(token) \(trusted) producer") }
+            #expect(error?.description.contains("line 1") == true && error?.description.contains("trusted") == true)
+        }
+        #expect(throws: GatewayTokensError.self) {
+            try GatewayTokens.parse("\(token) alice producer\n\(token)x worker-b operator", refusing: ["worker-b"])
+        }
+        #expect(try GatewayTokens.parse("\(token) alice producer", refusing: ["worker-b"]).count == 1)
+    }
+}
