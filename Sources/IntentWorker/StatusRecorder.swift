@@ -395,6 +395,10 @@ public final class StatusRecorder: Service {
             switch event {
             case .delivery(let delivery):
                 if delivery.consumerTag == requestConsumer {
+                    // Only what came through the request exchange is a request: a producer may bind the queue to its
+                    // own status events (its permissions name the exchange, and so the queue of the same name), and
+                    // each would otherwise cost a flush and a warning.
+                    guard delivery.exchange == configuration.topology.statusRequestExchange else { continue }
                     // What was read so far is written first, held submissions too, so the answer is at least as new
                     // as the request.
                     try flush(all: true)
