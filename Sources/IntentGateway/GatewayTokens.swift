@@ -45,8 +45,7 @@ public struct GatewayTokens: Sendable {
     public static let defaultTrustedUsers: Set<String> = ["intent-worker", "intent-recorder"]
 
     /// Reads the token file at `path`: it must exist, be readable by its owner
-    /// only (mode 600 or 400), hold at least one well-formed line, and name none of `refusing` (trusted users and the
-    /// gateway's own).
+    /// only (mode 600 or 400), hold at least one well-formed line, and name none of `refusing` (trusted users).
     public static func load(path: String, refusing: Set<String> = defaultTrustedUsers) throws(GatewayTokensError) -> GatewayTokens {
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -80,7 +79,7 @@ public struct GatewayTokens: Sendable {
             guard !refusing.contains(String(words[1])) else {
                 throw GatewayTokensError(
                     description:
-                        "\(source) line \(number + 1): '\(words[1])' is a trusted user (a worker's, the recorder's or the gateway's own): a token may not act as it"
+                        "\(source) line \(number + 1): '\(words[1])' is a trusted user (a worker's or the recorder's): a token may not act as it"
                 )
             }
             entries.append((String(words[0]), GatewayIdentity(user: String(words[1]), role: role)))

@@ -96,9 +96,8 @@ struct GatewayCommand: Command {
         let tokens: GatewayTokens
         do {
             url = try Environment.brokerURL()
-            // Never as a trusted user: the workers' and the recorder's (the deploy files' and --trust-user's), nor the
-            // gateway's own, which has the impersonator tag.
-            tokens = try GatewayTokens.load(path: tokensPath, refusing: GatewayTokens.defaultTrustedUsers.union(trustedUsers).union(url.users))
+            // Never as a trusted user: the workers' and the recorder's (the deploy files' and --trust-user's).
+            tokens = try GatewayTokens.load(path: tokensPath, refusing: GatewayTokens.defaultTrustedUsers.union(trustedUsers))
         } catch let error as UsageError {
             return Terminal.fail(Self.tool, error.description, code: ExitCode.usage)
         } catch {
