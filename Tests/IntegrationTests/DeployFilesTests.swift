@@ -493,6 +493,13 @@ import Testing
         let clientQueues = try #require(policies.first { $0["pattern"] as? String == "^amq\\.gen-" })
         let policy = try #require(clientQueues["definition"] as? [String: Any])
         #expect(policy["max-length"] as? Int != nil && policy["overflow"] as? String == "drop-head")
+        // And by size: a producer's own events are up to 1 MiB each, and it may make many such queues.
+        #expect((policy["max-length-bytes"] as? Int).map { $0 <= 64 << 20 } == true)
+        // The cancellation stream, which producers write their hints to, is bounded by size as well as by age.
+        let cancellations = try #require(policies.first { $0["name"] as? String == "intentqueue-cancellations" })
+        let streamPattern = try Regex(try #require(cancellations["pattern"] as? String))
+        #expect(topology.cancelStream.wholeMatch(of: streamPattern) != nil)
+        #expect(((cancellations["definition"] as? [String: Any])?["max-length-bytes"] as? Int).map { $0 <= 1 << 30 } == true)
         // The work and retry queues dead-letter at least once (a retry whose time is up stays until the work queue
         // has it; a poison message until the dead-letter queue has it): by a policy, which existing quorum queues
         // take without being declared again.
