@@ -32,6 +32,44 @@ public enum StatusWaiter {
     /// The longest time between two eager reads (a wait that stays unmet asks the recorder ~20 times a second, not 500).
     public static let slowestEagerRead = 0.05
 
+    /// When a wait with a feed reads the store: at once on its intent's own event, then eagerly for
+    /// `eagerReading` seconds (2 ms after, each next read half as long again after the last, up to
+    /// `slowestEagerRead`), and otherwise every half second. Another event of the same owner wakes the wait but
+    /// does not make it read before its time: a remote read is a question that makes the recorder write out what
+    /// it holds, and under a load of the owner's other intents a read per event would be one per event.
+    struct ReadPacer {
+        private(set) var eagerUntil = Date.distantPast
+        private(set) var eagerDelay = 0.002
+        private(set) var nextRead: Date
+
+        init(now: Date) {
+            nextRead = now.addingTimeInterval(0.5)
+        }
+
+        /// How long to wait for an event before deciding whether to read.
+        func wait(now: Date) -> Double {
+            max(now < eagerUntil ? 0.0005 : 0.001, nextRead.timeIntervalSince(now))
+        }
+
+        /// Whether to read now, after a wait that was `woken` by the intent's own event or not.
+        mutating func shouldRead(now: Date, woken: Bool) -> Bool {
+            if woken {
+                eagerUntil = now.addingTimeInterval(StatusWaiter.eagerReading)
+                eagerDelay = 0.002
+                nextRead = now.addingTimeInterval(eagerDelay)
+                return true
+            }
+            guard now >= nextRead else { return false }
+            if now < eagerUntil {
+                eagerDelay = min(eagerDelay * 1.5, StatusWaiter.slowestEagerRead)
+                nextRead = now.addingTimeInterval(eagerDelay)
+            } else {
+                nextRead = now.addingTimeInterval(0.5)
+            }
+            return true
+        }
+    }
+
     /// The events that can end a wait, on a queue of this client's: made before
     /// a submission (or the first read), so no event can slip past. They are
     /// bound for `owner`'s intents (the connection's own user by default):
@@ -59,31 +97,24 @@ public enum StatusWaiter {
         var feed = given ?? made
         var last = try read()
         if let last, done(last) { return last }
-        var eagerUntil = Date.distantPast
-        var eagerDelay = 0.002
-        var nextRead = Date().addingTimeInterval(0.5)
+        var pacer = ReadPacer(now: Date())
         var pollDelay = 0.005
         while true {
             let now = Date()
             if now >= deadline { return last }
-            let eager = now < eagerUntil
             if let live = feed {
                 var woken = false
                 do {
-                    let wait = min(deadline.timeIntervalSince(now), eager ? eagerDelay : max(0.001, nextRead.timeIntervalSince(now)))
+                    let wait = min(deadline.timeIntervalSince(now), pacer.wait(now: now))
                     if let delivery = try live.next(timeout: wait), delivery.messageID == id,
                         let decoded = try? StatusEvent.decode(delivery.body), decoded.id == id
                     {
                         woken = true
-                        eagerUntil = Date().addingTimeInterval(eagerReading)
-                        eagerDelay = 0.002
                     }
                 } catch {
                     feed = nil  // the broker went away: poll the store from now on (its owner closes the feed)
                 }
-                if !eager, !woken, Date() < nextRead { continue }
-                if eager, !woken { eagerDelay = min(eagerDelay * 1.5, slowestEagerRead) }
-                nextRead = Date().addingTimeInterval(0.5)
+                if feed != nil, !pacer.shouldRead(now: Date(), woken: woken) { continue }
             } else {
                 Thread.sleep(forTimeInterval: min(pollDelay, max(0, deadline.timeIntervalSinceNow)))
                 pollDelay = min(pollDelay * 1.5, 0.05)
