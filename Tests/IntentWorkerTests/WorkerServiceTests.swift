@@ -522,12 +522,8 @@ struct WorkerServiceTests {
             try db.run("UPDATE intent_pending SET updated_at = updated_at - 10800")
             try db.run("UPDATE intent_owner SET since = since - 10800")
         }
-        var forgotten = false
-        for _ in 0..<6_000 where !forgotten {  // up to a minute: a pass comes every 50 ms
-            forgotten = try !harness.decided("old")
-            if !forgotten { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(forgotten, "the old decision was forgotten")
+        // A pass comes every 50 ms.
+        #expect(await harness.transport.wait { _ in (try? harness.decided("old")) == false }, "the old decision was forgotten")
         #expect(try harness.decided("recent"), "a decision within the retention is kept")
         #expect(await harness.acked(harness.deliver(Self.note("recent"))))
         #expect(try harness.notes("recent") == 1, "a copy of a remembered intent only has its outcome published again")
@@ -553,12 +549,7 @@ struct WorkerServiceTests {
                     id: "q", type: LateNote.typeName, parameters: ["text": .string(text)], submittedAt: 0, turn: 1,
                     answers: ["text": .string(text)]))
         }
-        var both = false
-        for _ in 0..<6_000 where !both {  // up to a minute: both runs reach their handler, and wait there
-            both = harness.late.waiting == 2
-            if !both { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(both, "both answers' runs are in their handler at once")
+        #expect(await harness.transport.wait { _ in harness.late.waiting == 2 }, "both answers' runs are in their handler at once")
         harness.late.open()
         for tag in tags { #expect(await harness.acked(tag)) }
         let written = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = 'q'") { $0.string(0) } }
