@@ -269,8 +269,12 @@ public final class WorkerService: Service {
     /// The shortest a served ledger keeps a decision: an hour, and an hour more than the longest time limit of a
     /// served type.
     var minimumLedgerRetention: Double {
-        let longest = registry.typeNames.map { configuration.timeLimits[$0] ?? registry.timeLimit(for: $0) ?? 600 }.max() ?? 0
-        return 3_600 + longest
+        3_600 + (registry.typeNames.map(longestRun(of:)).max() ?? 0)
+    }
+
+    /// The longest a run of `type` may take: its `--time-limit`, else its handler's own, else 600 s.
+    private func longestRun(of type: String) -> Double {
+        configuration.timeLimits[type] ?? registry.timeLimit(for: type) ?? 600
     }
 
     /// On a local delivery: when a worker first took the kept intent to run (see `KeptIntent.startedAt`).
@@ -624,8 +628,8 @@ public final class WorkerService: Service {
         do {
             // A claim another delivery holds (a second release, say) throws: this one waits, and finds the outcome then.
             // Held for as long as the run may last (its time limit, and a minute to record its outcome).
-            let limit = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
-            decidedBefore = ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt, lasting: limit + 60)
+            decidedBefore =
+                ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt, lasting: longestRun(of: envelope.type) + 60)
         } catch {
             await giveBackSlot()
             throw error
@@ -735,8 +739,7 @@ public final class WorkerService: Service {
         var slot: Slot?
         if let limit = configuration.concurrencyLimits[envelope.type] ?? registry.concurrencyLimit(for: envelope.type) {
             let key = limit.key(type: envelope.type, owner: job.owner, parameters: envelope.parameters)
-            let longest = configuration.timeLimits[envelope.type] ?? registry.timeLimit(for: envelope.type) ?? 600
-            if try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longest + 60) {
+            if try await ledger.acquireSlot(key, intentID: job.id, maximum: limit.maximum, staleAfter: longestRun(of: envelope.type) + 60) {
                 slot = .taken(key)
             } else {
                 job.logger.debug("\(limit.maximum) of \(key) already running: it waits its turn")
