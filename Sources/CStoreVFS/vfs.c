@@ -36,6 +36,10 @@ struct StoreFile {
     int durable;
     long long commitSyncs;
     int failingLogSyncs;
+    /// A database: whether a sync of it or its log failed since its log was last checkpointed whole, truncated and
+    /// synced (`iq_store_recover_log`). A failed `fsync` may have dropped the pages it was writing, and a later one
+    /// succeeds without them, so no later sync proves a commit durable until then.
+    int syncFailed;
 };
 
 static sqlite3_vfs storeVFS;
@@ -165,10 +169,19 @@ static int storeTruncate(sqlite3_file *file, sqlite3_int64 size) {
     return realFile(file)->pMethods->xTruncate(realFile(file), size);
 }
 
+/// The database a file belongs to: itself for a database (or any other file but a log), its database for a log
+/// of this VFS's database; NULL for a log whose database is not this VFS's.
+static StoreFile *owningDatabase(StoreFile *store) {
+    if (store->base.pMethods == &logMethods) return store->database;
+    return store;
+}
+
 static int storeSync(sqlite3_file *file, int flags) {
     StoreFile *store = (StoreFile *)file;
     int rc = writeHeld(store);
     if (rc != SQLITE_OK) return rc;
+    StoreFile *owner = owningDatabase(store);
+    int commits = 0;
     if (store->commitWritten) {
         // With `synchronous=FULL` the first sync after a commit frame is written is that commit's (a checkpoint's
         // comes after it): skipped when the database is not durable, which is all `synchronous=NORMAL` changes.
@@ -176,14 +189,24 @@ static int storeSync(sqlite3_file *file, int flags) {
         if (store->database != NULL) {
             if (!store->database->durable) return SQLITE_OK;
             store->database->commitSyncs += 1;
+            commits = 1;
         }
     }
     if (store->database != NULL && store->database->failingLogSyncs > 0) {
         store->database->failingLogSyncs -= 1;
+        store->database->syncFailed = 1;
         return SQLITE_IOERR_FSYNC;
     }
     store->syncs += 1;
-    return timedSync(store->real, flags);
+    rc = timedSync(store->real, flags);
+    if (rc != SQLITE_OK) {
+        if (owner != NULL) owner->syncFailed = 1;
+        return rc;
+    }
+    // A commit's sync after an earlier sync failed proves nothing about the frames that one was writing: refused (the
+    // commit is rolled back) until the log is recovered. A checkpoint's syncs go through: recovery needs them.
+    if (commits && owner != NULL && owner->syncFailed) return SQLITE_IOERR_FSYNC;
+    return SQLITE_OK;
 }
 
 static int storeFileSize(sqlite3_file *file, sqlite3_int64 *size) {
@@ -430,11 +453,38 @@ int iq_store_vfs_set_durable(sqlite3 *db, int durable) {
 }
 
 int iq_store_sync_log(sqlite3 *db) {
+    StoreFile *database = databaseFile(db);
     sqlite3_file *log = NULL;
     int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log);
     if (rc != SQLITE_OK) return rc;
-    if (log == NULL || log->pMethods == NULL) return SQLITE_OK;
-    return log->pMethods->xSync(log, SQLITE_SYNC_NORMAL);
+    if (log != NULL && log->pMethods != NULL) rc = log->pMethods->xSync(log, SQLITE_SYNC_NORMAL);
+    if (rc == SQLITE_OK && database != NULL && database->syncFailed) return SQLITE_IOERR_FSYNC;
+    return rc;
+}
+
+int iq_store_vfs_sync_failed(sqlite3 *db) {
+    StoreFile *database = databaseFile(db);
+    return database != NULL && database->syncFailed;
+}
+
+int iq_store_recover_log(sqlite3 *db) {
+    StoreFile *database = databaseFile(db);
+    if (database == NULL || !database->syncFailed) return SQLITE_OK;
+    if (!sqlite3_get_autocommit(db)) return SQLITE_BUSY;
+    int frames = -1;
+    int copied = -1;
+    // Every frame into the database file, which SQLite then syncs, and the log cut to nothing: the frames a failed
+    // sync may have lost are read from the page cache, and nothing refers to them afterwards.
+    int rc = sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied);
+    if (rc != SQLITE_OK) return rc;
+    if (frames > 0) return SQLITE_BUSY;
+    // The database file again (a checkpoint that found no frame to copy syncs nothing), and the cut: should the old
+    // log come back after a crash, its frames up to the lost ones would be put over the newer pages of the database.
+    rc = database->real->pMethods->xSync(database->real, SQLITE_SYNC_NORMAL);
+    if (rc == SQLITE_OK && database->log != NULL) rc = database->log->real->pMethods->xSync(database->log->real, SQLITE_SYNC_NORMAL);
+    if (rc != SQLITE_OK) return rc;
+    database->syncFailed = 0;
+    return SQLITE_OK;
 }
 
 int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count) {

@@ -354,6 +354,7 @@ public final class Database {
         // The commits made without a sync before it are made durable by this one's sync of the log, but a commit that
         // writes nothing (a body that changed no row, or wrote back what a row held) makes none: then it syncs the
         // log itself. The VFS counts the commits it synced; without it, the log is synced whenever there were some.
+        try recoverLogAfterAFailedSync()
         let syncedBefore = durable && unsyncedCommits ? syncedCommits : nil
         var attempt = 1
         while true {
@@ -393,6 +394,32 @@ public final class Database {
             var error = DatabaseError(code: rc, message: "the log could not be synced", context: "syncing \(path)'s log after a commit")
             error.committed = true
             throw error
+        }
+        unsyncedCommits = false
+    }
+
+    /// Whether a sync of the database or its log failed, and the log has not been recovered since (see
+    /// `recoverLogAfterAFailedSync`); always false without the VFS.
+    var logSyncFailed: Bool {
+        handle.map { iq_store_vfs_sync_failed($0) != 0 } ?? false
+    }
+
+    /// After a failed sync, before anything else is written: on Linux a failed `fsync` may drop the pages it was
+    /// writing while a later one succeeds, and a log's frames chain their checksums, so a crash would also lose every
+    /// commit after the lost frames, synced or not. Until the log is copied whole into the database file, cut to
+    /// nothing and synced (`iq_store_recover_log`), no commit is made: its sync would prove nothing. Thrown while that
+    /// cannot be done yet (a reader's snapshot holds frames in the log, or the disk still fails), as an I/O error: what
+    /// waited for the commit waits for storage. Through the VFS only; free when no sync failed.
+    func recoverLogAfterAFailedSync() throws(DatabaseError) {
+        guard let handle, iq_store_vfs_sync_failed(handle) != 0 else { return }
+        endReadTransaction()
+        let rc = iq_store_recover_log(handle)
+        guard rc == SQLITE_OK else {
+            throw DatabaseError(
+                code: rc & 0xFF == SQLITE_IOERR ? rc : SQLITE_IOERR | (4 << 8),  // SQLITE_IOERR_FSYNC
+                message:
+                    "an earlier sync of the log failed, and the log cannot yet be copied into the database file: \(String(cString: sqlite3_errstr(rc)))",
+                context: "recovering \(path)'s log after a failed sync")
         }
         unsyncedCommits = false
     }

@@ -175,8 +175,48 @@ import Testing
         #expect(try queue.sync { $0.logSyncs } == logSyncs, "the sync failed")
 
         try await queue.write { db in runs.withLock { $0 += 1 } }
-        #expect(try queue.sync { $0.logSyncs } == logSyncs + 1, "the next durable write, though it writes nothing, syncs the log")
+        #expect(try queue.sync { $0.logSyncs } == logSyncs + 1, "the next durable write, though it writes nothing, first recovers the log")
+        #expect(try !queue.sync { $0.logSyncFailed })
         #expect(try rows(queue) == 1)
+    }
+
+    /// On Linux a failed `fsync` may drop the pages it was writing while a later one succeeds, and a log's frames chain
+    /// their checksums: a later sync proves nothing about the commits before it. After a failed sync of the log, no
+    /// commit is made until the log is copied whole into the database file, cut to nothing and synced. While a
+    /// reader's snapshot keeps the log from being cut, a write fails as storage does (and is not made), a commit's own
+    /// sync is refused, and only then does a write go through, with what came before it in the database file.
+    @Test func afterAFailedSyncNothingIsCommittedUntilTheLogIsCopiedIntoTheDatabaseFile() async throws {
+        let queue = try queue(busyTimeout: 100)
+        try await queue.write(durable: false) { db in try db.run("INSERT INTO item(name) VALUES ('before the failure')") }
+        try queue.sync { db in db.failLogSyncs(1) }
+        let failed = await #expect(throws: DatabaseError.self) { try await queue.write { db in try db.run("UPDATE item SET name = name") } }
+        #expect(failed?.committed == true, "\(String(describing: failed))")
+        #expect(try queue.sync { $0.logSyncFailed })
+
+        let reader = try Database(path: directory.file("app.sqlite"), mode: .readOnly)
+        try reader.execute("BEGIN")
+        #expect(try reader.queryFirst("SELECT count(*) FROM item") { $0.int(0) } == 1)
+        let refused = await #expect(throws: DatabaseError.self) {
+            try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('while a reader holds the log')") }
+        }
+        #expect(refused?.isRetryable == true && refused?.isBusy == false && refused?.committed == false, "\(String(describing: refused))")
+        // A commit made outside a transaction, which skips the recovery, has its own sync refused: rolled back.
+        try queue.sync { db in
+            #expect(throws: DatabaseError.self) { try db.execute("INSERT INTO item(name) VALUES ('autocommitted')") }
+        }
+        #expect(try queue.sync { $0.logSyncFailed })
+        #expect(try rows(queue) == 1, "neither write was made")
+
+        try reader.execute("COMMIT")
+        reader.close()
+        try await queue.write { db in try db.run("INSERT INTO item(name) VALUES ('after the recovery')") }
+        #expect(try !queue.sync { $0.logSyncFailed })
+        #expect(try rows(queue) == 2)
+        // The database file alone, without its log, holds what was committed before the recovery.
+        let copy = directory.file("copy.sqlite")
+        try FileManager.default.copyItem(atPath: directory.file("app.sqlite"), toPath: copy)
+        let alone = try Database(path: copy)
+        #expect(try alone.query("SELECT name FROM item") { $0.string(0) } == ["before the failure"])
     }
 
     @Test func aLoneWriteWhoseCommitFailsIsTriedOnceMore() async throws {

@@ -53,6 +53,17 @@ int iq_store_sync_log(sqlite3 *db);
 /// Makes the next `count` syncs of `db`'s log fail with SQLITE_IOERR_FSYNC, as a failing disk would (for tests).
 int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count);
 
+/// Whether a sync of `db`'s database or log failed since its log was last recovered (`iq_store_recover_log`).
+/// On Linux a failed `fsync` may drop the pages it was writing while a later one succeeds, so once one failed, a
+/// commit's own sync and `iq_store_sync_log` report SQLITE_IOERR_FSYNC whatever the disk says, until then.
+int iq_store_vfs_sync_failed(sqlite3 *db);
+
+/// After a failed sync: copies every frame of `db`'s log into the database file (a TRUNCATE checkpoint, which syncs
+/// that file), cuts the log to nothing and syncs both; only then are syncs believed again. SQLITE_OK when done or
+/// when no sync failed; SQLITE_BUSY when a transaction is open on `db` or a reader's snapshot kept frames in the
+/// log (try again later); else the error of the checkpoint or a sync.
+int iq_store_recover_log(sqlite3 *db);
+
 /// How many of `db`'s commits this VFS synced, or -1 when `db` was not opened through it (for tests).
 long long iq_store_vfs_commit_syncs(sqlite3 *db);
 
