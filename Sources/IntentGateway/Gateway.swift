@@ -79,9 +79,9 @@ public final class Gateway: Sendable {
             url: configuration.brokerURL, topology: configuration.topology, pool: pool, metrics: metrics, logger: configuration.logger,
             maximumHeldPerUser: configuration.maximumHeldPerUser)
         do {
-            server.value = try HTTPServer(host: configuration.host, port: configuration.port, limits: configuration.limits) { [self] request in
-                route(request)
-            }
+            server.value = try HTTPServer(
+                host: configuration.host, port: configuration.port, limits: configuration.limits, screen: { [self] in screen($0) },
+                router: { [self] in route($0) })
         } catch {
             follower.stop()
             pool.stop()
@@ -155,7 +155,24 @@ public final class Gateway: Sendable {
         return .now(answer.finish(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))")))
     }
 
-    private func api(_ request: HTTPRequest, method: String, segments: [String], answer: Answer) -> HTTPReply {
+    /// An API request that comes with a body, looked at before the body is read: refused at once (404, 405, 401)
+    /// when its route, method or token would refuse it anyway, so that no body is read for a client without a valid
+    /// token. Anything else (the other paths, a CORS preflight) goes on to `route`.
+    private func screen(_ request: HTTPRequest) -> HTTPResponse? {
+        let segments = request.segments
+        guard segments.first == "v1", !request.invalidText, request.method != "OPTIONS" else { return nil }
+        let method = request.method == "HEAD" ? "GET" : request.method
+        guard case .refused(let refusal) = access(request, method: method, segments: Array(segments.dropFirst())) else { return nil }
+        return Answer(route: Self.routeName(segments), started: Date(), metrics: metrics, cors: configuration.corsOrigin).finish(refusal)
+    }
+
+    /// Whether an API request may go on: with whose identity, or the refusal it gets.
+    private enum Access {
+        case allowed(GatewayIdentity)
+        case refused(HTTPResponse)
+    }
+
+    private func access(_ request: HTTPRequest, method: String, segments: [String]) -> Access {
         // Which routes exist (for 404 and 405) is told before a token is asked for.
         let allowed: [String]
         switch (segments.first, segments.count) {
@@ -165,13 +182,22 @@ public final class Gateway: Sendable {
         case ("intents", 3) where ["answer", "confirm", "deny", "cancel"].contains(segments[2]): allowed = ["POST"]
         case ("dead", 3) where segments[2] == "requeue": allowed = ["POST"]
         default:
-            return .now(answer.finish(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))")))
+            return .refused(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))"))
         }
-        guard allowed.contains(method) else { return .now(answer.finish(Self.notAllowed(allowed))) }
+        guard allowed.contains(method) else { return .refused(Self.notAllowed(allowed)) }
         guard let identity = configuration.tokens.identity(authorization: request.headers["authorization"]) else {
             metrics.unauthorized()
             let words = request.headers["authorization"] == nil ? "a bearer token is required" : "the bearer token is not valid"
-            return .now(answer.finish(HTTPServer.error(401, "unauthorized", words, headers: [("WWW-Authenticate", "Bearer realm=\"intentqueue\"")])))
+            return .refused(HTTPServer.error(401, "unauthorized", words, headers: [("WWW-Authenticate", "Bearer realm=\"intentqueue\"")]))
+        }
+        return .allowed(identity)
+    }
+
+    private func api(_ request: HTTPRequest, method: String, segments: [String], answer: Answer) -> HTTPReply {
+        let identity: GatewayIdentity
+        switch access(request, method: method, segments: segments) {
+        case .refused(let refusal): return .now(answer.finish(refusal))
+        case .allowed(let allowed): identity = allowed
         }
         let handler = Handlers(
             gateway: self, request: request, identity: identity, answer: answer, pool: pool, pipeline: pipeline, follower: follower,

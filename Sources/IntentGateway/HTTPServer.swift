@@ -462,7 +462,14 @@ public final class HTTPServer: @unchecked Sendable {
     /// Routes requests; runs on the server's thread, so it must not block.
     public typealias Router = @Sendable (HTTPRequest) -> HTTPReply
 
+    /// Looks at a request that comes with a body before any of it is read (the request's `body` is then empty): a
+    /// response it returns is sent at once, the body is never read, and the connection closes after it; nil lets the
+    /// request go on to the router. For refusals that need no body (an unknown route, a missing token), so that a
+    /// client nobody knows cannot have the server hold a body for it. On the server's thread: it must not block.
+    public typealias Screen = @Sendable (HTTPRequest) -> HTTPResponse?
+
     private let router: Router
+    private let screen: Screen?
     private let limits: Limits
     private let box: HTTPServerBox
     private let daemon = Mutex<CPointer?>(nil)
@@ -478,8 +485,9 @@ public final class HTTPServer: @unchecked Sendable {
     public var port: UInt16 { daemon.withLock { $0.map { iq_mhd_port($0.raw) } ?? 0 } }
 
     /// Starts listening on `host`:`port` (port 0: any free one, see `port`).
-    public init(host: String, port: UInt16, limits: Limits = Limits(), router: @escaping Router) throws {
+    public init(host: String, port: UInt16, limits: Limits = Limits(), screen: Screen? = nil, router: @escaping Router) throws {
         self.router = router
+        self.screen = screen
         self.limits = limits
         box = HTTPServerBox()
         box.server = self
@@ -576,6 +584,10 @@ public final class HTTPServer: @unchecked Sendable {
     ) -> MHD_Result {
         guard let pointer = context.pointee else {
             // The first call: the headers are in, the body not yet.
+            if let screen, Self.announcesBody(connection), let refusal = screen(Self.request(connection, url: url, method: method, body: [])) {
+                // libmicrohttpd sends a response queued now without reading the body, and then closes the connection.
+                return queue(.response(refusal), on: connection)
+            }
             let exchange = Exchange(connection: connection, settler: settler)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
             open.withLock { $0[ObjectIdentifier(exchange)] = exchange }
@@ -702,6 +714,13 @@ public final class HTTPServer: @unchecked Sendable {
         return HTTPRequest(
             method: String(cString: method), path: path ?? "", query: query.values, headers: headers, body: body,
             invalidText: path == nil || invalidHeader || query.invalid)
+    }
+
+    /// Whether the request says a body follows: a `Content-Length` over 0, or a `Transfer-Encoding` (chunked).
+    private static func announcesBody(_ connection: OpaquePointer) -> Bool {
+        if MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "transfer-encoding") != nil { return true }
+        guard let length = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "content-length") else { return false }
+        return String(cString: length).utf8.contains { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }
     }
 
     /// A JSON error body: `{"error": words, "code": code}`.

@@ -173,6 +173,39 @@ struct GatewayTests {
         #expect(page.header("Content-Security-Policy")?.contains("frame-ancestors 'none'") == true && page.header("X-Frame-Options") == "DENY")
     }
 
+    /// A request with a body is looked at before its body is read: without a valid token, or to a route that does not
+    /// exist, it is refused at once and its body never read, so that a client nobody knows cannot have the gateway hold
+    /// bodies for it. Here the body is never sent: the refusal comes all the same, and the connection closes after it.
+    @Test func aBodyIsNotReadForAClientWithoutAValidToken() async throws {
+        let world = try await GatewaySandbox("gw-screen")
+        defer { Task { await world.tearDown() } }
+        try await world.start()
+        let cases: [(path: String, authorization: String?, status: Int)] = [
+            ("/v1/intents/SendMessage", nil, 401),
+            ("/v1/intents/SendMessage", "Bearer \(world.aliceToken)x", 401),
+            ("/v1/intents/x/answer", "Bearer nobody", 401),
+            ("/v1/nothing", "Bearer \(world.aliceToken)", 404),
+            ("/v1/intents", "Bearer \(world.aliceToken)", 405),
+        ]
+        for (path, authorization, status) in cases {
+            let head =
+                "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n"
+                + (authorization.map { "Authorization: \($0)\r\n" } ?? "") + "\r\n"
+            let reply = try RawHTTP.exchange(port: world.port, sending: Array(head.utf8), readTimeout: 20)
+            #expect(reply.text.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(reply.text)")
+            #expect(reply.closed, "\(path): the connection closes after the refusal")
+        }
+        // With a valid token the same request waits for its body, and is answered once it has come.
+        let body = #"{"id":"gw-screened","parameters":{"recipients":["Alice Smith"],"content":"after the headers"}}"#
+        let head =
+            "POST /v1/intents/SendMessage HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            + "Authorization: Bearer \(world.aliceToken)\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        let accepted = try RawHTTP.exchange(port: world.port, sending: Array((head + body).utf8), readTimeout: 30)
+        #expect(accepted.text.hasPrefix("HTTP/1.1 202 "), "\(accepted.text)")
+        let metrics = try await world.request("GET", "/metrics", token: nil)
+        #expect(metrics.text.contains("intent_gateway_unauthorized_total 3"), "each refusal counted once: \(metrics.text.prefix(2000))")
+    }
+
     /// /healthz needs no token. While the recorder does not answer, each question to it holds a broker thread for
     /// 2 s: the checks that come meanwhile share the one question under way, rather than each queue one of their
     /// own ahead of every other request.
@@ -570,5 +603,43 @@ struct GatewayTests {
             accepted = again.status
         }
         #expect(accepted == 202, "submissions are confirmed again once the alarm has cleared")
+    }
+}
+
+/// One HTTP exchange over a plain socket, for what a client library would not send: a request's head without its body.
+enum RawHTTP {
+    struct Reply {
+        /// What the server sent before it closed the connection or the read timed out.
+        var text: String
+        /// Whether the server closed the connection (rather than the read timing out).
+        var closed: Bool
+    }
+
+    static func exchange(port: Int, sending bytes: [UInt8], readTimeout seconds: Int) throws -> Reply {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        try #require(connected, "connect to 127.0.0.1:\(port)")
+        let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try #require(sent == bytes.count)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer[0..<count]
+                continue
+            }
+            return Reply(text: String(decoding: received, as: UTF8.self), closed: count == 0)
+        }
     }
 }
