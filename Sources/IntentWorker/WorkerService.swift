@@ -588,7 +588,15 @@ public final class WorkerService: Service {
             // one under a deduplication key's id): the kept one runs then, as it was submitted. This one neither
             // runs now nor replaces it, or the intent would run otherwise than the store says it will.
             job.logger.info("submitted again while it is kept to run when due: the kept submission stands")
-            loop.send(.ack(job.delivery.tag))
+            guard job.attempt > 1 else {
+                loop.send(.ack(job.delivery.tag))
+                return
+            }
+            // The kept submission itself again (redelivered, or a retry's copy): its `scheduled` event may never have
+            // been confirmed (the worker died or lost its connection after keeping it), and without one the store
+            // would not know a worker keeps it, and would release it at its due time while a worker takes it too.
+            job.kept = true
+            finish(PipelineOutcome(state: .scheduled), for: job)
             return
         }
         if !job.delivery.tag.isLocal, let dueAt = envelope.dueAt, released || dueAt <= Date().timeIntervalSince1970 {

@@ -218,9 +218,10 @@ struct WorkerServiceTests {
         }
 
         @discardableResult
-        func deliver(_ envelope: IntentEnvelope, headers: [String: HeaderValue] = [:], userID: String? = nil) -> UInt64 {
+        func deliver(_ envelope: IntentEnvelope, headers: [String: HeaderValue] = [:], userID: String? = nil, deliveryCount: Int? = nil) -> UInt64 {
             transport.deliver(
-                body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, userID: userID, headers: headers)
+                body: envelope.encoded(), routingKey: envelope.type, messageID: envelope.id, type: envelope.type, userID: userID, headers: headers,
+                deliveryCount: deliveryCount)
         }
 
         func acked(_ tag: UInt64) async -> Bool {
@@ -643,6 +644,26 @@ struct WorkerServiceTests {
         #expect(harness.canceled["next"] == false, "the next delivery on the one runner starts uncanceled")
         #expect(await harness.acked(harness.deliver(Self.note("after"))))
         #expect(harness.canceled["after"] == false)
+        await harness.stop()
+    }
+
+    /// A worker that kept a scheduled intent and died (or lost its connection) before its `scheduled` event was
+    /// confirmed: the broker delivers the submission again, and the ledger already keeps it. The event is published
+    /// again, saying a worker keeps it, so that the recorder waits for the worker's run instead of releasing it at its
+    /// due time as well. A second submission under the kept one's id (first delivered) is only acked, as before.
+    @Test func aKeptSubmissionDeliveredAgainSaysAgainThatItIsKept() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("again", dueAt: due), userID: "alice")))
+        // The first event's confirm never reached the broker's side of things: as far as the store knows, nothing.
+        #expect(try harness.events("again").count == 1 && harness.kept() == 1)
+        #expect(await harness.acked(harness.deliver(Self.note("again", dueAt: due), userID: "alice", deliveryCount: 1)))
+        let events = try harness.events("again")
+        #expect(events.map(\.state) == [.scheduled, .scheduled], "\(events.map(\.state))")
+        #expect(events.last?.kept == true && events.last?.dueAt == due && events.last?.owner == "alice")
+        #expect(await harness.acked(harness.deliver(Self.note("again", "other", dueAt: due), userID: "alice")))
+        #expect(try harness.events("again").count == 2, "a second submission says nothing")
+        #expect(try harness.kept() == 1 && harness.notes("again") == 0, "kept once, and not run before it is due")
         await harness.stop()
     }
 
