@@ -511,7 +511,9 @@ public final class StatusStore {
         return [.int(submitter.isOperator ? 1 : 0), .optional(submitter.user)]
     }
 
-    /// The upsert of a first submission (built once: the recorder runs it for every intent).
+    /// The upsert of a first submission (built once: the recorder runs it for every intent). A copy of it fills in
+    /// what the row lacks, but the first turn's release only while the row is at that turn: past it (an answer cleared
+    /// the release), a late copy must not arm the first submission's release again.
     private static let queuedUpsert = """
         INSERT INTO intent_status(id, type, state, rank, parameters, submitted_at, queued_at, updated_at, group_id, confirmed, owner,
             due_at, release_body, release_at)
@@ -522,8 +524,10 @@ public final class StatusStore {
             queued_at = coalesce(intent_status.queued_at, excluded.queued_at),
             group_id = coalesce(intent_status.group_id, excluded.group_id),
             due_at = coalesce(intent_status.due_at, excluded.due_at),
-            release_body = coalesce(intent_status.release_body, excluded.release_body),
-            release_at = coalesce(intent_status.release_at, excluded.release_at)
+            release_body = CASE WHEN intent_status.turn = 0 THEN coalesce(intent_status.release_body, excluded.release_body)
+                ELSE intent_status.release_body END,
+            release_at = CASE WHEN intent_status.turn = 0 THEN coalesce(intent_status.release_at, excluded.release_at)
+                ELSE intent_status.release_at END
         WHERE intent_status.type = excluded.type
           AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, '')
         """

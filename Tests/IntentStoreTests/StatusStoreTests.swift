@@ -127,6 +127,34 @@ import Testing
         #expect(try store.nextDue() == nil)
     }
 
+    /// A copy of a scheduled intent's first submission that comes once the intent has moved past its first turn (a
+    /// retry's copy, the owner submitting it again, an operator's requeue) does not arm the first turn's release
+    /// again: a cancel of the later turn would otherwise have the recorder release the first submission once more.
+    @Test func aLateCopyOfAScheduledFirstSubmissionDoesNotArmItsReleaseAgain() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        var first = Self.envelope("ahead", submittedAt: 900)
+        first.dueAt = 2_000
+        func event(_ state: IntentState, turn: Int = 0, at: Double) -> StatusStore.Update {
+            .event(StatusEvent(id: "ahead", type: "SendMessage", state: state, at: at, attempt: 1, turn: turn, owner: "alice"))
+        }
+        try store.record([.queued(first, by: alice)], now: 1_000)
+        #expect(try store.dueIntents(at: 2_000).map(\.id) == ["ahead"])
+        try store.markReleased(["ahead"], at: 2_000)
+        try store.record([event(.inProgress, at: 2_001), event(.needsInput, at: 2_002)], now: 2_002)
+        let answer = IntentEnvelope(
+            id: "ahead", type: "SendMessage", parameters: ["content": "hi", "recipients": ["Jeff"]], submittedAt: 900, turn: 1,
+            answers: ["recipients": ["Jeff"]])
+        try store.record([.queued(answer, by: alice)], now: 2_003)
+        #expect(try store.reader.status(id: "ahead")?.turn == 1)
+        // The first submission again, then a cancel while the answer waits for its run.
+        try store.record([.queued(first, by: alice)], now: 2_004)
+        try store.record([.cancelRequested(id: "ahead", type: "SendMessage", by: alice)], now: 2_005)
+        #expect(try store.reader.status(id: "ahead")?.state == .cancelRequested)
+        #expect(try store.dueIntents(at: 10_000).isEmpty, "nothing of the first turn is released again")
+        #expect(try store.nextDue() == nil)
+    }
+
     /// A cancel is moot while a handler runs, and when that run asks a question, the question is the intent's state:
     /// the row used to stay `cancelRequested`, which no answer (the clients answer only `needsInput`) and no expiry
     /// could leave. And a cancel that names another type than the intent's, which the workers refuse, showed the
