@@ -169,6 +169,14 @@ public protocol OutcomeLedger: Sendable {
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent]
 
+    /// `takeDueKept`, of the intents of `types` only: workers that serve other types may share the ledger, and one
+    /// must not take (and refuse) an intent another would run. By default the kept intents of other types that
+    /// `takeDueKept` took are let go of again at once.
+    func takeDueKept(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>
+    ) async throws -> [KeptIntent]
+
     /// When the earliest kept intent that no one has taken is due; nil when there is none.
     func nextKeptDue() async throws -> Double?
 
@@ -229,6 +237,9 @@ public struct KeptIntent: Sendable, Hashable {
     /// it began (`noteKeptStart`), in seconds since 1970; nil when none had.
     public var startedAt: Double?
 
+    /// The intent's type, as its envelope says; nil when the body cannot be read.
+    public var type: String? { try? IntentEnvelope.decode(body).type }
+
     /// The intent `id`'s `turn`, due at `dueAt`, of `owner`, as the envelope `body`, taken before at `startedAt`.
     public init(id: String, turn: Int, dueAt: Double, body: [UInt8], owner: String?, startedAt: Double? = nil) {
         self.id = id
@@ -277,6 +288,22 @@ extension OutcomeLedger {
     public func takeDueKept(
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] { [] }
+
+    /// By default, what `takeDueKept` takes, less the intents of other types, which are let go of again.
+    public func takeDueKept(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>
+    ) async throws -> [KeptIntent] {
+        var served: [KeptIntent] = []
+        for intent in try await takeDueKept(by: time, taker: taker, isHeld: isHeld, limit: limit) {
+            if let type = intent.type, !types.contains(type) {
+                try await letGoKept(intent.id, turn: intent.turn)
+            } else {
+                served.append(intent)
+            }
+        }
+        return served
+    }
 
     /// By default nothing is kept.
     public func nextKeptDue() async throws -> Double? { nil }
@@ -515,10 +542,26 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     public func takeDueKept(
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
+        take(by: time, taker: taker, isHeld: isHeld, limit: limit, types: nil)
+    }
+
+    /// Takes the due ones of `types`, as `takeDueKept(by:taker:isHeld:limit:)` does; the others stay for their workers.
+    public func takeDueKept(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>
+    ) async throws -> [KeptIntent] {
+        take(by: time, taker: taker, isHeld: isHeld, limit: limit, types: types)
+    }
+
+    private func take(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>?
+    ) -> [KeptIntent] {
         kept.withLock { kept in
             let due = kept.values
                 .filter { entry in
                     entry.intent.dueAt <= time && entry.taker.map { $0.name != taker && !isHeld($0.name, $0.at) } ?? true
+                        && types.map { types in entry.intent.type.map(types.contains) ?? true } ?? true
                 }
                 .sorted { ($0.taker != nil ? 1 : 0, $0.intent.dueAt, $0.intent.id) < ($1.taker != nil ? 1 : 0, $1.intent.dueAt, $1.intent.id) }
                 .prefix(max(0, limit))

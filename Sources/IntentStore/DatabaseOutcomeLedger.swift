@@ -272,7 +272,27 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public func takeDueKept(
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] {
-        try await queue.write(durable: false) { db in
+        try await take(by: time, taker: taker, isHeld: isHeld, limit: limit, types: nil)
+    }
+
+    /// Takes the due ones of `types` only, as `takeDueKept(by:taker:isHeld:limit:)` does: the others stay for the
+    /// workers sharing the ledger that serve them.
+    public func takeDueKept(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>
+    ) async throws -> [KeptIntent] {
+        try await take(by: time, taker: taker, isHeld: isHeld, limit: limit, types: types)
+    }
+
+    private func take(
+        by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
+        types: Set<String>?
+    ) async throws -> [KeptIntent] {
+        // The types as a JSON array, matched against each due row's envelope (few rows: those due and free). A body
+        // without a type is anyone's to take (and refuse), as before types were asked for.
+        let typeList: SQLValue =
+            types.map { .text(String(decoding: JSONValue.array($0.sorted().map { .string($0) }).serialized(), as: UTF8.self)) } ?? .null
+        return try await queue.write(durable: false) { db in
             var taken: [KeptIntent] = []
             let now = Date().timeIntervalSince1970
             // Page by page, so that rows others still hold (however many) never hide one that is free.
@@ -283,9 +303,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                     """
                     SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
                     WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3)
+                      AND CASE WHEN ?5 IS NULL OR NOT json_valid(body) OR json_type(body, '$.type') IS NOT 'text' THEN 1
+                          ELSE json_extract(body, '$.type') IN (SELECT value FROM json_each(?5)) END
                     ORDER BY taken_by IS NOT NULL, due_at, intent_id LIMIT ?2 OFFSET ?4
                     """,
-                    [.real(time), .int(page), .text(taker), .int(offset)]
+                    [.real(time), .int(page), .text(taker), .int(offset), typeList]
                 ) { row in
                     (
                         intent: KeptIntent(

@@ -178,12 +178,12 @@ public final class WorkerService: Service {
     /// least every 250 ms, which is how soon it sees what other workers sharing it have kept, or what a worker
     /// that died had taken. Ends when the task is canceled.
     private func runKept(into lanes: DeliveryLanes) async {
-        let ledgers = servedLedgers
+        let ledgers = servedLedgersWithTypes
         let taker = KeptTaker.current
         let room = max(1, configuration.concurrency * 2)
         while !Task.isCancelled {
             var next = Date().timeIntervalSince1970 + 0.25
-            for ledger in ledgers {
+            for (ledger, types) in ledgers {
                 do {
                     let now = Date().timeIntervalSince1970
                     let free = room - keptRuns.unfinished
@@ -191,7 +191,9 @@ public final class WorkerService: Service {
                         next = now + 0.01  // as busy as it takes on: looked at again as soon as runs end
                         continue
                     }
-                    let taken = try await ledger.takeDueKept(by: now, taker: taker.name, isHeld: KeptTaker.holds, limit: free)
+                    // Only what this worker serves: workers of other types may share the ledger (the worker's own, by
+                    // default one file per user), and one would refuse what another runs.
+                    let taken = try await ledger.takeDueKept(by: now, taker: taker.name, isHeld: KeptTaker.holds, limit: free, types: types)
                     for intent in taken { lanes.add(localDelivery(for: intent, number: keptRuns.add(intent, in: ledger))) }
                     if taken.count == free { next = now }
                     if let due = try await ledger.nextKeptDue(), due > now { next = min(next, due) }
@@ -205,12 +207,21 @@ public final class WorkerService: Service {
     }
 
     /// The ledgers of the served types, each once.
-    private var servedLedgers: [any OutcomeLedger] {
-        var ledgers: [any OutcomeLedger] = []
-        var seen = Set<ObjectIdentifier>()
+    private var servedLedgers: [any OutcomeLedger] { servedLedgersWithTypes.map(\.ledger) }
+
+    /// The ledgers of the served types, each once, with the served types whose ledger it is.
+    private var servedLedgersWithTypes: [(ledger: any OutcomeLedger, types: Set<String>)] {
+        var ledgers: [(ledger: any OutcomeLedger, types: Set<String>)] = []
+        var index: [ObjectIdentifier: Int] = [:]
         for type in registry.typeNames {
             guard let ledger = registry.ledger(for: type) ?? ownLedger else { continue }
-            if seen.insert(ObjectIdentifier(ledger as AnyObject)).inserted { ledgers.append(ledger) }
+            let key = ObjectIdentifier(ledger as AnyObject)
+            if let at = index[key] {
+                ledgers[at].types.insert(type)
+            } else {
+                index[key] = ledgers.count
+                ledgers.append((ledger, [type]))
+            }
         }
         return ledgers
     }

@@ -588,6 +588,59 @@ import Testing
         #expect(try await ledger.nextKeptDue() == nil, "what ran is forgotten")
     }
 
+    /// Workers serving different types may share a ledger (the worker's own, by default one file per user): each
+    /// takes the due intents of its own types only, and what it does not serve stays for the worker that does. The
+    /// in-memory ledger, and a ledger with only the untyped `takeDueKept` (the protocol's default), do the same.
+    @Test func aWorkerTakesOnlyTheKeptIntentsOfTheTypesItServes() async throws {
+        func kept(_ id: String, _ type: String, at due: Double) -> KeptIntent {
+            let envelope = IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: 0, dueAt: due)
+            return KeptIntent(id: id, turn: 0, dueAt: due, body: envelope.encoded(), owner: "alice")
+        }
+        let database = try DatabaseOutcomeLedger(queue: queue())
+        let ledgers: [any OutcomeLedger] = [
+            database, InMemoryOutcomeLedger(), UntypedTakes(database: try DatabaseOutcomeLedger(queue: queue("untyped.sqlite"))),
+        ]
+        for ledger in ledgers {
+            #expect(try await ledger.keep(kept("message", "SendMessage", at: 100)))
+            #expect(try await ledger.keep(kept("soup", "OrderSoup", at: 90)))
+            var unreadable = kept("unreadable", "SendMessage", at: 80)
+            unreadable.body = Array("not an envelope".utf8)
+            #expect(try await ledger.keep(unreadable))
+            let free: @Sendable (String, Double) -> Bool = { _, _ in false }
+            let messages = try await ledger.takeDueKept(by: 200, taker: "messages", isHeld: free, limit: 10, types: ["SendMessage"])
+            #expect(messages.map(\.id).sorted() == ["message", "unreadable"], "\(type(of: ledger))")
+            let soups = try await ledger.takeDueKept(
+                by: 200, taker: "soups", isHeld: { taker, _ in taker == "messages" }, limit: 10, types: ["OrderSoup"])
+            #expect(soups.map(\.id) == ["soup"], "the other type's worker finds its intent free: \(type(of: ledger))")
+        }
+    }
+
+    /// A ledger that implements only the untyped `takeDueKept`, as one written before types were asked for.
+    final class UntypedTakes: OutcomeLedger {
+        let database: DatabaseOutcomeLedger
+        init(database: DatabaseOutcomeLedger) { self.database = database }
+        var holdsEffects: Bool { database.holdsEffects }
+        func outcome(of intentID: String) async throws -> DecidedOutcome? { try await database.outcome(of: intentID) }
+        func admit(
+            _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
+        ) async throws -> Admission {
+            try await database.admit(intentID, type: type, sender: sender, turn: turn, request: request, confirming: confirming)
+        }
+        func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
+            try await database.decide(intentID, outcome, attempt: attempt, by: decider)
+        }
+        func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
+            try await database.ask(intentID, turn: turn, confirmations: confirmations, granted: granted)
+        }
+        func keep(_ intent: KeptIntent) async throws -> Bool { try await database.keep(intent) }
+        func takeDueKept(
+            by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
+        ) async throws -> [KeptIntent] {
+            try await database.takeDueKept(by: time, taker: taker, isHeld: isHeld, limit: limit)
+        }
+        func letGoKept(_ intentID: String, turn: Int) async throws { try await database.letGoKept(intentID, turn: turn) }
+    }
+
     @Test func keptIntentsHeldByARunningWorkerNeverHideOneAWorkerThatEndedHeld() async throws {
         let ledger = try DatabaseOutcomeLedger(queue: queue())
         for index in 0..<300 {

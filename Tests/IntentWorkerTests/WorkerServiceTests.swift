@@ -647,6 +647,26 @@ struct WorkerServiceTests {
         await harness.stop()
     }
 
+    /// Workers serving other types may share the ledger: a kept intent of a type this worker does not serve is left
+    /// for the worker that does (before, this one took it when due, refused it as `unknownIntentType` and forgot it).
+    @Test func aKeptIntentOfATypeTheWorkerDoesNotServeIsLeftInTheLedger() async throws {
+        let harness = try Harness()
+        let due = Date().timeIntervalSince1970 + 3_600
+        #expect(await harness.acked(harness.deliver(Self.note("mine", dueAt: due), userID: "alice")))
+        let ledger = try DatabaseOutcomeLedger(queue: harness.database)
+        let soup = IntentEnvelope(id: "theirs", type: "OrderSoup", parameters: ["soup": "tomato"], submittedAt: 0, dueAt: due)
+        #expect(try await ledger.keep(KeptIntent(id: "theirs", turn: 0, dueAt: due, body: soup.encoded(), owner: "alice")))
+        try harness.makeKeptDue()
+        // Both are due, and one look at the ledger finds both: once the served one has run, the other was passed over.
+        #expect(await harness.transport.wait { _ in (try? harness.events("mine").last?.state) == .success })
+        #expect(try harness.events("theirs").isEmpty, "nothing said of it, no refusal")
+        let untaken = try harness.database.sync { db in
+            try db.queryFirst("SELECT taken_by IS NULL FROM intent_kept WHERE intent_id = 'theirs'") { $0.int(0) }
+        }
+        #expect(untaken == 1, "still kept, and free for the worker that serves it")
+        await harness.stop()
+    }
+
     /// A worker that kept a scheduled intent and died (or lost its connection) before its `scheduled` event was
     /// confirmed: the broker delivers the submission again, and the ledger already keeps it. The event is published
     /// again, saying a worker keeps it, so that the recorder waits for the worker's run instead of releasing it at its
