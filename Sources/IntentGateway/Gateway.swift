@@ -155,12 +155,17 @@ public final class Gateway: Sendable {
         return .now(answer.finish(HTTPServer.error(404, "notFound", "no such path: \(Self.printable(request.path))")))
     }
 
-    /// An API request that comes with a body, looked at before the body is read: refused at once (404, 405, 401)
-    /// when its route, method or token would refuse it anyway, so that no body is read for a client without a valid
-    /// token. Anything else (the other paths, a CORS preflight) goes on to `route`.
+    /// A request that comes with a body, looked at before the body is read, so that no body is read for a client
+    /// without a valid token: an API request is refused at once (404, 405, 401) when its route, method or token would
+    /// refuse it anyway; any other (the page, its assets, the health check, the metrics, a CORS preflight) reads no
+    /// body, and is answered from its head whenever its route answers at once.
     private func screen(_ request: HTTPRequest) -> HTTPResponse? {
+        guard !request.invalidText else { return nil }
         let segments = request.segments
-        guard segments.first == "v1", !request.invalidText, request.method != "OPTIONS" else { return nil }
+        guard segments.first == "v1", request.method != "OPTIONS" else {
+            guard case .now(let response) = route(request) else { return nil }
+            return response
+        }
         let method = request.method == "HEAD" ? "GET" : request.method
         guard case .refused(let refusal) = access(request, method: method, segments: Array(segments.dropFirst())) else { return nil }
         return Answer(route: Self.routeName(segments), started: Date(), metrics: metrics, cors: configuration.corsOrigin).finish(refusal)

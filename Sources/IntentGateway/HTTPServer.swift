@@ -585,12 +585,18 @@ public final class HTTPServer: @unchecked Sendable {
         guard let pointer = context.pointee else {
             // The first call: the headers are in, the body not yet.
             if let screen, Self.announcesBody(connection), let refusal = screen(Self.request(connection, url: url, method: method, body: [])) {
-                // libmicrohttpd sends a response queued now without reading the body, and then closes the connection.
+                // libmicrohttpd sends a response queued now without reading the body, and then closes the connection;
+                // should a version read the body all the same, the marker has it thrown away as it comes.
+                context.pointee = Self.refusedMarker
                 return queue(.response(refusal), on: connection)
             }
             let exchange = Exchange(connection: connection, settler: settler)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
             open.withLock { $0[ObjectIdentifier(exchange)] = exchange }
+            return MHD_Result.YES
+        }
+        if pointer == Self.refusedMarker {
+            uploadSize.pointee = 0
             return MHD_Result.YES
         }
         let exchange = Unmanaged<Exchange>.fromOpaque(pointer).takeUnretainedValue()
@@ -631,6 +637,7 @@ public final class HTTPServer: @unchecked Sendable {
     fileprivate func finished(_ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let pointer = context?.pointee else { return }
         context?.pointee = nil
+        if pointer == Self.refusedMarker { return }
         let exchange = Unmanaged<Exchange>.fromOpaque(pointer).takeRetainedValue()
         exchange.finished()
         _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(exchange)) }
@@ -715,6 +722,11 @@ public final class HTTPServer: @unchecked Sendable {
             method: String(cString: method), path: path ?? "", query: query.values, headers: headers, body: body,
             invalidText: path == nil || invalidHeader || query.invalid)
     }
+
+    /// The context of a connection whose request the screen refused from its head: no exchange, and whatever of the
+    /// body comes is thrown away. An address nothing else has.
+    // nonisolated(unsafe): written once, compared only, never dereferenced.
+    nonisolated(unsafe) private static let refusedMarker = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
     /// Whether the request says a body follows: a `Content-Length` over 0, or a `Transfer-Encoding` (chunked).
     private static func announcesBody(_ connection: OpaquePointer) -> Bool {

@@ -180,20 +180,26 @@ struct GatewayTests {
         let world = try await GatewaySandbox("gw-screen")
         defer { Task { await world.tearDown() } }
         try await world.start()
-        let cases: [(path: String, authorization: String?, status: Int)] = [
-            ("/v1/intents/SendMessage", nil, 401),
-            ("/v1/intents/SendMessage", "Bearer \(world.aliceToken)x", 401),
-            ("/v1/intents/x/answer", "Bearer nobody", 401),
-            ("/v1/nothing", "Bearer \(world.aliceToken)", 404),
-            ("/v1/intents", "Bearer \(world.aliceToken)", 405),
+        let cases: [(method: String, path: String, authorization: String?, status: Int)] = [
+            ("POST", "/v1/intents/SendMessage", nil, 401),
+            ("POST", "/v1/intents/SendMessage", "Bearer \(world.aliceToken)x", 401),
+            ("POST", "/v1/intents/x/answer", "Bearer nobody", 401),
+            ("POST", "/v1/nothing", "Bearer \(world.aliceToken)", 404),
+            ("POST", "/v1/intents", "Bearer \(world.aliceToken)", 405),
+            ("DELETE", "/v1/intents/x", nil, 405),
+            ("PATCH", "/v1/intents/x", "Bearer \(world.aliceToken)", 405),
+            ("POST", "/healthz", nil, 405),
+            ("POST", "/metrics", nil, 405),
+            ("PUT", "/", nil, 405),
+            ("POST", "/elsewhere", nil, 404),
         ]
-        for (path, authorization, status) in cases {
+        for (method, path, authorization, status) in cases {
             let head =
-                "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n"
+                "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n"
                 + (authorization.map { "Authorization: \($0)\r\n" } ?? "") + "\r\n"
             let reply = try RawHTTP.exchange(port: world.port, sending: Array(head.utf8), readTimeout: 20)
-            #expect(reply.text.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(reply.text)")
-            #expect(reply.closed, "\(path): the connection closes after the refusal")
+            #expect(reply.text.hasPrefix("HTTP/1.1 \(status) "), "\(method) \(path): \(reply.text)")
+            #expect(reply.closed, "\(method) \(path): the connection closes after the refusal")
         }
         // With a valid token the same request waits for its body, and is answered once it has come.
         let body = #"{"id":"gw-screened","parameters":{"recipients":["Alice Smith"],"content":"after the headers"}}"#
