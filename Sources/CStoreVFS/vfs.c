@@ -467,6 +467,10 @@ int iq_store_vfs_sync_failed(sqlite3 *db) {
     return database != NULL && database->syncFailed;
 }
 
+void *iq_store_vfs_database_file(sqlite3 *db) { return databaseFile(db); }
+
+int iq_store_vfs_file_sync_failed(void *file) { return file != NULL && ((StoreFile *)file)->syncFailed; }
+
 int iq_store_recover_log(sqlite3 *db) {
     StoreFile *database = databaseFile(db);
     if (database == NULL || !database->syncFailed) return SQLITE_OK;

@@ -61,6 +61,7 @@ public final class Database {
             // Through IntentQueue's VFS, a commit's sync (FULL's one difference from NORMAL in WAL mode) is skipped
             // when the database is not durable (see CStoreVFS.h): turning it off and on again is then no statement.
             syncsCommits = vfs != nil && iq_store_vfs_set_durable(db, 1) == SQLITE_OK
+            vfsFile = vfs != nil ? iq_store_vfs_database_file(db) : nil
         }
         try execute("PRAGMA foreign_keys=ON")
     }
@@ -130,6 +131,7 @@ public final class Database {
     /// Finalizes every statement and closes the connection. Safe to call twice.
     public func close() {
         statements = StatementCache()
+        vfsFile = nil
         if let handle {
             sqlite3_close_v2(handle)
             self.handle = nil
@@ -182,6 +184,8 @@ public final class Database {
     private var unsyncedCommits = false
     /// Whether the VFS decides this connection's commit syncs (`setDurable` is then a flag, not a pragma).
     private(set) var syncsCommits = false
+    /// The VFS's database file of this connection (nil without the VFS), asked whether a sync failed.
+    private var vfsFile: UnsafeMutableRawPointer?
 
     /// How many commits were synced on this connection, counted by the VFS, or nil without it (for tests).
     var syncedCommits: Int64? {
@@ -411,7 +415,8 @@ public final class Database {
     /// cannot be done yet (a reader's snapshot holds frames in the log, or the disk still fails), as an I/O error: what
     /// waited for the commit waits for storage. Through the VFS only; free when no sync failed.
     func recoverLogAfterAFailedSync() throws(DatabaseError) {
-        guard let handle, iq_store_vfs_sync_failed(handle) != 0 else { return }
+        // Asked of the file itself (a file control would cost a few hundred instructions a transaction).
+        guard let handle, iq_store_vfs_file_sync_failed(vfsFile) != 0 else { return }
         endReadTransaction()
         let rc = iq_store_recover_log(handle)
         guard rc == SQLITE_OK else {

@@ -58,6 +58,11 @@ int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count);
 /// commit's own sync and `iq_store_sync_log` report SQLITE_IOERR_FSYNC whatever the disk says, until then.
 int iq_store_vfs_sync_failed(sqlite3 *db);
 
+/// The database file of `db`'s main schema when it was opened through this VFS, else NULL: valid as long as the
+/// connection is open, for `iq_store_vfs_file_sync_failed`, which then asks without a file control.
+void *iq_store_vfs_database_file(sqlite3 *db);
+int iq_store_vfs_file_sync_failed(void *file);
+
 /// After a failed sync: copies every frame of `db`'s log into the database file (a TRUNCATE checkpoint, which syncs
 /// that file), cuts the log to nothing and syncs both; only then are syncs believed again. SQLITE_OK when done or
 /// when no sync failed; SQLITE_BUSY when a transaction is open on `db` or a reader's snapshot kept frames in the
