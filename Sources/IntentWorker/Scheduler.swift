@@ -63,6 +63,8 @@ public final class Scheduler: Service {
         // skipped, as a paused schedule promises). A restarted scheduler catches up on every such schedule.
         var pausedWhenRead: [String: Bool] = [:]
         var activeSince: [String: Double] = [:]
+        // The latest due time of each schedule this process submitted (or skipped, when nothing served its type).
+        var lastDue: [String: Double] = [:]
         var firstReading = true
         logger.info("scheduler starting")
         while !stopping.isRequested {
@@ -89,8 +91,9 @@ public final class Scheduler: Service {
                 }
             }
             submitting: for schedule in schedules where !schedule.paused {
-                let from = Self.countedFrom(schedule, now: now, catchUp: configuration.catchUp, seenActiveSince: activeSince[schedule.name])
-                for due in schedule.dueTimes(after: from, upTo: now) {
+                let round = Self.dueNow(
+                    schedule, now: now, catchUp: configuration.catchUp, seenActiveSince: activeSince[schedule.name], lastDue: lastDue[schedule.name])
+                for due in round.due {
                     let id = schedule.intentID(dueAt: due)
                     guard submitted[id] == nil else { continue }
                     do {
@@ -98,11 +101,18 @@ public final class Scheduler: Service {
                         connection = live
                         try publish(schedule, id: id, on: live)
                         submitted[id] = due
+                        lastDue[schedule.name] = max(lastDue[schedule.name] ?? due, due)
+                        if round.missed > 0, due == round.due.first {
+                            logger.warning(
+                                "\(round.missed) due times of \(schedule.name) passed while this scheduler could not submit, longer ago than its catch-up (\(JSONValue.formatNumber(configuration.catchUp)) s): only the latest of them is submitted",
+                                metadata: ["intent.id": id])
+                        }
                     } catch let error as AMQPError where error.kind == .unroutable {
                         // Nothing serves the type now: this due time is skipped, and said so.
                         logger.warning(
                             "no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
                         submitted[id] = due
+                        lastDue[schedule.name] = max(lastDue[schedule.name] ?? due, due)
                     } catch {
                         // Not connected: the next schedule would try again at once, each a connect timeout, and a
                         // reading or a stop would wait behind them all. Tried again in the next round.
@@ -114,6 +124,7 @@ public final class Scheduler: Service {
                 }
             }
             submitted = submitted.filter { $0.value > now - configuration.catchUp - 1 }
+            lastDue = lastDue.filter { pausedWhenRead[$0.key] != nil }
             // Until the next due time, or the next reading.
             let next = schedules.filter { !$0.paused }.compactMap { $0.dueTimes(after: now, upTo: now + configuration.refresh, limit: 1).first }.min()
             stopping.pause(max(0.001, min(readAt + configuration.refresh, next ?? .infinity) - Date().timeIntervalSince1970))
@@ -131,6 +142,29 @@ public final class Scheduler: Service {
     static func countedFrom(_ schedule: Schedule, now: Double, catchUp: Double, seenActiveSince: Double?) -> Double {
         let since = schedule.activeSince.map { $0 - 0.001 } ?? seenActiveSince ?? -.infinity
         return max(now - catchUp, since)
+    }
+
+    /// The due times of `schedule` to submit at `now`: those after `countedFrom`, and, when this scheduler submitted
+    /// one before (`lastDue`) and then could not for longer than the catch-up (the broker or the recorder was away),
+    /// the latest of the due times it missed in between, first, with how many it missed (the others are not
+    /// submitted: a schedule that runs every minute does not run an hour's runs at once after an outage). Due times
+    /// of a pause are never missed ones.
+    static func dueNow(
+        _ schedule: Schedule, now: Double, catchUp: Double, seenActiveSince: Double?, lastDue: Double?
+    ) -> (due: [Double], missed: Int) {
+        let from = countedFrom(schedule, now: now, catchUp: catchUp, seenActiveSince: seenActiveSince)
+        let due = schedule.dueTimes(after: from, upTo: now)
+        let since = schedule.activeSince.map { $0 - 0.001 } ?? seenActiveSince ?? -.infinity
+        guard let lastDue, schedule.every > 0, schedule.every.isFinite else { return (due, 0) }
+        let after = max(lastDue, since)
+        guard after < from else { return (due, 0) }
+        // The due times in (after, from], counted without listing them: starts + k × every.
+        let first = ((after - schedule.starts) / schedule.every).rounded(.down) + 1
+        let last = ((from - schedule.starts) / schedule.every).rounded(.down)
+        guard last >= max(first, 0), last.isFinite else { return (due, 0) }
+        let latest = schedule.starts + last * schedule.every
+        guard latest > after, latest <= from else { return (due, 0) }
+        return ([latest] + due, Int(min(last - max(first, 0) + 1, Double(Int.max / 2))))
     }
 
     private static func connect(_ url: BrokerURL) throws(AMQPError) -> AMQPConnection {

@@ -69,4 +69,34 @@ import Testing
         #expect(Scheduler.countedFrom(older, now: 4_620, catchUp: 60, seenActiveSince: 4_615) == 4_615)
         #expect(Scheduler.countedFrom(older, now: 4_620, catchUp: 60, seenActiveSince: nil) == 4_560)
     }
+
+    /// A scheduler that could not submit for longer than its catch-up (the broker or the recorder away for minutes)
+    /// dropped every due time of that while, without a word: a daily run due during a three-minute outage did not run
+    /// that day. It now submits the latest of the due times it missed (one, not an hour's worth of a schedule that
+    /// runs every minute), and says how many it missed; due times of a pause are not missed ones.
+    @Test func dueTimesMissedInAnOutageLongerThanTheCatchUpGiveOneRunTheLatest() {
+        let daily = Schedule(name: "daily", owner: "alice", type: "SendMessage", parameters: [:], every: 86_400, starts: 32_400, activeSince: 0)
+        // The last run this scheduler submitted was yesterday's 09:00; the broker was away from 08:59 to 09:03.
+        let yesterday = 32_400.0
+        let today = yesterday + 86_400
+        let late = Scheduler.dueNow(daily, now: today + 190, catchUp: 60, seenActiveSince: nil, lastDue: yesterday)
+        #expect(late.due == [today] && late.missed == 1, "\(late)")
+        // Without one submitted before (a scheduler just started), the catch-up alone says.
+        #expect(Scheduler.dueNow(daily, now: today + 190, catchUp: 60, seenActiveSince: nil, lastDue: nil).due.isEmpty)
+        // Within the catch-up, nothing was missed: the due time is submitted as any other.
+        let onTime = Scheduler.dueNow(daily, now: today + 30, catchUp: 60, seenActiveSince: nil, lastDue: yesterday)
+        #expect(onTime.due == [today] && onTime.missed == 0)
+        // Submitted already: nothing more.
+        #expect(Scheduler.dueNow(daily, now: today + 190, catchUp: 60, seenActiveSince: nil, lastDue: today) == ([], 0))
+
+        // Every minute, an hour away: one run for the hour's 60 missed, then the catch-up's own.
+        let minutely = Schedule(name: "minutely", owner: "alice", type: "SendMessage", parameters: [:], every: 60, starts: 0, activeSince: 0)
+        let back = Scheduler.dueNow(minutely, now: 7_230, catchUp: 60, seenActiveSince: nil, lastDue: 3_600)
+        #expect(back.due == [7_140, 7_200] && back.missed == 59, "\(back)")
+        // Resumed (or made) after the outage began: the due times before that are a pause's, not missed.
+        var resumed = minutely
+        resumed.activeSince = 7_150
+        let afterPause = Scheduler.dueNow(resumed, now: 7_230, catchUp: 60, seenActiveSince: nil, lastDue: 3_600)
+        #expect(afterPause.due == [7_200] && afterPause.missed == 0, "\(afterPause)")
+    }
 }
