@@ -170,8 +170,8 @@ public protocol OutcomeLedger: Sendable {
     ) async throws -> [KeptIntent]
 
     /// `takeDueKept`, of the intents of `types` only: workers that serve other types may share the ledger, and one
-    /// must not take (and refuse) an intent another would run. By default the kept intents of other types that
-    /// `takeDueKept` took are let go of again at once.
+    /// must not take (and refuse) an intent another would run. By default, `takeDueKept` (every type): a ledger that
+    /// keeps intents should implement this one.
     func takeDueKept(
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
         types: Set<String>
@@ -185,6 +185,9 @@ public protocol OutcomeLedger: Sendable {
 
     /// The turn of the intent the ledger keeps to run when due, if it keeps one.
     func keptTurn(of intentID: String) async throws -> Int?
+
+    /// The intent the ledger keeps to run when due, as it was kept (turn, due time, body, owner), if it keeps one.
+    func keptIntent(of intentID: String) async throws -> KeptIntent?
 
     /// Lets go of a kept intent's `turn` taken earlier, to be taken again (what its run
     /// published was lost with the broker connection).
@@ -289,20 +292,12 @@ extension OutcomeLedger {
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
     ) async throws -> [KeptIntent] { [] }
 
-    /// By default, what `takeDueKept` takes, less the intents of other types, which are let go of again.
+    /// By default what `takeDueKept` takes, of every type, as before types were asked for.
     public func takeDueKept(
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
         types: Set<String>
     ) async throws -> [KeptIntent] {
-        var served: [KeptIntent] = []
-        for intent in try await takeDueKept(by: time, taker: taker, isHeld: isHeld, limit: limit) {
-            if let type = intent.type, !types.contains(type) {
-                try await letGoKept(intent.id, turn: intent.turn)
-            } else {
-                served.append(intent)
-            }
-        }
-        return served
+        try await takeDueKept(by: time, taker: taker, isHeld: isHeld, limit: limit)
     }
 
     /// By default nothing is kept.
@@ -313,6 +308,9 @@ extension OutcomeLedger {
 
     /// By default nothing is kept.
     public func keptTurn(of intentID: String) async throws -> Int? { nil }
+
+    /// By default nothing is kept.
+    public func keptIntent(of intentID: String) async throws -> KeptIntent? { nil }
 
     /// By default nothing is kept.
     public func letGoKept(_ intentID: String, turn: Int) async throws {}
@@ -525,6 +523,11 @@ public final class InMemoryOutcomeLedger: OutcomeLedger {
     /// The turn of the intent kept, if any.
     public func keptTurn(of intentID: String) async throws -> Int? {
         kept.withLock { $0[intentID]?.intent.turn }
+    }
+
+    /// The intent kept, if any.
+    public func keptIntent(of intentID: String) async throws -> KeptIntent? {
+        kept.withLock { $0[intentID]?.intent }
     }
 
     /// Keeps the intent's turn, unless a later turn is kept (or the same one, taken).

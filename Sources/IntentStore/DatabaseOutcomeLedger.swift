@@ -249,19 +249,28 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         try await queue.read { db in try db.queryFirst("SELECT turn FROM intent_kept WHERE intent_id = ?", [.text(intentID)]) { $0.int(0) } }
     }
 
+    /// The intent kept in this database, as it was kept, if any.
+    public func keptIntent(of intentID: String) async throws -> KeptIntent? {
+        try await queue.read { db in
+            try db.queryFirst("SELECT turn, due_at, body, owner FROM intent_kept WHERE intent_id = ?", [.text(intentID)]) { row in
+                KeptIntent(id: intentID, turn: row.int(0), dueAt: row.double(1), body: Array(row.string(2).utf8), owner: row.text(3))
+            }
+        }
+    }
+
     /// Keeps the intent's turn in this database, unless a later turn is kept (or the same one, taken).
     public func keep(_ intent: KeptIntent) async throws -> Bool {
         try await queue.write { db in
             try db.run(
                 """
-                INSERT INTO intent_kept(intent_id, turn, due_at, body, owner) VALUES (?1, ?2, ?3, ?4, ?5)
+                INSERT INTO intent_kept(intent_id, turn, due_at, body, owner, type) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                 ON CONFLICT(intent_id) DO UPDATE SET turn = excluded.turn, due_at = excluded.due_at, body = excluded.body,
-                    owner = excluded.owner, taken_by = NULL, taken_at = NULL, started_at = NULL
+                    owner = excluded.owner, type = excluded.type, taken_by = NULL, taken_at = NULL, started_at = NULL
                 WHERE excluded.turn > intent_kept.turn OR (excluded.turn = intent_kept.turn AND intent_kept.taken_by IS NULL)
                 """,
                 [
                     .text(intent.id), .int(intent.turn), .real(intent.dueAt), .text(String(decoding: intent.body, as: UTF8.self)),
-                    .optional(intent.owner),
+                    .optional(intent.owner), .optional(intent.type),
                 ])
         }
         return true
@@ -288,10 +297,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int,
         types: Set<String>?
     ) async throws -> [KeptIntent] {
-        // The types as a JSON array, matched against each due row's envelope (few rows: those due and free). A body
-        // without a type is anyone's to take (and refuse), as before types were asked for.
+        // The types as a JSON array; through the type index, rows of other types (however many wait for their
+        // workers) are never read. A body without a type is anyone's to take (and refuse), as before types were asked for.
         let typeList: SQLValue =
             types.map { .text(String(decoding: JSONValue.array($0.sorted().map { .string($0) }).serialized(), as: UTF8.self)) } ?? .null
+        let ofTypes = types == nil ? "" : "AND (type IN (SELECT value FROM json_each(?5)) OR type IS NULL)"
         return try await queue.write(durable: false) { db in
             var taken: [KeptIntent] = []
             let now = Date().timeIntervalSince1970
@@ -302,12 +312,10 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 let due = try db.query(
                     """
                     SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
-                    WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3)
-                      AND CASE WHEN ?5 IS NULL OR NOT json_valid(body) OR json_type(body, '$.type') IS NOT 'text' THEN 1
-                          ELSE json_extract(body, '$.type') IN (SELECT value FROM json_each(?5)) END
+                    WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) \(ofTypes)
                     ORDER BY taken_by IS NOT NULL, due_at, intent_id LIMIT ?2 OFFSET ?4
                     """,
-                    [.real(time), .int(page), .text(taker), .int(offset), typeList]
+                    [.real(time), .int(page), .text(taker), .int(offset)] + (types == nil ? [] : [typeList])
                 ) { row in
                     (
                         intent: KeptIntent(

@@ -66,7 +66,8 @@ public enum OnceOnly {
         """
 
     /// Scheduled intents a worker saw before their time, for the workers sharing
-    /// the database to run when due; `taken_by` names the process running one, `started_at` when a run of it first began.
+    /// the database to run when due; `taken_by` names the process running one, `started_at` when a run of it first began;
+    /// `type` is its envelope's (nil when the body has none), for workers that take only the types they serve.
     static let keptSchema = """
         CREATE TABLE IF NOT EXISTS intent_kept (
             intent_id TEXT PRIMARY KEY NOT NULL,
@@ -76,10 +77,14 @@ public enum OnceOnly {
             owner TEXT,
             taken_by TEXT,
             taken_at REAL,
-            started_at REAL
+            started_at REAL,
+            type TEXT
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS intent_kept_by_due ON intent_kept(due_at);
         """
+
+    /// The kept intents by type and due time: a worker looks only at those of the types it serves.
+    static let keptTypeIndex = "CREATE INDEX IF NOT EXISTS intent_kept_by_type ON intent_kept(type, due_at)"
 
     /// Creates the once-only tables, or adds what an older version lacks. Idempotent.
     public static func prepare(_ db: Database) throws {
@@ -104,6 +109,17 @@ public enum OnceOnly {
             try db.execute(ownerSchema)
             try db.execute(slotSchema)
             try db.execute(keptSchema)
+            let kept = try db.query("PRAGMA table_info(intent_kept)") { $0.string(1) }
+            if !kept.contains("type") {
+                // Kept by an older version: the type read from each body (none from one that is not an envelope).
+                try db.execute("ALTER TABLE intent_kept ADD COLUMN type TEXT")
+                try db.execute(
+                    """
+                    UPDATE intent_kept SET type = CASE WHEN json_valid(body) AND json_type(body, '$.type') = 'text'
+                        THEN json_extract(body, '$.type') END
+                    """)
+            }
+            try db.execute(keptTypeIndex)
         }
     }
 

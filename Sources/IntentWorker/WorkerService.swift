@@ -599,13 +599,14 @@ public final class WorkerService: Service {
             // one under a deduplication key's id): the kept one runs then, as it was submitted. This one neither
             // runs now nor replaces it, or the intent would run otherwise than the store says it will.
             job.logger.info("submitted again while it is kept to run when due: the kept submission stands")
-            guard job.attempt > 1 else {
+            // The kept submission itself again (redelivered, or a retry's copy: the very body kept): its `scheduled`
+            // event may never have been confirmed (the worker died or lost its connection after keeping it), and
+            // without one the store would not know a worker keeps it, and would release it at its due time while a
+            // worker takes it too. Said again, with the kept due time (the body's own). Any other copy says nothing.
+            guard job.attempt > 1, let kept = try await ledger.keptIntent(of: job.id), kept.turn == 0, kept.body == job.delivery.body else {
                 loop.send(.ack(job.delivery.tag))
                 return
             }
-            // The kept submission itself again (redelivered, or a retry's copy): its `scheduled` event may never have
-            // been confirmed (the worker died or lost its connection after keeping it), and without one the store
-            // would not know a worker keeps it, and would release it at its due time while a worker takes it too.
             job.kept = true
             finish(PipelineOutcome(state: .scheduled), for: job)
             return

@@ -589,56 +589,50 @@ import Testing
     }
 
     /// Workers serving different types may share a ledger (the worker's own, by default one file per user): each
-    /// takes the due intents of its own types only, and what it does not serve stays for the worker that does. The
-    /// in-memory ledger, and a ledger with only the untyped `takeDueKept` (the protocol's default), do the same.
+    /// takes the due intents of its own types only, and what it does not serve stays for the worker that does; a body
+    /// without a type is anyone's. The in-memory ledger does the same, and a ledger kept by an older version (no type
+    /// column) has its rows' types read from their bodies when it is opened.
     @Test func aWorkerTakesOnlyTheKeptIntentsOfTheTypesItServes() async throws {
         func kept(_ id: String, _ type: String, at due: Double) -> KeptIntent {
             let envelope = IntentEnvelope(id: id, type: type, parameters: [:], submittedAt: 0, dueAt: due)
             return KeptIntent(id: id, turn: 0, dueAt: due, body: envelope.encoded(), owner: "alice")
         }
-        let database = try DatabaseOutcomeLedger(queue: queue())
-        let ledgers: [any OutcomeLedger] = [
-            database, InMemoryOutcomeLedger(), UntypedTakes(database: try DatabaseOutcomeLedger(queue: queue("untyped.sqlite"))),
-        ]
-        for ledger in ledgers {
+        let older = try queue("older.sqlite")
+        try older.sync { db in
+            try db.execute(
+                """
+                CREATE TABLE intent_kept (intent_id TEXT PRIMARY KEY NOT NULL, turn INTEGER NOT NULL, due_at REAL NOT NULL,
+                    body TEXT NOT NULL, owner TEXT, taken_by TEXT, taken_at REAL, started_at REAL) WITHOUT ROWID
+                """)
+            for intent in [kept("message", "SendMessage", at: 100), kept("soup", "OrderSoup", at: 90)] {
+                try db.run(
+                    "INSERT INTO intent_kept(intent_id, turn, due_at, body) VALUES (?, 0, ?, ?)",
+                    [.text(intent.id), .real(intent.dueAt), .text(String(decoding: intent.body, as: UTF8.self))])
+            }
+            try db.run("INSERT INTO intent_kept(intent_id, turn, due_at, body) VALUES ('unreadable', 0, 80, 'not an envelope')")
+        }
+        let fresh = try DatabaseOutcomeLedger(queue: queue())
+        let ledgers: [any OutcomeLedger] = [fresh, InMemoryOutcomeLedger(), try DatabaseOutcomeLedger(queue: older)]
+        for (index, ledger) in ledgers.enumerated() where index < 2 {
             #expect(try await ledger.keep(kept("message", "SendMessage", at: 100)))
             #expect(try await ledger.keep(kept("soup", "OrderSoup", at: 90)))
             var unreadable = kept("unreadable", "SendMessage", at: 80)
             unreadable.body = Array("not an envelope".utf8)
             #expect(try await ledger.keep(unreadable))
+        }
+        for ledger in ledgers {
             let free: @Sendable (String, Double) -> Bool = { _, _ in false }
             let messages = try await ledger.takeDueKept(by: 200, taker: "messages", isHeld: free, limit: 10, types: ["SendMessage"])
             #expect(messages.map(\.id).sorted() == ["message", "unreadable"], "\(type(of: ledger))")
             let soups = try await ledger.takeDueKept(
                 by: 200, taker: "soups", isHeld: { taker, _ in taker == "messages" }, limit: 10, types: ["OrderSoup"])
             #expect(soups.map(\.id) == ["soup"], "the other type's worker finds its intent free: \(type(of: ledger))")
+            #expect(try await ledger.keptIntent(of: "soup")?.dueAt == 90)
         }
-    }
-
-    /// A ledger that implements only the untyped `takeDueKept`, as one written before types were asked for.
-    final class UntypedTakes: OutcomeLedger {
-        let database: DatabaseOutcomeLedger
-        init(database: DatabaseOutcomeLedger) { self.database = database }
-        var holdsEffects: Bool { database.holdsEffects }
-        func outcome(of intentID: String) async throws -> DecidedOutcome? { try await database.outcome(of: intentID) }
-        func admit(
-            _ intentID: String, type: String, sender: Sender, turn: Int, request: IntentRequest?, confirming: [String]
-        ) async throws -> Admission {
-            try await database.admit(intentID, type: type, sender: sender, turn: turn, request: request, confirming: confirming)
+        let plan = try older.sync { db in
+            try db.query("EXPLAIN QUERY PLAN SELECT intent_id FROM intent_kept WHERE type IN ('OrderSoup') AND due_at <= 200") { $0.string(3) }
         }
-        func decide(_ intentID: String, _ outcome: DecidedOutcome, attempt: Int, by decider: Decider) async throws -> DecidedOutcome? {
-            try await database.decide(intentID, outcome, attempt: attempt, by: decider)
-        }
-        func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
-            try await database.ask(intentID, turn: turn, confirmations: confirmations, granted: granted)
-        }
-        func keep(_ intent: KeptIntent) async throws -> Bool { try await database.keep(intent) }
-        func takeDueKept(
-            by time: Double, taker: String, isHeld: @escaping @Sendable (_ taker: String, _ takenAt: Double) -> Bool, limit: Int
-        ) async throws -> [KeptIntent] {
-            try await database.takeDueKept(by: time, taker: taker, isHeld: isHeld, limit: limit)
-        }
-        func letGoKept(_ intentID: String, turn: Int) async throws { try await database.letGoKept(intentID, turn: turn) }
+        #expect(plan.contains { $0.contains("intent_kept_by_type") }, "\(plan)")
     }
 
     @Test func keptIntentsHeldByARunningWorkerNeverHideOneAWorkerThatEndedHeld() async throws {

@@ -683,6 +683,10 @@ struct WorkerServiceTests {
         #expect(events.last?.kept == true && events.last?.dueAt == due && events.last?.owner == "alice")
         #expect(await harness.acked(harness.deliver(Self.note("again", "other", dueAt: due), userID: "alice")))
         #expect(try harness.events("again").count == 2, "a second submission says nothing")
+        // Nor does a second submission delivered again (its ack lost): it is not the kept one, whose due time the
+        // store holds, and an event with its own due time would move the release.
+        #expect(await harness.acked(harness.deliver(Self.note("again", "other", dueAt: due - 1_800), userID: "alice", deliveryCount: 1)))
+        #expect(try harness.events("again").count == 2, "a second submission delivered again says nothing either")
         #expect(try harness.kept() == 1 && harness.notes("again") == 0, "kept once, and not run before it is due")
         await harness.stop()
     }
