@@ -69,7 +69,8 @@ public final class Scheduler: Service {
         logger.info("scheduler starting")
         while !stopping.isRequested {
             let now = Date().timeIntervalSince1970
-            if now - readAt >= configuration.refresh {
+            // Also when the wall clock was stepped back past the last reading: else none would come until it caught up.
+            if now - readAt >= configuration.refresh || now < readAt {
                 readAt = now
                 do {
                     let asking = try requester ?? StatusRequester(url: configuration.brokerURL, topology: configuration.topology)
@@ -127,7 +128,9 @@ public final class Scheduler: Service {
             lastDue = lastDue.filter { pausedWhenRead[$0.key] != nil }
             // Until the next due time, or the next reading.
             let next = schedules.filter { !$0.paused }.compactMap { $0.dueTimes(after: now, upTo: now + configuration.refresh, limit: 1).first }.min()
-            stopping.pause(max(0.001, min(readAt + configuration.refresh, next ?? .infinity) - Date().timeIntervalSince1970))
+            // Never longer than a reading's interval, whatever a stepped clock makes of the difference.
+            let until = min(readAt + configuration.refresh, next ?? .infinity) - Date().timeIntervalSince1970
+            stopping.pause(max(0.001, min(configuration.refresh, until)))
         }
         requester?.close()
         connection?.close()
