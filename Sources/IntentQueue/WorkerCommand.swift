@@ -74,7 +74,7 @@ public enum Worker {
 /// A worker's command line: serves the app's intents, and hosts the status recorder when asked.
 struct WorkerCommand {
     static func usage(_ tool: String) -> String {
-        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--lost-answer-grace S] [--started-event-delay S] [--retain D] [--ledger-retain D] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
+        "\(tool) [--concurrency N] [--prefetch N] [--with-recorder | --recorder-only | --scheduler-only] [--scheduler] [--heartbeat S] [--grace S] [--allow-user U]... [--operator-user U]... [--trust-user U]... [--time-limit Type=S]... [--owner-limit Type=N]... [--owner-rate Type=N/D]... [--question-ttl S] [--lost-answer-grace S] [--started-event-delay S] [--retain D] [--ledger-retain D] [--query-share F] [--metrics-file PATH [--metrics-interval S]] [--scheduling batch|normal] [--log-format human|json] [--log-level L]"
     }
 
     static func help(_ app: WorkerApp) -> String {
@@ -121,6 +121,10 @@ struct WorkerCommand {
                                 with --with-recorder, at least a day more than --retain, which the default
                                 grows to; 'forever' keeps every decision). Keep it longer than the dedupe
                                 windows producers use (intent-submit --dedupe-for, at most 30d)
+          --query-share F       the share of the recorder's time one user's remote status queries may take
+                                (intent-status, --wait, the gateway's reads): F seconds of answering a second,
+                                8 × F at once; past it the user is told to try again shortly. Operators and
+                                trusted users are not counted (default 0.25; 'off': no limit)
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
                                 (exit 73 when PATH cannot be written)
@@ -171,6 +175,7 @@ struct WorkerCommand {
     var lostAnswerGrace: Double = 300
     var startedEventDelay = WorkerConfiguration.defaultStartedEventDelay
     var retention: Double? = 7 * 86_400
+    var queryShare: Double? = 0.25
     var ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
     var metricsFile: String?
     var metricsInterval: Double = 5
@@ -183,7 +188,7 @@ struct WorkerCommand {
                 "--concurrency", "--prefetch", "--heartbeat", "--grace", "--log-format", "--log-level", "--allow-user",
                 "--operator-user", "--trust-user", "--time-limit", "--owner-limit", "--owner-rate", "--question-ttl", "--lost-answer-grace",
                 "--started-event-delay",
-                "--retain", "--ledger-retain",
+                "--retain", "--ledger-retain", "--query-share",
                 "--metrics-file",
                 "--metrics-interval", "--scheduling",
             ])
@@ -226,6 +231,20 @@ struct WorkerCommand {
                 throw UsageError("--retain applies to the recorder (--with-recorder or --recorder-only)")
             }
             retention = text == "forever" ? nil : try Arguments.duration(text, option: "--retain")
+        }
+        var queryShare: Double? = 0.25
+        if let text = try arguments.value("--query-share") {
+            guard mode != .worker, mode != .schedulerOnly else {
+                throw UsageError("--query-share applies to the recorder (--with-recorder or --recorder-only)")
+            }
+            if text == "off" {
+                queryShare = nil
+            } else {
+                guard let share = Double(text), share.isFinite, share > 0, share <= 1 else {
+                    throw UsageError("--query-share takes a share of a second over 0 and at most 1 (such as 0.25), or 'off', not '\(text)'")
+                }
+                queryShare = share
+            }
         }
         var ledgerRetention: Double? = WorkerConfiguration.defaultLedgerRetention
         if let text = try arguments.value("--ledger-retain") {
@@ -272,6 +291,7 @@ struct WorkerCommand {
             retention: retention, metricsFile: try arguments.value("--metrics-file"),
             metricsInterval: try arguments.seconds("--metrics-interval") ?? 5, scheduling: try CPUScheduling(arguments))
         command.lostAnswerGrace = try arguments.seconds("--lost-answer-grace") ?? 300
+        command.queryShare = queryShare
         command.ledgerRetention = ledgerRetention
         command.ownerLimits = ownerLimits
         command.ownerRates = ownerRates
@@ -362,6 +382,7 @@ struct WorkerCommand {
             configuration.trustedPublishers = trustedUsers
             configuration.knownTypes = servedTypes
             configuration.retention = retention
+            configuration.queryShare = queryShare
             configuration.metrics = metrics
             services.insert(StatusRecorder(configuration: configuration, logger: logger), at: 0)
         }

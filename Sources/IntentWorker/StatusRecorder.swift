@@ -54,6 +54,10 @@ public final class StatusRecorder: Service {
         public var trustedPublishers: Set<String> = []
         /// Broker users who may read every intent remotely and act on any.
         public var operators: Set<String> = []
+        /// The share of the recorder's time one user's remote status queries may take, in seconds of answering a
+        /// second, and up to eight seconds' worth at once (2 s at the default); past it, the user is told the recorder
+        /// is busy with their queries. Operators and trusted users (workers, schedulers) are not counted. nil: no limit.
+        public var queryShare: Double? = 0.25
         /// The intent types metrics name; others are counted as `other` (nil:
         /// any, up to `Metrics.maximumSeriesPerFamily` label sets).
         public var knownTypes: Set<String>?
@@ -78,10 +82,13 @@ public final class StatusRecorder: Service {
     private let logger: Logger
     private let stopping = StopRequest()
     private let tallies = SlowAnswers()
+    /// Each user's share of the time queries take (nil: no limit).
+    private let queryBudget: QueryBudget?
 
     /// A recorder with these settings; nothing is opened or connected until `run()`.
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
+        self.queryBudget = configuration.queryShare.map { QueryBudget(share: $0, burst: 8 * $0) }
         self.trustedUsers = configuration.trustedPublishers.union(configuration.brokerURL.users)
         self.logger = logger.with(["component": "recorder"])
     }
@@ -518,6 +525,17 @@ public final class StatusRecorder: Service {
             // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
             let schedulerReads = query == .schedules && isTrusted(request.userID)
             let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
+            // Each user's share of the recorder's time: operators and trusted users are not counted.
+            let counted = isOperator || isTrusted(request.userID) ? nil : queryBudget
+            let clock = ContinuousClock()
+            let started = clock.now
+            try counted?.admit(request.userID ?? "", now: Date().timeIntervalSince1970)
+            defer {
+                let took = started.duration(to: clock.now)
+                counted?.charge(
+                    request.userID ?? "", seconds: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18,
+                    now: Date().timeIntervalSince1970)
+            }
             if query == .tally {
                 result = .success(try tallies.answer(for: reader) { try query.answer(from: store.reader, writer: store, for: reader) })
             } else {

@@ -20,6 +20,26 @@ struct SecurityTests {
         try secure.sandbox.statusStore().status(id: id)
     }
 
+    /// The recorder answers remote queries on the thread that records every event: one user's queries may take only
+    /// their share of its time (`--query-share`). Past it, that user is told at once to try again later, while
+    /// another user's queries and an operator's are answered as before.
+    @Test func oneUsersQueriesTakeNoMoreThanTheirShareOfTheRecorder() async throws {
+        let secure = try await SecureSandbox("query-share")
+        defer { Task { await secure.tearDown() } }
+        // So small a share that one answer uses it up for many minutes.
+        try await secure.startServices(recorderArguments: ["--query-share", "0.000000001"])
+        let first = try await secure.status(as: secure.alice, ["list", "--remote", "--json"])
+        #expect(first.exitCode == 0, "\(first)")
+        let second = try await secure.status(as: secure.alice, ["list", "--remote", "--json"])
+        #expect(second.exitCode != 0 && second.stderr.contains("busy with \(secure.alice)'s status queries"), "\(second)")
+        let other = try await secure.status(as: secure.bob, ["list", "--remote", "--json"])
+        #expect(other.exitCode == 0, "another user has a share of their own: \(other)")
+        for _ in 0..<3 {
+            let operatorRead = try await secure.status(as: secure.operatorUser, ["list", "--remote", "--json"])
+            #expect(operatorRead.exitCode == 0, "an operator is not counted: \(operatorRead)")
+        }
+    }
+
     @Test func aConfirmationCountsOnlyAsTheAnswerToOneTheIntentAsked() async throws {
         let secure = try await SecureSandbox("confirm-skip")
         defer { Task { await secure.tearDown() } }

@@ -96,9 +96,9 @@ final class SecureSandbox: @unchecked Sendable {
 
     /// The recorder and a worker, each as its own user, trusting each other, with the operator named; the worker.
     @discardableResult
-    func startServices(workerArguments: [String] = []) async throws -> WorkerProcess {
+    func startServices(workerArguments: [String] = [], recorderArguments: [String] = []) async throws -> WorkerProcess {
         let recorder = try WorkerProcess(
-            arguments: ["--recorder-only", "--trust-user", workerUser, "--operator-user", operatorUser],
+            arguments: ["--recorder-only", "--trust-user", workerUser, "--operator-user", operatorUser] + recorderArguments,
             environment: environment(as: recorderUser), logPath: sandbox.directory.appendingPathComponent("recorder.log").path)
         processes.append(recorder)
         try await recorder.waitForConnections(1)
