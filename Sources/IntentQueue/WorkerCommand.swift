@@ -121,10 +121,10 @@ struct WorkerCommand {
                                 with --with-recorder, at least a day more than --retain, which the default
                                 grows to; 'forever' keeps every decision). Keep it longer than the dedupe
                                 windows producers use (intent-submit --dedupe-for, at most 30d)
-          --query-share F       the share of the recorder's time one user's remote status queries may take
-                                (intent-status, --wait, the gateway's reads): F seconds of answering a second,
-                                8 × F at once; past it the user is told to try again shortly. Operators and
-                                trusted users are not counted (default 0.25; 'off': no limit)
+          --query-share F       the share of the recorder's time one user's costly remote queries may take
+                                (lists, dead letters, tallies, deletes; never a lookup of one intent): F seconds
+                                of answering a second, 8 × F at once; past it the user is told to try again
+                                shortly. Operators and trusted users are not counted (default 0.25; 'off')
           --metrics-file PATH   write Prometheus text metrics to PATH (atomically), for node_exporter's
                                 textfile collector: intents by outcome, handle durations, queue depths
                                 (exit 73 when PATH cannot be written)

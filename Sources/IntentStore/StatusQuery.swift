@@ -90,6 +90,15 @@ public enum StatusQuery: Sendable, Hashable {
     /// The largest answer the recorder sends; a larger one is refused with an error.
     public static let maximumReplyBytes = 8 << 20
 
+    /// Whether answering may cost the recorder real time (many rows read, counted or deleted): a list, the dead
+    /// letters, a tally, a delete. The recorder holds each user's costly queries to a share of its time.
+    public var isCostly: Bool {
+        switch self {
+        case .list, .dead, .tally, .delete: true
+        default: false
+        }
+    }
+
     /// The request body: UTF-8 JSON, as `decode(_:)` reads it.
     public var encoded: [UInt8] {
         var object: [String: JSONValue]

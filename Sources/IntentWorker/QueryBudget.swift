@@ -1,13 +1,14 @@
 import Foundation
 import Synchronization
 
-/// How much of the recorder's time each user's remote status queries may take. The recorder answers them on the
-/// thread that records every event, so one user asking for `list --limit 10000` over and over would slow recording and
-/// everyone else's reads. Each user has a balance of answering time that fills at `share` seconds a second up to
-/// `burst` seconds; an answer's time is taken from it once it is made. A user whose balance has run out is told at once
-/// that the recorder is busy with their queries, and when to ask again, without the query being run.
+/// How much of the recorder's time each user's costly remote status queries (`StatusQuery.isCostly`) may take. The
+/// recorder answers them on the thread that records every event, so one user asking for `list --limit 1000` over and
+/// over would slow recording and everyone else's reads. Each user has a balance of answering time that fills at `share`
+/// seconds a second up to `burst` seconds; an answer's time is taken from it once it is made. A user whose balance has
+/// run out is told at once that the recorder is busy with their queries, and when to ask again, without the query
+/// being run. Times are on a monotonic clock (seconds of uptime), given by the caller.
 final class QueryBudget: Sendable {
-    /// The refusal a user past their budget gets (a failure the tools and the gateway say is worth trying again).
+    /// The refusal a user past their budget gets: the tools exit 69 (unavailable: try again later), the gateway answers 503.
     struct Exceeded: Error, CustomStringConvertible {
         var user: String
         var retryAfter: Double

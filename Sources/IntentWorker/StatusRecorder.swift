@@ -406,6 +406,8 @@ public final class StatusRecorder: Service {
                     // own status events (its permissions name the exchange, and so the queue of the same name), and
                     // each would otherwise cost a flush and a warning.
                     guard delivery.exchange == configuration.topology.statusRequestExchange else { continue }
+                    // A user past their share is told so before anything is written for the request.
+                    if try refusedForItsShare(delivery, on: connection) { continue }
                     // What was read so far is written first, held submissions too, so the answer is at least as new
                     // as the request.
                     try flush(all: true)
@@ -512,11 +514,13 @@ public final class StatusRecorder: Service {
             logger.warning("ignoring a status request without a direct reply-to address", metadata: ["amqp.reply_to": request.replyTo ?? ""])
             return
         }
+        let started = ProcessInfo.processInfo.systemUptime
+        var counted: QueryBudget?
         let result: Result<StatusQuery.Answer, any Error>
         do {
             // The broker verified the requester's user: others' intents are not theirs to read.
             // The recorder's own user acts as an operator here, as it does everywhere else in the recorder.
-            let isOperator = request.userID.map { configuration.operators.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
+            let isOperator = isOperator(request.userID)
             let query = try StatusQuery.decode(request.body)
             guard unwritten == 0 else {
                 throw StatusStoreBehind(
@@ -525,17 +529,7 @@ public final class StatusRecorder: Service {
             // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
             let schedulerReads = query == .schedules && isTrusted(request.userID)
             let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
-            // Each user's share of the recorder's time: operators and trusted users are not counted.
-            let counted = isOperator || isTrusted(request.userID) ? nil : queryBudget
-            let clock = ContinuousClock()
-            let started = clock.now
-            try counted?.admit(request.userID ?? "", now: Date().timeIntervalSince1970)
-            defer {
-                let took = started.duration(to: clock.now)
-                counted?.charge(
-                    request.userID ?? "", seconds: Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18,
-                    now: Date().timeIntervalSince1970)
-            }
+            counted = budget(for: query, from: request.userID)
             if query == .tally {
                 result = .success(try tallies.answer(for: reader) { try query.answer(from: store.reader, writer: store, for: reader) })
             } else {
@@ -544,10 +538,44 @@ public final class StatusRecorder: Service {
         } catch {
             result = .failure(error)
         }
+        let body = StatusQuery.reply(result)
+        // The answer's time, its encoding included, is taken from the requester's share.
+        let now = ProcessInfo.processInfo.systemUptime
+        counted?.charge(request.userID ?? "", seconds: now - started, now: now)
         try connection.publish(
-            OutgoingMessage(
-                exchange: "", routingKey: replyTo, body: StatusQuery.reply(result), persistent: false,
-                correlationID: request.correlationID))
+            OutgoingMessage(exchange: "", routingKey: replyTo, body: body, persistent: false, correlationID: request.correlationID))
+    }
+
+    /// Whether `user` may act on any intent here: an operator, or the recorder's own user.
+    private func isOperator(_ user: String?) -> Bool {
+        user.map { configuration.operators.contains($0) || configuration.brokerURL.users.contains($0) } ?? false
+    }
+
+    /// The budget a query of `user`'s is counted against: only the queries that may cost the recorder real time (a
+    /// list, the dead letters, a tally, a delete), and not an operator's or a trusted user's. A lookup of one intent
+    /// (what `--wait` and the gateway's waits read) is never refused: it costs microseconds, and refusing it would
+    /// leave a waiting client without the outcome of an intent that was submitted.
+    private func budget(for query: StatusQuery, from user: String?) -> QueryBudget? {
+        guard let queryBudget, query.isCostly, !isOperator(user), !isTrusted(user) else { return nil }
+        return queryBudget
+    }
+
+    /// A request refused before anything is written or read for it: a costly query of a user whose share of the
+    /// recorder's time has run out. Answered at once that the recorder is busy with their queries; nil when it goes on.
+    private func refusedForItsShare(_ request: Delivery, on connection: AMQPConnection) throws -> Bool {
+        guard let replyTo = request.replyTo, replyTo.hasPrefix(Topology.directReplyTo),
+            let query = try? StatusQuery.decode(request.body), let budget = budget(for: query, from: request.userID)
+        else { return false }
+        do {
+            try budget.admit(request.userID ?? "", now: ProcessInfo.processInfo.systemUptime)
+            return false
+        } catch {
+            try connection.publish(
+                OutgoingMessage(
+                    exchange: "", routingKey: replyTo, body: StatusQuery.reply(.failure(error)), persistent: false,
+                    correlationID: request.correlationID))
+            return true
+        }
     }
 
     /// Tallies that were slow to count (a whole large store's, an operator's), kept for a short while: a dashboard

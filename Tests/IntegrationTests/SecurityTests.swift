@@ -20,9 +20,9 @@ struct SecurityTests {
         try secure.sandbox.statusStore().status(id: id)
     }
 
-    /// The recorder answers remote queries on the thread that records every event: one user's queries may take only
-    /// their share of its time (`--query-share`). Past it, that user is told at once to try again later, while
-    /// another user's queries and an operator's are answered as before.
+    /// The recorder answers remote queries on the thread that records every event: one user's costly queries may take
+    /// only their share of its time (`--query-share`). Past it, that user is told at once to try again later, while
+    /// their lookups of one intent, another user's queries and an operator's are answered as before.
     @Test func oneUsersQueriesTakeNoMoreThanTheirShareOfTheRecorder() async throws {
         let secure = try await SecureSandbox("query-share")
         defer { Task { await secure.tearDown() } }
@@ -32,6 +32,9 @@ struct SecurityTests {
         #expect(first.exitCode == 0, "\(first)")
         let second = try await secure.status(as: secure.alice, ["list", "--remote", "--json"])
         #expect(second.exitCode != 0 && second.stderr.contains("busy with \(secure.alice)'s status queries"), "\(second)")
+        // A lookup of one intent (what --wait reads) is never refused.
+        let lookup = try await secure.status(as: secure.alice, ["never-submitted", "--remote", "--json"])
+        #expect(lookup.exitCode != 69 && !lookup.stderr.contains("busy"), "\(lookup)")
         let other = try await secure.status(as: secure.bob, ["list", "--remote", "--json"])
         #expect(other.exitCode == 0, "another user has a share of their own: \(other)")
         for _ in 0..<3 {
