@@ -462,11 +462,6 @@ int iq_store_sync_log(sqlite3 *db) {
     return rc;
 }
 
-int iq_store_vfs_sync_failed(sqlite3 *db) {
-    StoreFile *database = databaseFile(db);
-    return database != NULL && database->syncFailed;
-}
-
 void *iq_store_vfs_database_file(sqlite3 *db) { return databaseFile(db); }
 
 int iq_store_vfs_file_sync_failed(void *file) { return file != NULL && ((StoreFile *)file)->syncFailed; }

@@ -405,7 +405,7 @@ public final class Database {
     /// Whether a sync of the database or its log failed, and the log has not been recovered since (see
     /// `recoverLogAfterAFailedSync`); always false without the VFS.
     var logSyncFailed: Bool {
-        handle.map { iq_store_vfs_sync_failed($0) != 0 } ?? false
+        handle != nil && iq_store_vfs_file_sync_failed(vfsFile) != 0
     }
 
     /// After a failed sync, before anything else is written: on Linux a failed `fsync` may drop the pages it was

@@ -299,9 +299,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     ) async throws -> [KeptIntent] {
         // The types as a JSON array; through the type index, rows of other types (however many wait for their
         // workers) are never read. A body without a type is anyone's to take (and refuse), as before types were asked for.
-        let typeList: SQLValue =
-            types.map { .text(String(decoding: JSONValue.array($0.sorted().map { .string($0) }).serialized(), as: UTF8.self)) } ?? .null
-        let ofTypes = types == nil ? "" : "AND (type IN (SELECT value FROM json_each(?5)) OR type IS NULL)"
+        let ofTypes: (sql: String, bindings: [SQLValue]) =
+            types.map { types in
+                let list = JSONValue.array(types.sorted().map { .string($0) }).serialized()
+                return ("AND (type IN (SELECT value FROM json_each(?5)) OR type IS NULL)", [.text(String(decoding: list, as: UTF8.self))])
+            } ?? ("", [])
         return try await queue.write(durable: false) { db in
             var taken: [KeptIntent] = []
             let now = Date().timeIntervalSince1970
@@ -312,10 +314,10 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 let due = try db.query(
                     """
                     SELECT intent_id, turn, due_at, body, owner, taken_by, started_at, taken_at FROM intent_kept
-                    WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) \(ofTypes)
+                    WHERE due_at <= ?1 AND (taken_by IS NULL OR taken_by != ?3) \(ofTypes.sql)
                     ORDER BY taken_by IS NOT NULL, due_at, intent_id LIMIT ?2 OFFSET ?4
                     """,
-                    [.real(time), .int(page), .text(taker), .int(offset)] + (types == nil ? [] : [typeList])
+                    [.real(time), .int(page), .text(taker), .int(offset)] + ofTypes.bindings
                 ) { row in
                     (
                         intent: KeptIntent(

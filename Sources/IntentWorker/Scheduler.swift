@@ -101,8 +101,6 @@ public final class Scheduler: Service {
                         let live = try connection ?? Self.connect(configuration.brokerURL)
                         connection = live
                         try publish(schedule, id: id, on: live)
-                        submitted[id] = due
-                        lastDue[schedule.name] = max(lastDue[schedule.name] ?? due, due)
                         if round.missed > 0, due == round.due.first {
                             logger.warning(
                                 "\(round.missed) due times of \(schedule.name) passed while this scheduler could not submit, longer ago than its catch-up (\(JSONValue.formatNumber(configuration.catchUp)) s): only the latest of them is submitted",
@@ -112,8 +110,6 @@ public final class Scheduler: Service {
                         // Nothing serves the type now: this due time is skipped, and said so.
                         logger.warning(
                             "no worker serves \(schedule.type): the intent of \(schedule.name) due now is not submitted", metadata: ["intent.id": id])
-                        submitted[id] = due
-                        lastDue[schedule.name] = max(lastDue[schedule.name] ?? due, due)
                     } catch {
                         // Not connected: the next schedule would try again at once, each a connect timeout, and a
                         // reading or a stop would wait behind them all. Tried again in the next round.
@@ -122,6 +118,9 @@ public final class Scheduler: Service {
                         connection = nil
                         break submitting
                     }
+                    // Submitted, or skipped as unserved: not submitted again, and counted from in an outage.
+                    submitted[id] = due
+                    lastDue[schedule.name] = max(lastDue[schedule.name] ?? due, due)
                 }
             }
             submitted = submitted.filter { $0.value > now - configuration.catchUp - 1 }

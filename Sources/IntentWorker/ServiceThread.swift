@@ -14,11 +14,11 @@ final class StopRequest: Sendable {
     /// Sleeps up to `seconds`, looking every 50 ms whether a stop was requested. Timed on the monotonic clock: a wall
     /// clock stepped back during the pause does not make it longer.
     func pause(_ seconds: Double) {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .milliseconds(Int64((max(0, min(seconds, 86_400)) * 1_000).rounded(.up))))
-        while !isRequested, clock.now < deadline {
-            let left = clock.now.duration(to: deadline)
-            Thread.sleep(forTimeInterval: min(0.05, max(0, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)))
+        let deadline = ProcessInfo.processInfo.systemUptime + max(0, min(seconds, 86_400))
+        while !isRequested {
+            let left = deadline - ProcessInfo.processInfo.systemUptime
+            guard left > 0 else { return }
+            Thread.sleep(forTimeInterval: min(0.05, left))
         }
     }
 }

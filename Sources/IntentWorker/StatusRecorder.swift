@@ -406,15 +406,31 @@ public final class StatusRecorder: Service {
                     // own status events (its permissions name the exchange, and so the queue of the same name), and
                     // each would otherwise cost a flush and a warning.
                     guard delivery.exchange == configuration.topology.statusRequestExchange else { continue }
-                    // A user past their share is told so before anything is written for the request.
-                    if try refusedForItsShare(delivery, on: connection) { continue }
+                    // Only to a direct reply-to address: an answer routed to any other queue (intents.work, say)
+                    // would be a message put where it does not belong.
+                    guard let replyTo = delivery.replyTo, replyTo.hasPrefix(Topology.directReplyTo) else {
+                        logger.warning(
+                            "ignoring a status request without a direct reply-to address", metadata: ["amqp.reply_to": delivery.replyTo ?? ""])
+                        continue
+                    }
+                    let query = Result { () throws(StatusQuery.Invalid) in try StatusQuery.decode(delivery.body) }
+                    let counted = (try? query.get()).flatMap { budget(for: $0, from: delivery.userID) }
+                    do {
+                        // A user past their share is told so before anything is written for the request.
+                        try counted?.admit(delivery.userID ?? "", now: ProcessInfo.processInfo.systemUptime)
+                    } catch {
+                        try reply(.failure(error), to: delivery, at: replyTo, on: connection)
+                        continue
+                    }
                     // What was read so far is written first, held submissions too, so the answer is at least as new
                     // as the request.
                     try flush(all: true)
                     // A store that refuses writes (a full disk, say) kept what was read from being written: an answer
                     // from it may say "unknown" of a submission the broker confirmed. It says the store is behind instead.
                     let unwritten = storeRetryAt == nil ? 0 : batch.count + hold.count
-                    try answer(delivery, from: store, on: connection, unwritten: unwritten)
+                    let started = ProcessInfo.processInfo.systemUptime
+                    let result = answer(query, of: delivery.userID, from: store, unwritten: unwritten)
+                    try reply(result, to: delivery, at: replyTo, on: connection, charging: counted, since: started)
                     continue
                 }
                 let previous = lastTag
@@ -506,42 +522,41 @@ public final class StatusRecorder: Service {
         }
     }
 
-    /// Answers one remote status query on its `reply_to`.
-    private func answer(_ request: Delivery, from store: StatusStore, on connection: AMQPConnection, unwritten: Int = 0) throws {
-        // Only to a direct reply-to address: an answer routed to any other queue
-        // (intents.work, say) would be a message put where it does not belong.
-        guard let replyTo = request.replyTo, replyTo.hasPrefix(Topology.directReplyTo) else {
-            logger.warning("ignoring a status request without a direct reply-to address", metadata: ["amqp.reply_to": request.replyTo ?? ""])
-            return
-        }
-        let started = ProcessInfo.processInfo.systemUptime
-        var counted: QueryBudget?
-        let result: Result<StatusQuery.Answer, any Error>
+    /// The answer to one remote status query of `user`'s.
+    private func answer(
+        _ query: Result<StatusQuery, StatusQuery.Invalid>, of user: String?, from store: StatusStore, unwritten: Int
+    ) -> Result<StatusQuery.Answer, any Error> {
         do {
-            // The broker verified the requester's user: others' intents are not theirs to read.
-            // The recorder's own user acts as an operator here, as it does everywhere else in the recorder.
-            let isOperator = isOperator(request.userID)
-            let query = try StatusQuery.decode(request.body)
+            let query = try query.get()
             guard unwritten == 0 else {
                 throw StatusStoreBehind(
                     description: "the status store cannot be written now: \(unwritten) recorded updates wait for it; try again later")
             }
-            // A scheduler (a worker's user, trusted) reads every schedule, to submit their intents as their owners'.
-            let schedulerReads = query == .schedules && isTrusted(request.userID)
-            let reader = StatusQuery.Reader(user: request.userID, isOperator: isOperator || schedulerReads)
-            counted = budget(for: query, from: request.userID)
+            // The broker verified the requester's user: others' intents are not theirs to read. The recorder's own user
+            // acts as an operator here, as it does everywhere else in the recorder; a scheduler (a worker's user,
+            // trusted) reads every schedule, to submit their intents as their owners'.
+            let schedulerReads = query == .schedules && isTrusted(user)
+            let reader = StatusQuery.Reader(user: user, isOperator: isOperator(user) || schedulerReads)
             if query == .tally {
-                result = .success(try tallies.answer(for: reader) { try query.answer(from: store.reader, writer: store, for: reader) })
-            } else {
-                result = .success(try query.answer(from: store.reader, writer: store, for: reader))
+                return .success(try tallies.answer(for: reader) { try query.answer(from: store.reader, writer: store, for: reader) })
             }
+            return .success(try query.answer(from: store.reader, writer: store, for: reader))
         } catch {
-            result = .failure(error)
+            return .failure(error)
         }
+    }
+
+    /// Publishes `result` to the request's direct reply-to address; with `charging`, the time since `started` (the
+    /// answer and its encoding) is taken from the requester's share.
+    private func reply(
+        _ result: Result<StatusQuery.Answer, any Error>, to request: Delivery, at replyTo: String, on connection: AMQPConnection,
+        charging counted: QueryBudget? = nil, since started: Double = 0
+    ) throws {
         let body = StatusQuery.reply(result)
-        // The answer's time, its encoding included, is taken from the requester's share.
-        let now = ProcessInfo.processInfo.systemUptime
-        counted?.charge(request.userID ?? "", seconds: now - started, now: now)
+        if let counted {
+            let now = ProcessInfo.processInfo.systemUptime
+            counted.charge(request.userID ?? "", seconds: now - started, now: now)
+        }
         try connection.publish(
             OutgoingMessage(exchange: "", routingKey: replyTo, body: body, persistent: false, correlationID: request.correlationID))
     }
@@ -558,24 +573,6 @@ public final class StatusRecorder: Service {
     private func budget(for query: StatusQuery, from user: String?) -> QueryBudget? {
         guard let queryBudget, query.isCostly, !isOperator(user), !isTrusted(user) else { return nil }
         return queryBudget
-    }
-
-    /// A request refused before anything is written or read for it: a costly query of a user whose share of the
-    /// recorder's time has run out. Answered at once that the recorder is busy with their queries; nil when it goes on.
-    private func refusedForItsShare(_ request: Delivery, on connection: AMQPConnection) throws -> Bool {
-        guard let replyTo = request.replyTo, replyTo.hasPrefix(Topology.directReplyTo),
-            let query = try? StatusQuery.decode(request.body), let budget = budget(for: query, from: request.userID)
-        else { return false }
-        do {
-            try budget.admit(request.userID ?? "", now: ProcessInfo.processInfo.systemUptime)
-            return false
-        } catch {
-            try connection.publish(
-                OutgoingMessage(
-                    exchange: "", routingKey: replyTo, body: StatusQuery.reply(.failure(error)), persistent: false,
-                    correlationID: request.correlationID))
-            return true
-        }
     }
 
     /// Tallies that were slow to count (a whole large store's, an operator's), kept for a short while: a dashboard

@@ -53,14 +53,13 @@ int iq_store_sync_log(sqlite3 *db);
 /// Makes the next `count` syncs of `db`'s log fail with SQLITE_IOERR_FSYNC, as a failing disk would (for tests).
 int iq_store_vfs_fail_log_syncs(sqlite3 *db, int count);
 
-/// Whether a sync of `db`'s database or log failed since its log was last recovered (`iq_store_recover_log`).
-/// On Linux a failed `fsync` may drop the pages it was writing while a later one succeeds, so once one failed, a
-/// commit's own sync and `iq_store_sync_log` report SQLITE_IOERR_FSYNC whatever the disk says, until then.
-int iq_store_vfs_sync_failed(sqlite3 *db);
-
 /// The database file of `db`'s main schema when it was opened through this VFS, else NULL: valid as long as the
-/// connection is open, for `iq_store_vfs_file_sync_failed`, which then asks without a file control.
+/// connection is open, for `iq_store_vfs_file_sync_failed`.
 void *iq_store_vfs_database_file(sqlite3 *db);
+
+/// Whether a sync of that database or its log failed since its log was last recovered (`iq_store_recover_log`); 0 for
+/// NULL. On Linux a failed `fsync` may drop the pages it was writing while a later one succeeds, so once one failed,
+/// a commit's own sync and `iq_store_sync_log` report SQLITE_IOERR_FSYNC whatever the disk says, until then.
 int iq_store_vfs_file_sync_failed(void *file);
 
 /// After a failed sync: copies every frame of `db`'s log into the database file (a TRUNCATE checkpoint, which syncs
