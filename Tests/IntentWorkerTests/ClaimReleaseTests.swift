@@ -136,6 +136,73 @@ struct ClaimReleaseTests {
         }
     }
 
+    /// "Ring them now", which asks who first when told "?", or finds the line busy (a retry) when told "busy".
+    struct RingOrAskHandler: IntentHandler {
+        let rings: Rings
+
+        func resolve(_ intent: Ring, context: IntentContext) async throws {
+            if intent.whom == "?" { throw intent.$whom.needsValue() }
+        }
+
+        func handle(_ intent: Ring, context: IntentContext) async throws -> IntentResponse {
+            if intent.whom == "busy" { throw TransientFailure("the line is busy") }
+            rings.count.withLock { $0 += 1 }
+            return .success("rang")
+        }
+    }
+
+    /// The worker's own ledger on file, holding the claim of a run (attempt 1) whose worker died after a cancel by
+    /// its owner was noted, twenty minutes ago: past the claim's lifetime.
+    static func ledgerWithADeadRunCanceled(_ id: String) async throws -> DatabaseOutcomeLedger {
+        let ledger = try DatabaseOutcomeLedger(path: NSTemporaryDirectory() + "takeover-\(UUID().uuidString).sqlite")
+        let alice = Sender(user: "alice")
+        _ = try await ledger.admit(id, type: Ring.typeName, sender: alice, turn: 0, request: nil, confirming: [])
+        #expect(try await ledger.claim(id, attempt: 1) == nil)
+        #expect(try await ledger.decide(id, .canceled("stop"), attempt: 1, by: .cancel) == nil)
+        try await ledger.queue.write { db in
+            try db.run("UPDATE intent_pending SET updated_at = updated_at - 1200, claim_until = claim_until - 1200")
+        }
+        return ledger
+    }
+
+    /// The submission redelivered (its worker died holding it) to a worker of `handler` on `ledger`; its status events.
+    static func redeliver(_ ring: IntentEnvelope, to handler: RingOrAskHandler, ledger: DatabaseOutcomeLedger) async throws -> [StatusEvent] {
+        let (worker, transport) = try Self.worker(handler, ledger: ledger)
+        let running = Task { try await worker.run() }
+        let tag = transport.deliver(
+            body: ring.encoded(), routingKey: Ring.typeName, messageID: ring.id, type: Ring.typeName, userID: "alice", deliveryCount: 1)
+        #expect(await transport.wait { $0.acked.contains(tag) })
+        worker.stop()
+        _ = await running.result
+        return try transport.published.filter { $0.exchange == "intents.status" && $0.messageID == ring.id }.map {
+            try StatusEvent.decode($0.body)
+        }
+    }
+
+    /// The run that takes over a dead run's claim would ask a question, or wait for a retry: the cancel noted during
+    /// the dead run ends it `canceled` instead.
+    @Test(arguments: ["?", "busy"])
+    func aRunThatTakesOverADeadRunsClaimEndsCanceledWhenItWouldAskOrRetry(whom: String) async throws {
+        let ledger = try await Self.ledgerWithADeadRunCanceled("t")
+        let ring = IntentEnvelope(id: "t", type: Ring.typeName, parameters: ["whom": .string(whom)], submittedAt: 0)
+        let events = try await Self.redeliver(ring, to: RingOrAskHandler(rings: Rings()), ledger: ledger)
+        #expect(events.last?.state == .canceled, "\(events.map(\.state))")
+        #expect(!events.contains { $0.state == .needsInput }, "no question is asked of a canceled intent")
+        #expect(try await ledger.outcome(of: "t")?.state == .canceled)
+    }
+
+    /// A redelivery to a worker that never heard of the cancel (the cancel went to another worker): the dead run ended
+    /// without an outcome, so the cancel noted during it holds, and the handler is not run a second time.
+    @Test func aRunThatTakesOverADeadRunsClaimThatWasCanceledDoesNotRunTheHandler() async throws {
+        let rings = Rings()
+        let ledger = try await Self.ledgerWithADeadRunCanceled("h")
+        let ring = IntentEnvelope(id: "h", type: Ring.typeName, parameters: ["whom": "Bob"], submittedAt: 0)
+        let events = try await Self.redeliver(ring, to: RingOrAskHandler(rings: rings), ledger: ledger)
+        #expect(events.last?.state == .canceled, "\(events.map(\.state))")
+        #expect(rings.count.withLock { $0 } == 0, "the handler did not run again after the cancel")
+        #expect(try await ledger.outcome(of: "h")?.state == .canceled)
+    }
+
     /// A call placed, then its outcome not recorded (the ledger busy for a moment): the handler has acted, and must
     /// not act again. The worker waits the failure out with the delivery held, and publishes the outcome; before,
     /// the delivery went round a retry queue, and its next delivery found the run's claim, waited for it to go
