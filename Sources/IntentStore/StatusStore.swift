@@ -881,18 +881,26 @@ public final class StatusStore {
     /// may both have come, and the first recorded is not always the one the ledger took. Applied when the row shows
     /// the event's outcome at the event's turn, and is the event's owner's (an outcome not applied, because another
     /// event of the same outcome came first — the standing outcome published again by the losing answer's run —
-    /// still says which answer reached it).
+    /// still says which answer reached it). An outcome (terminal) is applied at a later turn too: the ledger lets an
+    /// answer to an older question decide after another answer's run asked again and the user answered that (the
+    /// row moved to the newer turn, with that answer's parameters), and only the run that recorded the outcome says
+    /// `answered`, so these are the parameters the intent ran with.
     private func recordAnswered(_ answered: StatusEvent.Answered, of event: StatusEvent, turn: Int, now: Double, in db: Database) throws {
         try db.run(
             """
-            UPDATE intent_status SET parameters = coalesce(?3, parameters), confirmed = ?4
-            WHERE id = ?1 AND turn = ?2 AND type = ?5 AND coalesce(owner, '') = coalesce(?6, '')
+            UPDATE intent_status SET parameters = coalesce(?3, parameters), confirmed = ?4,
+                -- The outcome's own resolutions and view: the row may show an earlier question's, when the standing
+                -- outcome published again by another run (with none) was applied first.
+                resolutions = CASE WHEN ?9 = 1 THEN coalesce(?10, resolutions) ELSE resolutions END,
+                view = CASE WHEN ?9 = 1 THEN coalesce(?11, view) ELSE view END
+            WHERE id = ?1 AND (turn = ?2 OR (?9 = 1 AND turn > ?2)) AND type = ?5 AND coalesce(owner, '') = coalesce(?6, '')
               AND state = ?7 AND coalesce(response_code, '') = coalesce(?8, '')
             """,
             [
                 .text(event.id), .int(turn), .optional(answered.parameters.map { JSONValue.object($0).jsonString }),
                 .optional(answered.confirmed.flatMap { $0.isEmpty ? nil : JSONValue.array($0.map(JSONValue.string)).jsonString }),
                 .text(event.type), .optional(event.owner), .text(event.state.rawValue), .optional(event.response?.code),
+                .int(event.state.isTerminal ? 1 : 0), .optional(Self.storedResolutions(event)), .optional(event.view),
             ])
         guard db.changes > 0 else { return }
         try db.run(

@@ -271,6 +271,54 @@ import Testing
         #expect(try shown("again").answer == ["recipients": ["Jeff"]])
     }
 
+    /// Two answers to the question of turn 0: the first one's run asks again (turn 1) and the user answers that
+    /// (turn 2), then the other answer's run (it waited in a retry queue behind the first's claim, or its handler
+    /// was slow) decides. The ledger lets it: a run decides unless an outcome stands, whatever question was asked
+    /// since. The store had moved the row to turn 2 with that answer's parameters, and `recordAnswered` matched only
+    /// the row's own turn: it showed the success of the turn-1 run with the turn-2 parameters (and, in the history,
+    /// the first answer to turn 0), which the intent never ran with. Both orders the recorder may read the events in.
+    @Test func anOutcomeReachedByAnAnswerToAnOlderQuestionShowsThatAnswersParameters() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        func answer(_ id: String, turn: Int, _ recipient: String) -> IntentEnvelope {
+            IntentEnvelope(
+                id: id, type: "SendMessage", parameters: ["content": "hi", "recipients": [.string(recipient)]], submittedAt: 1_000,
+                turn: turn, answers: ["recipients": [.string(recipient)]])
+        }
+        func answered(_ recipient: String) -> StatusEvent.Answered {
+            .init(answer: ["recipients": [.string(recipient)]], parameters: ["content": "hi", "recipients": [.string(recipient)]], confirmed: [])
+        }
+        func event(_ id: String, _ state: IntentState, turn: Int, answered: StatusEvent.Answered? = nil, view: String? = nil) -> StatusStore.Update {
+            .event(
+                StatusEvent(
+                    id: id, type: "SendMessage", state: state, at: 1_000, attempt: 1,
+                    response: state.isTerminal ? IntentResponse(code: "success") : nil,
+                    resolutions: state == .needsInput ? [ParameterResolution("recipients", .needsValue, prompt: "To whom?")] : nil,
+                    turn: turn, owner: "alice", view: view, answered: answered))
+        }
+        for (id, republishedFirst) in [("decider-first", false), ("republish-first", true)] {
+            try store.record([.queued(Self.envelope(id, parameters: ["content": "hi"]), by: alice)], now: 1_000)
+            try store.record([event(id, .needsInput, turn: 0, view: "To: ?")], now: 1_001)
+            // Jeff's answer to turn 0 is recorded; its run asks again at turn 1; the user answers that with Jeff Chen.
+            try store.record([.queued(answer(id, turn: 1, "Jeff"), by: alice)], now: 1_002)
+            try store.record([event(id, .needsInput, turn: 1, answered: answered("Jeff"), view: "To: Jeff?")], now: 1_003)
+            try store.record([.queued(answer(id, turn: 2, "Jeff Chen"), by: alice)], now: 1_004)
+            #expect(try store.reader.status(id: id)?.parameters?["recipients"] == ["Jeff Chen"], "the answer recorded, until an outcome says")
+            if republishedFirst {
+                // Jeff Chen's run finds the outcome decided and publishes it as it stands (nothing of its own), first.
+                try store.record([event(id, .success, turn: 2)], now: 1_005)
+            }
+            // Alice's answer to turn 0 is the one that ran, and decided.
+            try store.record([event(id, .success, turn: 1, answered: answered("Alice"), view: "To: Alice")], now: 1_006)
+            let status = try #require(try store.reader.status(id: id))
+            #expect(status.state == .success)
+            #expect(status.parameters?["recipients"] == ["Alice"], "\(id): the parameters the intent ran with")
+            #expect(status.history?.first?.answer == ["recipients": ["Alice"]], "\(id): the answer to turn 0 that reached it")
+            #expect(status.view == "To: Alice", "\(id): the deciding run's view, not the question's")
+            #expect(try store.reader.conflictCount() == 0)
+        }
+    }
+
     /// A dead-lettered answer was recorded as the intent's failure while its ledger still waited for an answer: the
     /// store said `failure` of an intent no worker had ended (and could still end another way). Now the row stays at
     /// the answer's turn, and once nothing has been heard of it for a while (time for an operator to requeue the

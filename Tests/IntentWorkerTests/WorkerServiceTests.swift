@@ -906,6 +906,50 @@ struct WorkerServiceTests {
         #expect(try harness.events("full").map(\.state) == [.inProgress], "no outcome: nothing was decided")
         await harness.stop()
     }
+    /// Through the real worker and ledger: two answers to the first question, one of which leaves the text out (its
+    /// run asks again); the user answers that, but the other answer's run decides first, writing its note. The
+    /// worker's events, fed to a store in the order the recorder may read them, show the parameters and answer of the
+    /// run that wrote the note, not those of the newer answer, which no run used.
+    @Test func anAnswerToAnOlderQuestionThatDecidesIsShownWithTheParametersItRanWith() async throws {
+        let harness = try Harness()
+        let store = try StatusStore(path: harness.directory.appendingPathComponent("status.sqlite").path)
+        let alice = StatusStore.Submitter(user: "alice")
+        let submission = Self.note("x", nil)
+        #expect(await harness.acked(harness.deliver(submission, userID: "alice")))
+        // Two answers to the question of turn 0: one leaves the text out (the run asks again, at turn 1), one gives it.
+        let vague = IntentEnvelope.answering(
+            id: "x", type: Note.typeName, parameters: [:], turn: 0, answers: ["storage": "none"], confirmed: [], submittedAt: 0)
+        let eggs = IntentEnvelope.answering(
+            id: "x", type: Note.typeName, parameters: [:], turn: 0, answers: ["text": "eggs"], confirmed: [], submittedAt: 0)
+        #expect(await harness.acked(harness.deliver(vague, userID: "alice")))
+        let asked = try #require(try harness.events("x").last)
+        #expect(asked.state == .needsInput && asked.turn == 1, "\(asked)")
+        // The user answers the question of turn 1 (recorded below, before the other answer's outcome is read).
+        let milk = IntentEnvelope.answering(
+            id: "x", type: Note.typeName, parameters: vague.parameters, turn: 1, answers: ["text": "milk"], confirmed: [], submittedAt: 0)
+        // The other answer to turn 0 is taken only now, and the ledger lets it decide.
+        #expect(await harness.acked(harness.deliver(eggs, userID: "alice")))
+        let outcome = try #require(try harness.events("x").last)
+        #expect(outcome.state == .success && outcome.turn == 1 && outcome.answered?.parameters?["text"] == "eggs", "\(outcome)")
+        #expect(await harness.acked(harness.deliver(milk, userID: "alice")))
+        let standing = try #require(try harness.events("x").last)
+        #expect(standing.state == .success && standing.turn == 2 && standing.answered == nil, "milk's run found it decided")
+        let written = try harness.database.sync { db in try db.query("SELECT text FROM note WHERE intent_id = 'x'") { $0.string(0) } }
+        #expect(written == ["eggs"])
+
+        // The recorder reads each answer once the question it answers is stored, and the outcomes after.
+        var updates: [StatusStore.Update] = [.queued(submission, by: alice)]
+        for event in try harness.events("x") {
+            updates.append(.event(event))
+            if event.state == .needsInput { updates.append(.queued((event.turn ?? 0) == 0 ? vague : milk, by: alice)) }
+        }
+        for (position, update) in updates.enumerated() { try store.record([update], now: 1_000 + Double(position)) }
+        let status = try #require(try store.reader.status(id: "x"))
+        #expect(status.state == .success)
+        #expect(status.parameters?["text"] == "eggs", "the store shows what the app wrote: \(String(describing: status.parameters))")
+        #expect(status.history?.first?.answer == ["text": "eggs"])
+        await harness.stop()
+    }
 
     @Test func hostileRetryCountersAreClampedInsteadOfOverflowing() async throws {
         let harness = try Harness()
