@@ -175,8 +175,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     public static let claimLifetime = 900.0
 
     /// Marks the intent as handled by `attempt` (only for a ledger without the effects; one with them just looks the
-    /// outcome up). Throws `ClaimHeld` while a claim younger than `claimLifetime` holds; returns the outcome that stands, if any:
-    /// taking over the claim of a run that died after a cancel was noted decides that cancel, as `release` would have.
+    /// outcome up). Throws `ClaimHeld` while a claim younger than `claimLifetime` holds; returns the outcome that stands, if any.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
         try await claim(intentID, attempt: attempt, lasting: 0)
     }
@@ -198,14 +197,6 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                     [.text(intentID), .real(now), .real(Self.claimLifetime)]
                 ) { _ in true } ?? false
             if held { throw ClaimHeld(intentID: intentID) }
-            if try Self.pending(intentID, in: db)?.cancelRequested == true {
-                // Taken over from a run whose worker died: a cancel came while that run held the claim, and the run
-                // ended without an outcome. As for a claim released (`release`), the cancel now holds; this delivery
-                // does not run the intent again.
-                let canceled = DecidedOutcome.canceled("canceled by request while it was being handled")
-                try OnceOnly.record(canceled, intentID: intentID, attempt: 0, in: db)
-                return canceled
-            }
             try db.run(
                 """
                 INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at, claim_until) VALUES (?1, NULL, ?2, ?3, ?4)
