@@ -146,6 +146,22 @@ public protocol OutcomeLedger: Sendable {
     /// Removes a claim: the intent waits for a retry and may still be canceled.
     func release(_ intentID: String) async throws
 
+    /// `claim(_:attempt:lasting:)`, by the run that `holder` names: a number no other run of the intent uses. (An
+    /// attempt is not one: a kept intent taken from its ledger and the recorder's release of it are both attempt 1.)
+    func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome?
+
+    /// Keeps the claim `holder` holds for `seconds` more from now, while its run lives, so that a run longer than the
+    /// claim's lifetime is not taken for a dead worker's; nothing when the claim is another's, or gone.
+    func renewClaim(_ intentID: String, holder: Int, lasting seconds: Double) async throws
+
+    /// `release`, by the run `holder` names: a claim another delivery has taken over since (this run outlived it, its
+    /// worker stalled) is left to that delivery, and so is a cancel noted meanwhile.
+    func release(_ intentID: String, holder: Int) async throws
+
+    /// `ask`, by the run `holder` names (nil: a run that claimed nothing): lifts only that run's claim, and decides a
+    /// cancel noted meanwhile only while the claim is still that run's (or nobody's).
+    func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>, holder: Int?) async throws -> DecidedOutcome?
+
     /// Takes one of the `maximum` running slots of `key` for the intent (it
     /// keeps the one it holds, on a redelivery); false when all are taken.
     /// Slots taken longer than `staleAfter` seconds ago are free again.
@@ -273,6 +289,24 @@ extension OutcomeLedger {
 
     /// By default there is no claim to remove.
     public func release(_ intentID: String) async throws {}
+
+    /// By default the ledger's own `claim`, with the holder as the attempt.
+    public func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
+        try await claim(intentID, attempt: holder, lasting: seconds)
+    }
+
+    /// By default claims are not renewed: a ledger whose claims go stale implements it.
+    public func renewClaim(_ intentID: String, holder: Int, lasting seconds: Double) async throws {}
+
+    /// By default the ledger's own `release`, whoever holds the claim.
+    public func release(_ intentID: String, holder: Int) async throws {
+        try await release(intentID)
+    }
+
+    /// By default the ledger's own `ask`, whoever holds the claim.
+    public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>, holder: Int?) async throws -> DecidedOutcome? {
+        try await ask(intentID, turn: turn, confirmations: confirmations, granted: granted)
+    }
 
     /// By default counted in this process only.
     public func acquireSlot(_ key: String, intentID: String, maximum: Int, staleAfter: Double) async throws -> Bool {

@@ -113,9 +113,19 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// Notes the question asked at `turn`, what it asks to confirm and what is confirmed so far, and lifts any claim;
     /// a cancel requested meanwhile is decided instead, as `canceled`. Returns the outcome that stands, if any.
     public func ask(_ intentID: String, turn: Int, confirmations: [String], granted: Set<String>) async throws -> DecidedOutcome? {
+        try await ask(intentID, turn: turn, confirmations: confirmations, granted: granted, holder: nil)
+    }
+
+    /// `ask`, by the run `holder` names (nil: any): a claim another delivery has taken over since is left to it, and so
+    /// is a cancel noted meanwhile.
+    public func ask(
+        _ intentID: String, turn: Int, confirmations: [String], granted: Set<String>, holder: Int?
+    ) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
-            if try Self.pending(intentID, in: db)?.cancelRequested == true {
+            let current = try Self.claimHolder(intentID, in: db)
+            let own = holder == nil || current == nil || current == holder
+            if own, try Self.pending(intentID, in: db)?.cancelRequested == true {
                 let canceled = DecidedOutcome.canceled("canceled by request while it was being resolved")
                 try OnceOnly.record(canceled, intentID: intentID, attempt: 0, in: db)
                 return canceled
@@ -127,12 +137,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 ON CONFLICT(intent_id) DO UPDATE SET
                     asked = CASE WHEN excluded.question_turn >= coalesce(question_turn, 0) THEN excluded.asked ELSE asked END,
                     granted = CASE WHEN excluded.question_turn >= coalesce(question_turn, 0) THEN excluded.granted ELSE granted END,
-                    question_turn = max(coalesce(question_turn, 0), excluded.question_turn), claimed_attempt = NULL,
+                    question_turn = max(coalesce(question_turn, 0), excluded.question_turn),
+                    claimed_attempt = CASE WHEN ?6 IS NULL OR claimed_attempt = ?6 THEN NULL ELSE claimed_attempt END,
                     updated_at = excluded.updated_at
                 """,
                 [
                     .text(intentID), .int(turn), .real(Date().timeIntervalSince1970),
-                    .text(Self.encode(confirmations)), .text(Self.encode(granted.sorted())),
+                    .text(Self.encode(confirmations)), .text(Self.encode(granted.sorted())), .optional(holder),
                 ])
             return nil
         }
@@ -183,6 +194,12 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// `claim`, holding for `claimLifetime` or `seconds`, whichever is longer (`claim_until`): a run with a time
     /// limit past the lifetime keeps its claim to the end of its limit.
     public func claim(_ intentID: String, attempt: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
+        try await claim(intentID, holder: attempt, lasting: seconds)
+    }
+
+    /// `claim(_:attempt:lasting:)`, by the run `holder` names (kept in `claimed_attempt`, which only ever says who
+    /// holds the claim).
+    public func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
         let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
         return try await queue.write { db in
@@ -202,15 +219,42 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                 INSERT INTO intent_pending(intent_id, question_turn, claimed_attempt, updated_at, claim_until) VALUES (?1, NULL, ?2, ?3, ?4)
                 ON CONFLICT(intent_id) DO UPDATE SET claimed_attempt = excluded.claimed_attempt, updated_at = excluded.updated_at,
                     claim_until = excluded.claim_until
-                """, [.text(intentID), .int(attempt), .real(now), .real(now + lifetime)])
+                """, [.text(intentID), .int(holder), .real(now), .real(now + lifetime)])
             return nil
         }
     }
 
-    /// Lifts the claim of a run that decided nothing; a cancel requested meanwhile is decided now, as `canceled`.
+    /// Keeps the claim `holder` holds for `claimLifetime` or `seconds` (whichever is longer) from now. Not durable:
+    /// should the machine lose power, the run it keeps alive is gone too.
+    public func renewClaim(_ intentID: String, holder: Int, lasting seconds: Double) async throws {
+        guard !holdsEffects else { return }
+        let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
+        try await queue.write(durable: false) { db in
+            try db.run(
+                """
+                UPDATE intent_pending SET claim_until = max(coalesce(claim_until, updated_at + ?4), ?3)
+                WHERE intent_id = ?1 AND claimed_attempt = ?2
+                """, [.text(intentID), .int(holder), .real(Date().timeIntervalSince1970 + lifetime), .real(Self.claimLifetime)])
+        }
+    }
+
+    /// Lifts the claim of a run that decided nothing, whoever holds it; a cancel requested meanwhile is decided now, as
+    /// `canceled`.
     public func release(_ intentID: String) async throws {
+        try await lift(intentID, holder: nil)
+    }
+
+    /// `release`, by the run `holder` names: a claim another delivery has taken over since is left to that delivery's
+    /// run, and so is a cancel noted meanwhile (that run may be handling the intent, and its end decides).
+    public func release(_ intentID: String, holder: Int) async throws {
+        try await lift(intentID, holder: holder)
+    }
+
+    /// Lifts the claim `holder` holds (any claim, for nil), deciding a cancel noted during it.
+    private func lift(_ intentID: String, holder: Int?) async throws {
         guard !holdsEffects else { return }
         try await queue.write { db in
+            if let holder, try Self.claimHolder(intentID, in: db) != holder { return }
             if try Self.pending(intentID, in: db)?.cancelRequested == true,
                 try OnceOnly.decidedOutcome(in: db, intentID: intentID) == nil
             {
@@ -378,6 +422,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
 
     private static func pending(_ intentID: String, in db: Database) throws -> Pending? {
         try db.queryFirst(pendingQuery, [.text(intentID)]) { row in pending(row, from: 0) }
+    }
+
+    /// Who holds the intent's claim (`claimed_attempt`), if anyone.
+    private static func claimHolder(_ intentID: String, in db: Database) throws -> Int? {
+        try db.queryFirst("SELECT claimed_attempt FROM intent_pending WHERE intent_id = ?", [.text(intentID)]) { $0.optionalInt(0) } ?? nil
     }
 
     private static let pendingQuery = "SELECT \(pendingColumns.joined(separator: ", ")) FROM intent_pending WHERE intent_id = ?"

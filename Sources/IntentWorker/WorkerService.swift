@@ -31,6 +31,7 @@ public final class WorkerService: Service {
     private let ownLedger: (any OutcomeLedger)?
     private let storageNotices = RateLimitedNotice(interval: 5)
     private let keptRuns = KeptRuns()
+    private let claimRenewals = ClaimRenewals()
     /// Deliveries wait in two lanes for a runner: a high-priority intent is taken next.
     private let lanes: DeliveryLanes
     /// What a run's `inProgress` events are addressed with, shared by reference: the closures of every run take it
@@ -134,6 +135,7 @@ public final class WorkerService: Service {
         // Scheduled intents kept in the ledgers join the same lanes when they are due, broker or not.
         let keeper = Task { await self.runKept(into: lanes) }
         let forgetter = Task { await self.forgetOldDecisions() }
+        let renewer = Task { [claimRenewals, configuration, logger] in await claimRenewals.run(every: configuration.claimRenewal, logger: logger) }
         // The broker's deliveries go to the lanes from the I/O thread; a transport that hands them to the
         // stream instead has them added here. The stream ends when consuming stops, after the last delivery
         // handed over: read in a task of its own, which a cancel of `run()` does not cut short (a cancel stops
@@ -151,6 +153,9 @@ public final class WorkerService: Service {
         await forgetter.value
         lanes.finish()
         await lanes.drained()
+        // Renewed until the last run has ended.
+        renewer.cancel()
+        await renewer.value
         await loop.shutdown(grace: 5)
         logger.info("worker stopped")
     }
@@ -314,6 +319,8 @@ public final class WorkerService: Service {
             let ledger: any OutcomeLedger
             let logger: Logger
             let sender: Sender
+            /// The number this delivery's run claims the intent with: no other run's (an attempt is not unique).
+            let claimHolder = Int.random(in: 1...Int.max)
 
             init(delivery: Delivery, envelope: IntentEnvelope, ledger: any OutcomeLedger, logger: Logger, sender: Sender) {
                 self.delivery = delivery
@@ -331,6 +338,8 @@ public final class WorkerService: Service {
         var logger: Logger { fixed.logger }
         /// Who sent it, as the broker verified (or, for a worker's retry or an operator's requeue, the owner it carries).
         var sender: Sender { fixed.sender }
+        /// The number this delivery's run claims the intent with (see `OutcomeLedger.claim(_:holder:lasting:)`).
+        var claimHolder: Int { fixed.claimHolder }
         /// Retries the type's policy counted, and retries spent waiting for storage.
         var retries: Int
         var storageWaits: Int
@@ -649,7 +658,8 @@ public final class WorkerService: Service {
             // A claim another delivery holds (a second release, say) throws: this one waits, and finds the outcome then.
             // Held for as long as the run may last (its time limit, and a minute to record its outcome).
             decidedBefore =
-                ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt, lasting: longestRun(of: envelope.type) + 60)
+                ledger.holdsEffects
+                ? nil : try await ledger.claim(job.id, holder: job.claimHolder, lasting: longestRun(of: envelope.type) + 60)
         } catch {
             await giveBackSlot()
             throw error
@@ -659,6 +669,11 @@ public final class WorkerService: Service {
             publish(decided, for: job)
             return
         }
+        if !ledger.holdsEffects {
+            // Renewed while this run lasts, however long its resolution or its handler takes.
+            claimRenewals.add(holder: job.claimHolder, intentID: job.id, in: ledger, lasting: longestRun(of: envelope.type) + 60)
+        }
+        defer { if !ledger.holdsEffects { claimRenewals.remove(holder: job.claimHolder) } }
         // Taken up again from the ledger, it had been begun whatever its attempt says.
         let begun = (!job.admission.isNew && !(released && job.attempt == 1)) || job.keptStart != nil
         if let expiresAt = envelope.expiresAt, envelope.turn == 0, !begun, !resolvesAhead, Date().timeIntervalSince1970 >= expiresAt {
@@ -793,7 +808,7 @@ public final class WorkerService: Service {
     /// run would have said (a retry, or `scheduled`).
     private func releaseClaim(of job: Job) async throws -> DecidedOutcome? {
         guard !job.ledger.holdsEffects else { return nil }
-        try await job.ledger.release(job.id)
+        try await job.ledger.release(job.id, holder: job.claimHolder)
         return try await job.ledger.outcome(of: job.id)
     }
 
@@ -855,7 +870,8 @@ public final class WorkerService: Service {
                     return nil
                 }
                 if let decided = try await job.ledger.ask(
-                    job.id, turn: job.envelope.turn, confirmations: asked, granted: job.admission.confirmed)
+                    job.id, turn: job.envelope.turn, confirmations: asked, granted: job.admission.confirmed,
+                    holder: job.ledger.holdsEffects ? nil : job.claimHolder)
                 {
                     job.logger.info("decided while resolving (\(decided.state.rawValue)): the question is not asked")
                     publish(decided, for: job)

@@ -34,12 +34,15 @@ struct ClaimReleaseTests {
     }
 
     /// A worker on an in-memory transport, with `handler` and `ledger` as its own.
-    static func worker(_ handler: some IntentHandler, ledger: any OutcomeLedger) throws -> (WorkerService, InMemoryTransport) {
+    static func worker(
+        _ handler: some IntentHandler, ledger: any OutcomeLedger, claimRenewal: Double = 300
+    ) throws -> (WorkerService, InMemoryTransport) {
         var registry = IntentRegistry()
         try registry.register(handler)
         var configuration = WorkerConfiguration(brokerURL: try BrokerURL("amqp://guest:guest@127.0.0.1:1/%2f"), concurrency: 2)
         configuration.workerName = "test-worker"
         configuration.ledger = ledger
+        configuration.claimRenewal = claimRenewal
         let topology = configuration.topology
         let made = Mutex<InMemoryTransport?>(nil)
         let worker = try WorkerService(registry: registry, configuration: configuration, logger: .disabled()) { loop, _ in
@@ -189,6 +192,70 @@ struct ClaimReleaseTests {
         #expect(events.last?.state == .canceled, "\(events.map(\.state))")
         #expect(!events.contains { $0.state == .needsInput }, "no question is asked of a canceled intent")
         #expect(try await ledger.outcome(of: "t")?.state == .canceled)
+    }
+
+    /// "Ring them now", whose handler says it started, then waits for the test.
+    struct GatedRingHandler: IntentHandler {
+        let rings: Rings
+        let started: AsyncStream<Void>.Continuation
+        let gate: WorkerServiceTests.Gate
+
+        func handle(_ intent: Ring, context: IntentContext) async throws -> IntentResponse {
+            rings.count.withLock { $0 += 1 }
+            started.yield()
+            await gate.wait()
+            return .success("rang")
+        }
+    }
+
+    /// When the intent's claim runs out, as the ledger's row says.
+    static func claimUntil(_ id: String, in ledger: DatabaseOutcomeLedger) async throws -> Double? {
+        try await ledger.queue.read { db in
+            try db.queryFirst("SELECT claim_until FROM intent_pending WHERE intent_id = ?", [.text(id)]) { $0.optionalDouble(0) } ?? nil
+        }
+    }
+
+    /// A run longer than its claim's lifetime keeps its claim while it lives: a second delivery of the intent finds it
+    /// held and waits, instead of taking the claim for a dead worker's and running the handler beside the first. (A
+    /// claim used to run out after 15 minutes, or the time limit, whatever the run was still doing.)
+    @Test func aRunLongerThanItsClaimsLifetimeKeepsItsClaimAndASecondDeliveryWaits() async throws {
+        let rings = Rings()
+        let gate = WorkerServiceTests.Gate()
+        let (started, startedNow) = AsyncStream<Void>.makeStream()
+        let ledger = try DatabaseOutcomeLedger(path: NSTemporaryDirectory() + "renewal-\(UUID().uuidString).sqlite")
+        let handler = GatedRingHandler(rings: rings, started: startedNow, gate: gate)
+        let (worker, transport) = try Self.worker(handler, ledger: ledger, claimRenewal: 0.05)
+        let running = Task { try await worker.run() }
+        let ring = IntentEnvelope(id: "long", type: Ring.typeName, parameters: ["whom": "Bob"], submittedAt: 0)
+        let first = transport.deliver(body: ring.encoded(), routingKey: Ring.typeName, messageID: "long", type: Ring.typeName, userID: "alice")
+        var starts = started.makeAsyncIterator()
+        await starts.next()
+        // The claim's lifetime passes while the handler runs, as if it had run for 20 minutes.
+        let now = Date().timeIntervalSince1970
+        try await ledger.queue.write { db in
+            try db.run("UPDATE intent_pending SET updated_at = updated_at - 1200, claim_until = ?", [.real(now - 1)])
+        }
+        // The worker renews it while the run lives.
+        var renewed = false
+        for _ in 0..<3_000 where !renewed {
+            renewed = try await Self.claimUntil("long", in: ledger) ?? 0 > now
+            if !renewed { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(renewed, "the claim was renewed")
+        // A second delivery (the first's connection lost, say) finds the claim held: it waits in a retry queue.
+        let second = transport.deliver(
+            body: ring.encoded(), routingKey: Ring.typeName, messageID: "long", type: Ring.typeName, userID: "alice", deliveryCount: 1)
+        #expect(await transport.wait { $0.acked.contains(second) })
+        #expect(rings.count.withLock { $0 } == 1, "the handler did not run beside the first run")
+        gate.open()
+        #expect(await transport.wait { $0.acked.contains(first) })
+        let events = try transport.published.filter { $0.exchange == "intents.status" && $0.messageID == "long" }.map {
+            try StatusEvent.decode($0.body)
+        }
+        #expect(events.last?.state == .success, "\(events.map(\.state))")
+        #expect(try await Self.claimUntil("long", in: ledger) == nil, "decided: the claim is gone, and renewed no more")
+        worker.stop()
+        _ = await running.result
     }
 
     /// A call placed, then its outcome not recorded (the ledger busy for a moment): the handler has acted, and must
