@@ -148,7 +148,7 @@ public protocol OutcomeLedger: Sendable {
 
     /// `claim(_:attempt:lasting:)`, by the run that `holder` names: a number no other run of the intent uses. (An
     /// attempt is not one: a kept intent taken from its ledger and the recorder's release of it are both attempt 1.)
-    func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome?
+    func claim(_ intentID: String, attempt: Int, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome?
 
     /// Keeps the claim `holder` holds for `seconds` more from now, while its run lives, so that a run longer than the
     /// claim's lifetime is not taken for a dead worker's; nothing when the claim is another's, or gone.
@@ -290,9 +290,9 @@ extension OutcomeLedger {
     /// By default there is no claim to remove.
     public func release(_ intentID: String) async throws {}
 
-    /// By default the ledger's own `claim`, with the holder as the attempt.
-    public func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
-        try await claim(intentID, attempt: holder, lasting: seconds)
+    /// By default the ledger's own `claim`, whichever run holds it.
+    public func claim(_ intentID: String, attempt: Int, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
+        try await claim(intentID, attempt: attempt, lasting: seconds)
     }
 
     /// By default claims are not renewed: a ledger whose claims go stale implements it.

@@ -123,8 +123,8 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     ) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
-            let current = try Self.claimHolder(intentID, in: db)
-            let own = holder == nil || current == nil || current == holder
+            // Only a run that names itself asks whose the claim is (a ledger with the effects claims nothing).
+            let own = try holder.map { holder in try Self.claimHolder(intentID, in: db).map { $0 == holder } ?? true } ?? true
             if own, try Self.pending(intentID, in: db)?.cancelRequested == true {
                 let canceled = DecidedOutcome.canceled("canceled by request while it was being resolved")
                 try OnceOnly.record(canceled, intentID: intentID, attempt: 0, in: db)
@@ -194,12 +194,12 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// `claim`, holding for `claimLifetime` or `seconds`, whichever is longer (`claim_until`): a run with a time
     /// limit past the lifetime keeps its claim to the end of its limit.
     public func claim(_ intentID: String, attempt: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
-        try await claim(intentID, holder: attempt, lasting: seconds)
+        try await claim(intentID, attempt: attempt, holder: attempt, lasting: seconds)
     }
 
     /// `claim(_:attempt:lasting:)`, by the run `holder` names (kept in `claimed_attempt`, which only ever says who
     /// holds the claim).
-    public func claim(_ intentID: String, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
+    public func claim(_ intentID: String, attempt: Int, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
         let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
         return try await queue.write { db in

@@ -12,6 +12,17 @@ final class ClaimRenewals: Sendable {
     }
 
     private let claims = Mutex<[Int: Claim]>([:])
+    /// The longest wait between renewals: a claim lives 15 minutes at least, through two renewals that fail.
+    static let longestInterval = 300.0
+
+    /// This process's holder numbers: a random start (so that no other process's runs share them), counted on.
+    private static let firstHolder = Int.random(in: 1...(Int.max / 2))
+    private static let holdersGiven = Atomic(0)
+
+    /// A number no other run claims with: one system call for a random number per process, not one per delivery.
+    static func nextHolder() -> Int {
+        firstHolder &+ holdersGiven.wrappingAdd(1, ordering: .relaxed).newValue
+    }
 
     /// Notes the claim `holder` took on `intentID` in `ledger`, to keep it for `lasting` seconds from each renewal.
     func add(holder: Int, intentID: String, in ledger: any OutcomeLedger, lasting: Double) {
@@ -23,16 +34,14 @@ final class ClaimRenewals: Sendable {
         claims.withLock { _ = $0.removeValue(forKey: holder) }
     }
 
-    /// The claims being renewed, by holder.
-    var holders: Set<Int> { claims.withLock { Set($0.keys) } }
-
-    /// Renews every claim noted, every `interval` seconds, until canceled. A renewal that fails is tried at the next
-    /// round; a claim lives `lasting` seconds (15 minutes at least), many rounds.
+    /// Renews every claim noted, every `interval` seconds (at most 5 minutes, a third of a claim's shortest life),
+    /// until canceled. A renewal that fails is tried at the next round.
     func run(every interval: Double, logger: Logger) async {
         let notice = RateLimitedNotice(interval: 60)
+        let interval = interval.isFinite ? max(0.01, min(interval, Self.longestInterval)) : Self.longestInterval
         while true {
             do {
-                try await Task.sleep(for: .seconds(max(0.01, interval)))
+                try await Task.sleep(for: .seconds(interval))
             } catch {
                 return
             }

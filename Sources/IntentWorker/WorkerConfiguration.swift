@@ -31,8 +31,8 @@ public struct WorkerConfiguration: Sendable {
     /// 20 ms: longer than most quick runs take, short enough that `watch` sees a slow one start at once.
     public static let defaultStartedEventDelay = 0.02
     /// Seconds between renewals of the claims of the runs going on, in a ledger without the effects (see
-    /// `OutcomeLedger.renewClaim`): 5 minutes, a third of a claim's 15-minute lifetime, so that a run that lasts
-    /// longer keeps its claim through a failed renewal or two.
+    /// `OutcomeLedger.renewClaim`): 5 minutes, and at most that (a third of a claim's 15-minute lifetime), so that
+    /// a run that lasts longer keeps its claim through a failed renewal or two.
     public var claimRenewal = 300.0
     /// Where the fault-injection suite may kill the worker (off by default).
     public var faults: FaultInjection

@@ -320,7 +320,7 @@ public final class WorkerService: Service {
             let logger: Logger
             let sender: Sender
             /// The number this delivery's run claims the intent with: no other run's (an attempt is not unique).
-            let claimHolder = Int.random(in: 1...Int.max)
+            let claimHolder = ClaimRenewals.nextHolder()
 
             init(delivery: Delivery, envelope: IntentEnvelope, ledger: any OutcomeLedger, logger: Logger, sender: Sender) {
                 self.delivery = delivery
@@ -659,7 +659,8 @@ public final class WorkerService: Service {
             // Held for as long as the run may last (its time limit, and a minute to record its outcome).
             decidedBefore =
                 ledger.holdsEffects
-                ? nil : try await ledger.claim(job.id, holder: job.claimHolder, lasting: longestRun(of: envelope.type) + 60)
+                ? nil
+                : try await ledger.claim(job.id, attempt: job.attempt, holder: job.claimHolder, lasting: longestRun(of: envelope.type) + 60)
         } catch {
             await giveBackSlot()
             throw error

@@ -759,44 +759,44 @@ import Testing
     /// cancel coming next was decided at once while the newer run's handler ran, and the newer run's success lost.)
     @Test func aRunThatOutlivedItsClaimLeavesTheClaimOfTheDeliveryThatTookItOverAlone() async throws {
         let ledger = try DatabaseOutcomeLedger(path: directory.file("outlived.sqlite"))
-        #expect(try await ledger.claim("x", holder: 11, lasting: 0) == nil)
+        #expect(try await ledger.claim("x", attempt: 1, holder: 11, lasting: 0) == nil)
         try await ledger.queue.write { db in
             try db.run("UPDATE intent_pending SET updated_at = updated_at - 1200, claim_until = claim_until - 1200")
         }
-        #expect(try await ledger.claim("x", holder: 22, lasting: 0) == nil, "a stale claim is taken over")
+        #expect(try await ledger.claim("x", attempt: 1, holder: 22, lasting: 0) == nil, "a stale claim is taken over")
         try await ledger.release("x", holder: 11)
-        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("x", holder: 33, lasting: 0) }
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("x", attempt: 1, holder: 33, lasting: 0) }
         #expect(try await ledger.decide("x", .canceled("stop"), attempt: 1, by: .cancel) == nil, "noted for the claim's run")
         #expect(try await ledger.ask("x", turn: 0, confirmations: [], granted: [], holder: 11) == nil)
         #expect(try await ledger.outcome(of: "x") == nil, "the older run's question decides nothing")
-        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("x", holder: 33, lasting: 0) }
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("x", attempt: 1, holder: 33, lasting: 0) }
         // The claim's own run ends without an outcome: the cancel holds.
         try await ledger.release("x", holder: 22)
         #expect(try await ledger.outcome(of: "x")?.state == .canceled)
         // Without a holder, as before: any claim is lifted.
-        #expect(try await ledger.claim("y", holder: 44, lasting: 0) == nil)
+        #expect(try await ledger.claim("y", attempt: 1, holder: 44, lasting: 0) == nil)
         try await ledger.release("y")
-        #expect(try await ledger.claim("y", holder: 55, lasting: 0) == nil)
+        #expect(try await ledger.claim("y", attempt: 1, holder: 55, lasting: 0) == nil)
     }
 
     /// A renewed claim holds past its lifetime, for its own holder only.
     @Test func aClaimRenewedByItsHolderHoldsPastItsLifetime() async throws {
         let ledger = try DatabaseOutcomeLedger(path: directory.file("renewed.sqlite"))
-        #expect(try await ledger.claim("live", holder: 1, lasting: 0) == nil)
-        #expect(try await ledger.claim("dead", holder: 2, lasting: 0) == nil)
+        #expect(try await ledger.claim("live", attempt: 1, holder: 1, lasting: 0) == nil)
+        #expect(try await ledger.claim("dead", attempt: 1, holder: 2, lasting: 0) == nil)
         try await ledger.queue.write { db in
             try db.run("UPDATE intent_pending SET updated_at = updated_at - 1200, claim_until = claim_until - 1200")
         }
         try await ledger.renewClaim("live", holder: 1, lasting: 0)
         try await ledger.renewClaim("dead", holder: 9, lasting: 0)
-        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("live", holder: 3, lasting: 0) }
-        #expect(try await ledger.claim("dead", holder: 4, lasting: 0) == nil, "renewed by no one but its holder")
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("live", attempt: 1, holder: 3, lasting: 0) }
+        #expect(try await ledger.claim("dead", attempt: 1, holder: 4, lasting: 0) == nil, "renewed by no one but its holder")
         // A claim made before claims said until when: renewed from when it was made.
         try await ledger.queue.write { db in
             try db.run("UPDATE intent_pending SET claim_until = NULL, updated_at = updated_at - 1200 WHERE intent_id = 'dead'")
         }
         try await ledger.renewClaim("dead", holder: 4, lasting: 0)
-        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("dead", holder: 5, lasting: 0) }
+        await #expect(throws: ClaimHeld.self) { _ = try await ledger.claim("dead", attempt: 1, holder: 5, lasting: 0) }
     }
 
     @Test func effectsThatFindAnOutcomeDecidedCommitNothing() async throws {
