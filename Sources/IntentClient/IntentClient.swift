@@ -318,12 +318,21 @@ public final class IntentClient: Sendable {
 
     // MARK: Maintenance
 
-    /// Removes stored interactions through the recorder, the store's only
-    /// writer: these ids, or a group's, or (both nil) every one (operators
-    /// only). Anyone but an operator removes only their own. Returns how many went.
+    /// Removes stored interactions of finished intents through the recorder, the store's only writer: these ids, or a
+    /// group's, or (both nil) every one (operators only). Anyone but an operator removes only their own. Returns how
+    /// many went; unfinished intents are kept (see `delete(ids:group:unfinished:)`).
     public func delete(ids: [String]? = nil, group: String? = nil) throws(IntentClientError) -> Int {
-        guard case .deleted(let count) = try ask(.delete(ids: ids, group: group)) else { throw .unexpectedAnswer("a count") }
-        return count
+        try delete(ids: ids, group: group, unfinished: false).deleted
+    }
+
+    /// `delete`, of unfinished intents too when `unfinished` (their rows are what the recorder releases scheduled
+    /// intents and expires questions from: `cancel` is the way to end one). Says how many went, and how many of those
+    /// chosen were kept because they have not finished (always 0 from a recorder that deletes them all).
+    public func delete(ids: [String]? = nil, group: String? = nil, unfinished: Bool) throws(IntentClientError) -> StatusStore.Deletion {
+        guard case .deleted(let deletion) = try ask(.delete(ids: ids, group: group, unfinished: unfinished)) else {
+            throw .unexpectedAnswer("a count")
+        }
+        return deletion
     }
 
     /// This user's recurring schedules (everyone's, for an operator), from the recorder.

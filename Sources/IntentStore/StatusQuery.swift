@@ -5,10 +5,12 @@ import IntentKit
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
 /// Request: `{"query":"show","id":"…"}` (with `"refusedSince":t`, a submission's: see `submission`), `{"query":"list","state":…,"type":…,"limit":…}`,
-/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}`, or
+/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}` (with
+/// `"unfinished":true` to remove unfinished intents too), or
 /// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`, `{"query":"schedules"}`,
 /// `{"query":"schedule","schedule":{…}}`, `{"query":"pause"|"resume"|"unschedule","name":…}`.
-/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}`,
+/// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}` (with
+/// `"kept":m`, the unfinished intents chosen and kept, when there were any),
 /// `{"dedupe":{"id":…,"first":…}}`, `{"schedules":[…]}`, or
 /// `{"error":"…"}`. Statuses are `IntentStatus` in the JSON `intent-status
 /// --json` prints, so a remote read decodes to the same value.
@@ -27,8 +29,9 @@ public enum StatusQuery: Sendable, Hashable {
     case list(state: IntentState?, type: String?, limit: Int)
     /// Intents the broker dead-lettered, newest first, at most `limit`: for operators.
     case dead(limit: Int)
-    /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all.
-    case delete(ids: [String]?, group: String?)
+    /// Removes stored interactions: these ids, or a group's, or (ids and group nil) all; of finished intents only,
+    /// unless `unfinished` (see `StatusStore.delete(ids:group:owner:unfinished:)`).
+    case delete(ids: [String]?, group: String?, unfinished: Bool)
     /// How many intents there are of each type in each state (the reader's own, unless an operator). A count of a
     /// large store that took the recorder over 50 ms may be up to 2 s old (`StatusRecorder.SlowAnswers`); one
     /// intent's status is never.
@@ -70,8 +73,8 @@ public enum StatusQuery: Sendable, Hashable {
         case status(IntentStatus?)
         /// For `list` and `dead`: the statuses, most recently updated first.
         case statuses([IntentStatus])
-        /// For `delete`: how many intents were removed.
-        case deleted(Int)
+        /// For `delete`: how many intents were removed, and how many unfinished ones were kept.
+        case deleted(StatusStore.Deletion)
         /// For `tally`: the counts by type and state.
         case tally([Tally])
         /// For `dedupe`: the intent's id, and whether this submission is the first with the key in its window.
@@ -115,11 +118,12 @@ public enum StatusQuery: Sendable, Hashable {
             object = ["query": "dead", "limit": .number(Double(limit))]
         case .tally:
             object = ["query": "tally"]
-        case .delete(let ids, let group):
+        case .delete(let ids, let group, let unfinished):
             object = ["query": "delete"]
             if let ids { object["ids"] = .array(ids.map(JSONValue.string)) }
             if let group { object["group"] = .string(group) }
             if ids == nil, group == nil { object["all"] = true }
+            if unfinished { object["unfinished"] = true }
         case .dedupe(let type, let key, let id, let seconds):
             object = ["query": "dedupe", "type": .string(type), "key": .string(key), "id": .string(id), "seconds": .number(seconds)]
         case .schedules:
@@ -196,7 +200,11 @@ public enum StatusQuery: Sendable, Hashable {
             guard [ids != nil, group != nil, all].filter({ $0 }).count == 1 else {
                 throw Invalid(description: "delete takes ids, a group, or all (one of them)")
             }
-            return .delete(ids: ids, group: group)
+            // Without the field (a client before it), finished intents only: an unfinished one is kept.
+            guard object["unfinished"].map({ $0.boolValue != nil }) ?? true else {
+                throw Invalid(description: "unfinished must be true or false")
+            }
+            return .delete(ids: ids, group: group, unfinished: object["unfinished"]?.boolValue == true)
         case "dedupe":
             guard let type = try string("type"), IntentEnvelope.problem(withType: type) == nil else {
                 throw Invalid(description: "dedupe needs an intent type")
@@ -290,13 +298,14 @@ public enum StatusQuery: Sendable, Hashable {
             return .statuses(try store.deadLettered(limit: limit, maxBytes: replyBytes(writer)))
         case .tally:
             return .tally(try store.tally(owner: reader.isOperator ? nil : reader.user ?? ""))
-        case .delete(let ids, let group):
+        case .delete(let ids, let group, let unfinished):
             if ids == nil, group == nil, !reader.isOperator {
                 throw Forbidden(description: "deleting every interaction is for operators only")
             }
             guard let writer else { throw Forbidden(description: "only the recorder deletes from the status store: ask it over the broker") }
             // Anyone else's delete reaches only their own intents.
-            return .deleted(try writer.delete(ids: ids, group: group, owner: reader.isOperator ? nil : reader.user ?? ""))
+            return .deleted(
+                try writer.delete(ids: ids, group: group, owner: reader.isOperator ? nil : reader.user ?? "", unfinished: unfinished))
         case .dedupe(let type, let key, let id, let seconds):
             guard let writer else { throw Forbidden(description: "only the recorder keeps deduplication keys: ask it over the broker") }
             // Keys are each owner's own (an operator's too): no one learns another's intents through them.
@@ -339,8 +348,10 @@ public enum StatusQuery: Sendable, Hashable {
                 "tally": .array(
                     lines.map { .object(["type": .string($0.type), "state": .string($0.state.rawValue), "count": .number(Double($0.count))]) })
             ]).serialized()
-        case .success(.deleted(let count)):
-            return JSONValue.object(["deleted": .number(Double(count))]).serialized()
+        case .success(.deleted(let deletion)):
+            var object: [String: JSONValue] = ["deleted": .number(Double(deletion.deleted))]
+            if deletion.keptUnfinished > 0 { object["kept"] = .number(Double(deletion.keptUnfinished)) }
+            return JSONValue.object(object).serialized()
         case .success(.schedules(let schedules)):
             return sized(JSONValue.object(["schedules": .array(schedules.map(\.jsonValue))]).serialized())
         case .success(.deduplicated(let id, let first)):
@@ -376,6 +387,7 @@ public enum StatusQuery: Sendable, Hashable {
             var status: IntentStatus?
             var statuses: [IntentStatus]?
             var deleted: Int?
+            var kept: Int?
             var tally: [Tally]?
             var dedupe: Deduplicated?
             var schedules: [Schedule]?
@@ -395,7 +407,7 @@ public enum StatusQuery: Sendable, Hashable {
             throw Invalid(description: "the recorder could not answer: \(error)")
         }
         if let statuses = reply.statuses { return .statuses(statuses) }
-        if let deleted = reply.deleted { return .deleted(deleted) }
+        if let deleted = reply.deleted { return .deleted(StatusStore.Deletion(deleted: deleted, keptUnfinished: reply.kept ?? 0)) }
         if let tally = reply.tally { return .tally(tally) }
         if let dedupe = reply.dedupe { return .deduplicated(id: dedupe.id, first: dedupe.first) }
         if let schedules = reply.schedules { return .schedules(schedules) }

@@ -1009,22 +1009,47 @@ public final class StatusStore {
     /// group's, or (both nil) all; with `owner`, only that owner's. Returns
     /// how many intents went.
     public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil) throws -> Int {
+        try delete(ids: ids, group: group, owner: owner, unfinished: true).deleted
+    }
+
+    /// What a delete removed, and the unfinished intents it kept.
+    public struct Deletion: Sendable, Hashable {
+        /// How many intents went.
+        public var deleted: Int
+        /// How many of those chosen were kept because they have not finished.
+        public var keptUnfinished: Int
+
+        /// `deleted` intents removed, `keptUnfinished` kept.
+        public init(deleted: Int, keptUnfinished: Int) {
+            self.deleted = deleted
+            self.keptUnfinished = keptUnfinished
+        }
+    }
+
+    /// `delete`, of finished intents only unless `unfinished`. An unfinished intent's row is what the recorder
+    /// releases a scheduled intent from, expires a question from, and shows its outcome in: removed, a scheduled
+    /// intent no worker kept would never run, a question would never expire, and the intent's next event would
+    /// bring back a row without its submission. Those are for `cancel`, and removed only when asked for.
+    public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil, unfinished: Bool) throws -> Deletion {
         try database.transaction { db in
             var removed = 0
-            if let ids {
-                for id in ids {
-                    let chosen = StatusReader.filter(["id": id, "owner": owner])
-                    try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings)
-                    try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings)
-                    removed += db.changes
+            var chosen = 0
+            func remove(_ filters: KeyValuePairs<String, String?>) throws {
+                if !unfinished {
+                    let all = StatusReader.filter(filters)
+                    chosen += try db.queryFirst("SELECT count(*) FROM intent_status \(all.sql)", all.bindings) { $0.int(0) } ?? 0
                 }
-            } else {
-                let chosen = StatusReader.filter(["group_id": group, "owner": owner])
-                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(chosen.sql))", chosen.bindings)
-                try db.run("DELETE FROM intent_status \(chosen.sql)", chosen.bindings)
-                removed = db.changes
+                let these = StatusReader.filter(filters, also: unfinished ? nil : "finished_at IS NOT NULL")
+                try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(these.sql))", these.bindings)
+                try db.run("DELETE FROM intent_status \(these.sql)", these.bindings)
+                removed += db.changes
             }
-            return removed
+            if let ids {
+                for id in ids { try remove(["id": id, "owner": owner]) }
+            } else {
+                try remove(["group_id": group, "owner": owner])
+            }
+            return Deletion(deleted: removed, keptUnfinished: unfinished ? 0 : chosen - removed)
         }
     }
 }

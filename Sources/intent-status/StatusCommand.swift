@@ -27,9 +27,12 @@ struct StatusCommand: Command {
                                                       cancel an unfinished intent: a worker decides, atomically
                                                       with the intent's effects, and this waits for its word —
                                                       canceled, or the outcome the intent already had
-          intent-status delete <id>... | --group G | --all   remove stored interactions: the recorder, the store's
-                                                      only writer, does it (your own intents; --all, or anyone's,
-                                                      for operators)
+          intent-status delete <id>... | --group G | --all [--unfinished]
+                                                      remove stored interactions of finished intents: the recorder,
+                                                      the store's only writer, does it (your own intents; --all, or
+                                                      anyone's, for operators); --unfinished removes unfinished ones
+                                                      too (a scheduled intent no worker kept then never runs, and a
+                                                      question never expires: cancel them instead)
 
           intent-status schedules [--json]            the recurring schedules (your own; everyone's, for operators)
           intent-status schedule <name> --every D [--starting T] <Type> [name=value...]
@@ -70,7 +73,7 @@ struct StatusCommand: Command {
         case dead(limit: Int)
         case requeue(id: String)
         case cancel(id: String, timeout: Double)
-        case delete(ids: [String]?, group: String?)
+        case delete(ids: [String]?, group: String?, unfinished: Bool)
         case watch(type: String?, state: IntentState?, everyone: Bool)
         case schedules
         case schedule(Schedule)
@@ -84,7 +87,7 @@ struct StatusCommand: Command {
 
     static func parse(_ words: [String]) throws(UsageError) -> StatusCommand? {
         let arguments = try Arguments(
-            words, flags: ["--help", "--wait", "--json", "--all", "--remote"],
+            words, flags: ["--help", "--wait", "--json", "--all", "--remote", "--unfinished"],
             options: ["--timeout", "--state", "--type", "--limit", "--group", "--every", "--starting"])
         if arguments.has("--help") { return nil }
         guard let first = arguments.positionals.first else { throw UsageError("missing an intent id or 'list'") }
@@ -93,6 +96,7 @@ struct StatusCommand: Command {
         if remote, ["delete", "requeue", "watch", "schedules", "schedule", "pause", "resume", "unschedule"].contains(first) {
             throw UsageError("--remote does not apply to \(first), which always uses the broker")
         }
+        if arguments.has("--unfinished"), first != "delete" { throw UsageError("--unfinished only applies to delete") }
         var command = try parseAction(first, arguments: arguments, json: json)
         command.remote = remote
         if remote {
@@ -176,7 +180,7 @@ struct StatusCommand: Command {
             let group = try arguments.value("--group")
             let choices = [!ids.isEmpty, group != nil, arguments.has("--all")].filter { $0 }.count
             guard choices == 1 else { throw UsageError("delete takes intent ids, or --group G, or --all (one of them)") }
-            return StatusCommand(action: .delete(ids: ids.isEmpty ? nil : ids, group: group), json: json)
+            return StatusCommand(action: .delete(ids: ids.isEmpty ? nil : ids, group: group, unfinished: arguments.has("--unfinished")), json: json)
         }
         if arguments.has("--all") || arguments.options["--group"] != nil { throw UsageError("--all and --group only apply to delete") }
         if first == "cancel" {
@@ -280,11 +284,22 @@ struct StatusCommand: Command {
                 try client.changeSchedule(name, paused: paused, remove: remove)
                 Terminal.write(remove ? "\(name): removed" : "\(name): \(paused ? "paused" : "resumed")")
                 return ExitCode.success
-            case .delete(let ids, let group):
+            case .delete(let ids, let group, let unfinished):
                 // Through the recorder, the store's only writer.
-                let removed = try client.delete(ids: ids, group: group)
-                Terminal.write(
-                    json ? JSONValue.object(["deleted": .number(Double(removed))]).jsonString : "deleted \(removed) intent\(removed == 1 ? "" : "s")")
+                let deletion = try client.delete(ids: ids, group: group, unfinished: unfinished)
+                let removed = deletion.deleted
+                let kept = deletion.keptUnfinished
+                if json {
+                    var object: [String: JSONValue] = ["deleted": .number(Double(removed))]
+                    if kept > 0 { object["kept"] = .number(Double(kept)) }
+                    Terminal.write(JSONValue.object(object).jsonString)
+                } else {
+                    Terminal.write(
+                        "deleted \(removed) intent\(removed == 1 ? "" : "s")"
+                            + (kept == 0
+                                ? ""
+                                : "; kept \(kept) not finished (cancel \(kept == 1 ? "it" : "them") first, or delete with --unfinished)"))
+                }
                 return ExitCode.success
             }
         } catch {

@@ -237,10 +237,15 @@ struct ConversationTests {
         #expect(group.stdout.contains("deleted 2 intents"), "\(group)")
         let remaining = try sandbox.statusStore().list(limit: 100).map(\.id).sorted()
         #expect(remaining == ["d3", "d5"])
+        // An intent waiting for an answer is not finished: kept, unless asked for.
+        #expect(try await sandbox.submit(["SendMessage", "recipients=Jeff", "content=hi", "--id", "d6", "--wait"]).exitCode == 3)
         let all = try await sandbox.status(["delete", "--all"])
-        #expect(all.stdout.contains("deleted 2 intents"), "\(all)")
-        #expect(try sandbox.statusStore().list(limit: 100).isEmpty)
+        #expect(all.stdout.contains("deleted 2 intents; kept 1 not finished"), "\(all)")
+        #expect(try sandbox.statusStore().list(limit: 100).map(\.id) == ["d6"])
         #expect(try await sandbox.status(["d3"]).exitCode == 4)
+        let unfinished = try await sandbox.status(["delete", "d6", "--unfinished", "--json"])
+        #expect(unfinished.stdout.contains(#"{"deleted":1}"#), "\(unfinished)")
+        #expect(try sandbox.statusStore().list(limit: 100).isEmpty)
     }
 }
 

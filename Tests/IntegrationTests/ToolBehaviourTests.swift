@@ -72,6 +72,8 @@ struct ToolBehaviourTests {
         ("intent-status", ["watch", "--type", ""]),
         ("intent-status", ["watch", "--type", "a.b"]),
         ("intent-status", [String]()),
+        ("intent-status", ["list", "--unfinished"]),
+        ("intent-status", ["cancel", "x", "--unfinished"]),
         ("intent-status", ["list", "--limit", "0"]),
         ("intent-status", ["list", "--state", "done"]),
         ("intent-status", ["some-id", "--state", "queued"]),

@@ -36,6 +36,53 @@ import Testing
         }
     }
 
+    /// A delete keeps unfinished intents unless told otherwise: their rows are what the recorder releases a scheduled
+    /// intent from and expires a question from (removed, a scheduled intent no worker kept never ran, and a question
+    /// never expired), and what an intent's next event would come back to. It says how many it kept, by ids, by
+    /// group and for all, and over the broker; a request without the field (an older client's) keeps them too.
+    @Test func aDeleteKeepsUnfinishedIntentsUnlessToldAndSaysHowManyItKept() throws {
+        let store = try StatusStore(path: path)
+        func seed() throws {
+            for (id, group) in [("done", "g"), ("asking", "g"), ("due", nil), ("failed", nil)] {
+                var envelope = IntentEnvelope(id: id, type: "SendMessage", parameters: ["content": "hi"], submittedAt: 1)
+                envelope.group = group
+                if id == "due" { envelope.dueAt = 1e10 }
+                try store.record([.queued(envelope, by: StatusStore.Submitter(user: "alice"))], now: 1)
+            }
+            func event(_ id: String, _ state: IntentState, code: String? = nil) -> StatusStore.Update {
+                .event(
+                    StatusEvent(
+                        id: id, type: "SendMessage", state: state, attempt: 1, response: code.map { IntentResponse(code: $0, message: $0) },
+                        owner: "alice"))
+            }
+            try store.record([event("done", .success, code: "success"), event("asking", .needsInput), event("failed", .failure, code: "x")], now: 2)
+        }
+        try seed()
+        #expect(try store.delete(ids: ["done", "asking", "nowhere"], unfinished: false) == .init(deleted: 1, keptUnfinished: 1))
+        #expect(try store.delete(group: "g", unfinished: false) == .init(deleted: 0, keptUnfinished: 1))
+        #expect(try store.delete(owner: "bob", unfinished: false) == .init(deleted: 0, keptUnfinished: 0), "only the owner's are counted")
+        #expect(try store.delete(unfinished: false) == .init(deleted: 1, keptUnfinished: 2))
+        #expect(Set(try store.reader.list().map(\.id)) == ["asking", "due"])
+        #expect(try store.reader.status(id: "due")?.state == .scheduled, "still to be released when due")
+        #expect(try store.delete(unfinished: true) == .init(deleted: 2, keptUnfinished: 0))
+        #expect(try store.reader.list().isEmpty)
+
+        // Over the broker, as the recorder answers it.
+        try seed()
+        let reader = StatusQuery.Reader(user: "alice", isOperator: false)
+        let kept = try StatusQuery.decode(Array(#"{"query":"delete","ids":["done","asking","due"]}"#.utf8))
+        #expect(kept == .delete(ids: ["done", "asking", "due"], group: nil, unfinished: false), "without the field: finished only")
+        let answer = try kept.answer(from: store.reader, writer: store, for: reader)
+        #expect(answer == .deleted(.init(deleted: 1, keptUnfinished: 2)))
+        #expect(String(decoding: StatusQuery.reply(.success(answer)), as: UTF8.self) == #"{"deleted":1,"kept":2}"#)
+        #expect(try StatusQuery.decodeReply(StatusQuery.reply(.success(answer))) == answer)
+        let all = StatusQuery.delete(ids: ["asking", "due"], group: nil, unfinished: true)
+        #expect(try StatusQuery.decode(all.encoded) == all)
+        #expect(try all.answer(from: store.reader, writer: store, for: reader) == .deleted(.init(deleted: 2, keptUnfinished: 0)))
+        #expect(String(decoding: StatusQuery.reply(.success(.deleted(.init(deleted: 2, keptUnfinished: 0)))), as: UTF8.self) == #"{"deleted":2}"#)
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(#"{"query":"delete","all":true,"unfinished":"yes"}"#.utf8)) }
+    }
+
     @Test func aDeduplicationKeyStandsForTheFirstIntentOfItsOwnerAndTypeWithinItsWindow() throws {
         let store = try StatusStore(path: path)
         #expect(try store.deduplicate(owner: "alice", type: "SendMessage", key: "k", id: "first", seconds: 60, now: 1_000) == ("first", true))
