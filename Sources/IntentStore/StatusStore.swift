@@ -1019,8 +1019,8 @@ public final class StatusStore {
         /// How many of those chosen were kept because they have not finished.
         public var keptUnfinished: Int
 
-        /// `deleted` intents removed, `keptUnfinished` kept.
-        public init(deleted: Int, keptUnfinished: Int) {
+        /// `deleted` intents removed, `keptUnfinished` kept (none, by default: a delete of unfinished ones too).
+        public init(deleted: Int, keptUnfinished: Int = 0) {
             self.deleted = deleted
             self.keptUnfinished = keptUnfinished
         }
