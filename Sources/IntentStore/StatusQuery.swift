@@ -201,7 +201,7 @@ public enum StatusQuery: Sendable, Hashable {
                 throw Invalid(description: "delete takes ids, a group, or all (one of them)")
             }
             // Without the field (a client before it), finished intents only: an unfinished one is kept.
-            guard object["unfinished"].map({ $0.boolValue != nil }) ?? true else {
+            guard object["unfinished"].map({ $0 == .null || $0.boolValue != nil }) ?? true else {
                 throw Invalid(description: "unfinished must be true or false")
             }
             return .delete(ids: ids, group: group, unfinished: object["unfinished"]?.boolValue == true)

@@ -1005,9 +1005,9 @@ public final class StatusStore {
         return removed
     }
 
-    /// Removes stored interactions (status and history): these ids, or a
-    /// group's, or (both nil) all; with `owner`, only that owner's. Returns
-    /// how many intents went.
+    /// Removes stored interactions (status and history), unfinished ones too: these ids, or a group's, or (both nil)
+    /// all; with `owner`, only that owner's. Returns how many intents went. (Clients' deletes keep unfinished intents
+    /// unless asked: see `delete(ids:group:owner:unfinished:)`.)
     public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil) throws -> Int {
         try delete(ids: ids, group: group, owner: owner, unfinished: true).deleted
     }
@@ -1045,7 +1045,9 @@ public final class StatusStore {
                 removed += db.changes
             }
             if let ids {
-                for id in ids { try remove(["id": id, "owner": owner]) }
+                // Each once: an unfinished id named twice is one intent kept.
+                var seen = Set<String>()
+                for id in ids where seen.insert(id).inserted { try remove(["id": id, "owner": owner]) }
             } else {
                 try remove(["group_id": group, "owner": owner])
             }

@@ -31,7 +31,7 @@ struct SubmitCommand: Command {
         Options:
           --parameters JSON   parameters as one JSON object; name=value pairs override its keys
           --id ID             the intent id (default: a new UUID); resubmitting an id never repeats its effects
-          --group G           the conversation it belongs to (intent-status delete --group G removes them together)
+          --group G           the conversation it belongs to (intent-status delete --group G removes its finished ones)
           --at T              run it at a time, ISO 8601 with its zone (2026-12-24T18:00:00Z): it is scheduled
                               until then, and may be canceled meanwhile (the recorder releases it when due)
           --in D              run it after a while: 90s, 10m, 2h, 7d

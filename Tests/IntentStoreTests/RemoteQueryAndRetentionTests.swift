@@ -58,6 +58,7 @@ import Testing
             try store.record([event("done", .success, code: "success"), event("asking", .needsInput), event("failed", .failure, code: "x")], now: 2)
         }
         try seed()
+        #expect(try store.delete(ids: ["asking", "asking"], unfinished: false) == .init(deleted: 0, keptUnfinished: 1), "one intent, named twice")
         #expect(try store.delete(ids: ["done", "asking", "nowhere"], unfinished: false) == .init(deleted: 1, keptUnfinished: 1))
         #expect(try store.delete(group: "g", unfinished: false) == .init(deleted: 0, keptUnfinished: 1))
         #expect(try store.delete(owner: "bob", unfinished: false) == .init(deleted: 0, keptUnfinished: 0), "only the owner's are counted")
@@ -81,6 +82,9 @@ import Testing
         #expect(try all.answer(from: store.reader, writer: store, for: reader) == .deleted(.init(deleted: 2, keptUnfinished: 0)))
         #expect(String(decoding: StatusQuery.reply(.success(.deleted(.init(deleted: 2, keptUnfinished: 0)))), as: UTF8.self) == #"{"deleted":2}"#)
         #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(#"{"query":"delete","all":true,"unfinished":"yes"}"#.utf8)) }
+        #expect(
+            try StatusQuery.decode(Array(#"{"query":"delete","all":true,"unfinished":null}"#.utf8))
+                == .delete(ids: nil, group: nil, unfinished: false))
     }
 
     @Test func aDeduplicationKeyStandsForTheFirstIntentOfItsOwnerAndTypeWithinItsWindow() throws {
