@@ -51,13 +51,13 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
             case .run:
                 break
             case .cancel:
-                if pending?.claimed == true {
+                if pending?.claimedBy != nil {
                     // The run may have acted; its end decides (a question or a retry then ends canceled).
                     try db.run("UPDATE intent_pending SET cancel_requested = 1 WHERE intent_id = ?", [.text(intentID)])
                     return Decision(standing: nil, recordedByThisCall: false)
                 }
             case .answer(let question):
-                if pending?.claimed == true || (pending?.question ?? 0) > question { return Decision(standing: nil, recordedByThisCall: false) }
+                if pending?.claimedBy != nil || (pending?.question ?? 0) > question { return Decision(standing: nil, recordedByThisCall: false) }
             }
             try OnceOnly.record(outcome, intentID: intentID, attempt: attempt, in: db)
             return Decision(standing: outcome, recordedByThisCall: true)
@@ -123,9 +123,10 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     ) async throws -> DecidedOutcome? {
         try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
-            // Only a run that names itself asks whose the claim is (a ledger with the effects claims nothing).
-            let own = try holder.map { holder in try Self.claimHolder(intentID, in: db).map { $0 == holder } ?? true } ?? true
-            if own, try Self.pending(intentID, in: db)?.cancelRequested == true {
+            let pending = try Self.pending(intentID, in: db)
+            // A run that names itself decides a cancel only under its own claim (or none).
+            let own = holder == nil || pending?.claimedBy == nil || pending?.claimedBy == holder
+            if own, pending?.cancelRequested == true {
                 let canceled = DecidedOutcome.canceled("canceled by request while it was being resolved")
                 try OnceOnly.record(canceled, intentID: intentID, attempt: 0, in: db)
                 return canceled
@@ -185,6 +186,11 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// one is taken to belong to a worker that died.
     public static let claimLifetime = 900.0
 
+    /// How long a claim for a run of up to `seconds` holds: `claimLifetime`, or `seconds` when that is longer.
+    private static func claimLifetime(lasting seconds: Double) -> Double {
+        max(claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
+    }
+
     /// Marks the intent as handled by `attempt` (only for a ledger without the effects; one with them just looks the
     /// outcome up). Throws `ClaimHeld` while a claim younger than `claimLifetime` holds; returns the outcome that stands, if any.
     public func claim(_ intentID: String, attempt: Int) async throws -> DecidedOutcome? {
@@ -201,7 +207,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// holds the claim).
     public func claim(_ intentID: String, attempt: Int, holder: Int, lasting seconds: Double) async throws -> DecidedOutcome? {
         guard !holdsEffects else { return try await outcome(of: intentID) }
-        let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
+        let lifetime = Self.claimLifetime(lasting: seconds)
         return try await queue.write { db in
             if let standing = try OnceOnly.decidedOutcome(in: db, intentID: intentID) { return standing }
             let now = Date().timeIntervalSince1970
@@ -228,7 +234,7 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     /// should the machine lose power, the run it keeps alive is gone too.
     public func renewClaim(_ intentID: String, holder: Int, lasting seconds: Double) async throws {
         guard !holdsEffects else { return }
-        let lifetime = max(Self.claimLifetime, seconds.isFinite ? min(seconds, 1e12) : 1e12)
+        let lifetime = Self.claimLifetime(lasting: seconds)
         try await queue.write(durable: false) { db in
             try db.run(
                 """
@@ -254,8 +260,9 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
     private func lift(_ intentID: String, holder: Int?) async throws {
         guard !holdsEffects else { return }
         try await queue.write { db in
-            if let holder, try Self.claimHolder(intentID, in: db) != holder { return }
-            if try Self.pending(intentID, in: db)?.cancelRequested == true,
+            let pending = try Self.pending(intentID, in: db)
+            if let holder, pending?.claimedBy != holder { return }
+            if pending?.cancelRequested == true,
                 try OnceOnly.decidedOutcome(in: db, intentID: intentID) == nil
             {
                 // A cancel came while it ran; the run ended without an outcome: now the cancel holds.
@@ -416,7 +423,8 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         }
     }
 
-    private typealias Pending = (question: Int?, claimed: Bool, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)
+    /// `claimedBy`: the holder of the claim (`claimed_attempt`), if it is claimed.
+    private typealias Pending = (question: Int?, claimedBy: Int?, asked: Set<String>, granted: Set<String>, cancelRequested: Bool)
 
     private static let pendingColumns = ["question_turn", "claimed_attempt", "asked", "granted", "cancel_requested"]
 
@@ -424,17 +432,12 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
         try db.queryFirst(pendingQuery, [.text(intentID)]) { row in pending(row, from: 0) }
     }
 
-    /// Who holds the intent's claim (`claimed_attempt`), if anyone.
-    private static func claimHolder(_ intentID: String, in db: Database) throws -> Int? {
-        try db.queryFirst("SELECT claimed_attempt FROM intent_pending WHERE intent_id = ?", [.text(intentID)]) { $0.optionalInt(0) } ?? nil
-    }
-
     private static let pendingQuery = "SELECT \(pendingColumns.joined(separator: ", ")) FROM intent_pending WHERE intent_id = ?"
 
     /// The pending row in the row's columns from `first` on, as `pendingColumns` lists them.
     private static func pending(_ row: Row, from first: Int32) -> Pending {
         (
-            question: row.optionalInt(first), claimed: row.optionalInt(first + 1) != nil, asked: decode(row.text(first + 2)),
+            question: row.optionalInt(first), claimedBy: row.optionalInt(first + 1), asked: decode(row.text(first + 2)),
             granted: decode(row.text(first + 3)), cancelRequested: row.optionalInt(first + 4) == 1
         )
     }

@@ -349,9 +349,7 @@ public enum StatusQuery: Sendable, Hashable {
                     lines.map { .object(["type": .string($0.type), "state": .string($0.state.rawValue), "count": .number(Double($0.count))]) })
             ]).serialized()
         case .success(.deleted(let deletion)):
-            var object: [String: JSONValue] = ["deleted": .number(Double(deletion.deleted))]
-            if deletion.keptUnfinished > 0 { object["kept"] = .number(Double(deletion.keptUnfinished)) }
-            return JSONValue.object(object).serialized()
+            return deletion.jsonValue.serialized()
         case .success(.schedules(let schedules)):
             return sized(JSONValue.object(["schedules": .array(schedules.map(\.jsonValue))]).serialized())
         case .success(.deduplicated(let id, let first)):

@@ -1024,6 +1024,13 @@ public final class StatusStore {
             self.deleted = deleted
             self.keptUnfinished = keptUnfinished
         }
+
+        /// `{"deleted":n}`, with `"kept":m` when some were kept: the recorder's answer, and `intent-status delete --json`.
+        public var jsonValue: JSONValue {
+            var object: [String: JSONValue] = ["deleted": .number(Double(deleted))]
+            if keptUnfinished > 0 { object["kept"] = .number(Double(keptUnfinished)) }
+            return .object(object)
+        }
     }
 
     /// `delete`, of finished intents only unless `unfinished`. An unfinished intent's row is what the recorder
@@ -1033,11 +1040,11 @@ public final class StatusStore {
     public func delete(ids: [String]? = nil, group: String? = nil, owner: String? = nil, unfinished: Bool) throws -> Deletion {
         try database.transaction { db in
             var removed = 0
-            var chosen = 0
+            var kept = 0
             func remove(_ filters: KeyValuePairs<String, String?>) throws {
                 if !unfinished {
-                    let all = StatusReader.filter(filters)
-                    chosen += try db.queryFirst("SELECT count(*) FROM intent_status \(all.sql)", all.bindings) { $0.int(0) } ?? 0
+                    let left = StatusReader.filter(filters, also: "finished_at IS NULL")
+                    kept += try db.queryFirst("SELECT count(*) FROM intent_status \(left.sql)", left.bindings) { $0.int(0) } ?? 0
                 }
                 let these = StatusReader.filter(filters, also: unfinished ? nil : "finished_at IS NOT NULL")
                 try db.run("DELETE FROM intent_turn WHERE id IN (SELECT id FROM intent_status \(these.sql))", these.bindings)
@@ -1051,7 +1058,7 @@ public final class StatusStore {
             } else {
                 try remove(["group_id": group, "owner": owner])
             }
-            return Deletion(deleted: removed, keptUnfinished: unfinished ? 0 : chosen - removed)
+            return Deletion(deleted: removed, keptUnfinished: kept)
         }
     }
 }

@@ -653,14 +653,14 @@ public final class WorkerService: Service {
                 job.logger.warning("its slot of \(slot) could not be given back (it frees itself later): \(error)")
             }
         }
+        // A claim is held for as long as the run may last (its time limit, and a minute to record its outcome); a
+        // ledger with the effects claims nothing.
+        let claimLasting = ledger.holdsEffects ? 0 : longestRun(of: envelope.type) + 60
         let decidedBefore: DecidedOutcome?
         do {
             // A claim another delivery holds (a second release, say) throws: this one waits, and finds the outcome then.
-            // Held for as long as the run may last (its time limit, and a minute to record its outcome).
             decidedBefore =
-                ledger.holdsEffects
-                ? nil
-                : try await ledger.claim(job.id, attempt: job.attempt, holder: job.claimHolder, lasting: longestRun(of: envelope.type) + 60)
+                ledger.holdsEffects ? nil : try await ledger.claim(job.id, attempt: job.attempt, holder: job.claimHolder, lasting: claimLasting)
         } catch {
             await giveBackSlot()
             throw error
@@ -672,7 +672,7 @@ public final class WorkerService: Service {
         }
         if !ledger.holdsEffects {
             // Renewed while this run lasts, however long its resolution or its handler takes.
-            claimRenewals.add(holder: job.claimHolder, intentID: job.id, in: ledger, lasting: longestRun(of: envelope.type) + 60)
+            claimRenewals.add(holder: job.claimHolder, intentID: job.id, in: ledger, lasting: claimLasting)
         }
         defer { if !ledger.holdsEffects { claimRenewals.remove(holder: job.claimHolder) } }
         // Taken up again from the ledger, it had been begun whatever its attempt says.

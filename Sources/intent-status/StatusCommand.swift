@@ -290,9 +290,7 @@ struct StatusCommand: Command {
                 let removed = deletion.deleted
                 let kept = deletion.keptUnfinished
                 if json {
-                    var object: [String: JSONValue] = ["deleted": .number(Double(removed))]
-                    if kept > 0 { object["kept"] = .number(Double(kept)) }
-                    Terminal.write(JSONValue.object(object).jsonString)
+                    Terminal.write(deletion.jsonValue.jsonString)
                 } else {
                     Terminal.write(
                         "deleted \(removed) intent\(removed == 1 ? "" : "s")"
