@@ -15,9 +15,14 @@ public final class Deadlines: DeadlineScheduler {
     public static let shared = Deadlines()
 
     private struct Entry {
-        var deadline: ContinuousClock.Instant
+        /// Since `origin`: a `Duration` has a layout known where it is used, an `Instant` (not frozen) does not,
+        /// and every copy, destroy and dictionary operation of an entry holding one went through the runtime.
+        var deadline: Duration
         var action: @Sendable () -> Void
     }
+
+    /// What the deadlines count from.
+    private let origin = ContinuousClock.now
 
     private struct State {
         var entries: [Int: Entry] = [:]
@@ -60,7 +65,7 @@ public final class Deadlines: DeadlineScheduler {
     /// Runs `action` (on the deadline thread) once `seconds` have passed, unless cleared first.
     public func schedule(after seconds: Double, _ action: @escaping @Sendable () -> Void) -> Int {
         let token = nextToken.add(1, ordering: .relaxed).newValue
-        let deadline = ContinuousClock.now.advanced(by: .microseconds(Self.microseconds(waiting: seconds)))
+        let deadline = origin.duration(to: .now) + .microseconds(Self.microseconds(waiting: seconds))
         let wake = state.withLock { state in
             state.entries[token] = Entry(deadline: deadline, action: action)
             guard state.asleep else { return false }
@@ -81,7 +86,7 @@ public final class Deadlines: DeadlineScheduler {
     }
 
     private func fire() {
-        let now = ContinuousClock.now
+        let now = origin.duration(to: .now)
         let due = state.withLock { state -> [Entry] in
             let late = state.entries.filter { $0.value.deadline <= now }
             for token in late.keys { state.entries[token] = nil }

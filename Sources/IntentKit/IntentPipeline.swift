@@ -148,16 +148,20 @@ public enum IntentPipeline {
         context.dependencies = handler.dependencies
 
         // What the user said, each parameter as its type declares it.
-        let said: H.IntentType
+        // Not copied after (a copy of a generic value goes through its type's value witnesses): resolution writes
+        // each value into the parameter's own storage, which the intent holds.
+        let intent: H.IntentType
         let parameters: [any ResolvableParameter]
         do {
-            (said, parameters) = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters)
+            (intent, parameters) = try ParameterReading.decode(H.IntentType.self, from: envelope.parameters, lenient: envelope.lenientParameters)
         } catch {
             return .failure(IntentFailure(code: FailureCode.invalidIntent, message: describe(error, type: envelope.type)))
         }
 
         // Each parameter resolved by its type and rules, its value written into the intent.
         var resolutions: [ParameterResolution] = []
+        // Most parameters give one resolution: room for those, or the array grows once for each.
+        resolutions.reserveCapacity(parameters.count)
         do {
             for parameter in parameters {
                 resolutions += try await parameter.resolveParameter(context: context)
@@ -174,7 +178,6 @@ public enum IntentPipeline {
             return outcome(of: error, step: "resolve", resolutions: resolutions)
         }
         if let stop = stopping(resolutions, context: context) { return stop }
-        let intent = said
         context.resolutions = resolutions
 
         // The intent as a whole, then its confirmation: either may ask instead.

@@ -31,13 +31,11 @@ public struct IntentView: Sendable {
 
     /// The resolved elements of a list parameter, else what was submitted.
     public func values(_ parameter: String) -> [String] {
-        let resolved =
-            resolutions
-            .filter { $0.parameter == parameter && $0.index != nil }
-            .compactMap { resolution -> String? in
-                if case .success(let value) = resolution.result { return value.stringValue }
-                return nil
-            }
+        // One pass, with no list of the resolutions in between.
+        var resolved: [String] = []
+        for resolution in resolutions where resolution.parameter == parameter && resolution.index != nil {
+            if case .success(let value) = resolution.result, let text = value.stringValue { resolved.append(text) }
+        }
         if !resolved.isEmpty { return resolved }
         switch parameters[parameter] {
         case .array(let items)?: return items.map(\.displayString)

@@ -462,7 +462,8 @@ extension KeyedDecodingContainer {
         if let decoding = ParameterDecoding.current, let parameters = decoding.parameters, codingPath.isEmpty,
             let template = decoding.templates[key.stringValue] as? DeclaredParameter<Value>
         {
-            return try Parameter<Value>.read(from: parameters, template: template.parameter, key: key, codingPath: codingPath, in: decoding)
+            // `codingPath` is empty here (checked above): not asked of the container a second time.
+            return try Parameter<Value>.read(from: parameters, template: template.parameter, key: key, codingPath: [], in: decoding)
         }
         return try decodeThroughDecoder(type, forKey: key)
     }

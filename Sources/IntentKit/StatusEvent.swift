@@ -135,7 +135,28 @@ public struct StatusEvent: Decodable, Sendable, Hashable {
     }
 
     /// The routing key on `intents.status`: `<owner>.<type>.<state>`.
-    public var routingKey: String { "\(Self.routingWord(for: owner)).\(type).\(state.rawValue)" }
+    public var routingKey: String {
+        var parts = (Self.routingWord(for: owner), type, state.rawValue)
+        // Made at its size in one go: interpolating appended the parts one at a time, growing the string.
+        let size = parts.0.utf8.count + parts.1.utf8.count + parts.2.utf8.count + 2
+        return String(unsafeUninitializedCapacity: size) { buffer in
+            var at = 0
+            func put(_ part: inout String, dot: Bool) {
+                part.withUTF8 { bytes in
+                    _ = UnsafeMutableBufferPointer(rebasing: buffer[at..<at + bytes.count]).initialize(from: bytes)
+                    at += bytes.count
+                }
+                if dot {
+                    buffer[at] = UInt8(ascii: ".")
+                    at += 1
+                }
+            }
+            put(&parts.0, dot: true)
+            put(&parts.1, dot: true)
+            put(&parts.2, dot: false)
+            return at
+        }
+    }
 
     /// An owner as one word of a routing key: `-` when there is none, and
     /// `.`, `*` and `#` (which a topic key cannot carry in a word) as `_`. A

@@ -81,9 +81,9 @@ public final class DatabaseOutcomeLedger: OutcomeLedger {
                     pending: row.isNull(9) ? nil : Self.pending(row, from: 10)
                 )
             }
-            var recorded = known?.recorded
-            let decided = known?.decided
-            let pending = known?.pending
+            // Taken apart once: each `known?.member` copied the whole tuple (through the runtime, for its type).
+            let (knownRecorded, decided, pending) = known ?? (nil, nil, nil)
+            var recorded = knownRecorded
             let unrecorded = recorded == nil
             if recorded == nil, decided != nil || pending != nil {
                 // Known from before owners were recorded: its type is taken as given, and it has no owner.

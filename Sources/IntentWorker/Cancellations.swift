@@ -55,15 +55,9 @@ final class Cancellations: Sendable {
 
     var isCaughtUp: Bool { state.withLock { $0.caughtUp } }
 
-    /// Whether a hint to cancel `id`, sent after a submission at `submittedAt`
-    /// (give or take a second of clocks apart), came from someone `counts`
-    /// accepts (the owner, an operator); the empty string stands for a hint
-    /// without a user. It waits only while `readable` (the broker is
-    /// connected) and its task is not canceled (a handler past its time limit,
-    /// whose sleeps would return at once): otherwise it answers from what was read so far.
-    func isCanceled(
-        _ id: String, submittedAt: Double, wait: Double = 5, readable: () -> Bool = { true }, by counts: (String) -> Bool
-    ) async -> Bool {
+    /// Waits up to `wait` seconds for the stream to be read up to now, while `readable` and the task is not canceled.
+    @inline(never)
+    private func catchUp(wait: Double, readable: () -> Bool) async {
         let deadline = Date().addingTimeInterval(wait)
         var waited = false
         while !isCaughtUp, Date() < deadline, readable(), !Task.isCancelled {
@@ -73,6 +67,19 @@ final class Cancellations: Sendable {
         // Waited once in vain (the stream is slow or unreadable): go on with what is known
         // rather than make every intent wait.
         if waited, readable() { markCaughtUp() }
+    }
+
+    /// Whether a hint to cancel `id`, sent after a submission at `submittedAt`
+    /// (give or take a second of clocks apart), came from someone `counts`
+    /// accepts (the owner, an operator); the empty string stands for a hint
+    /// without a user. It waits only while `readable` (the broker is
+    /// connected) and its task is not canceled (a handler past its time limit,
+    /// whose sleeps would return at once): otherwise it answers from what was read so far.
+    func isCanceled(
+        _ id: String, submittedAt: Double, wait: Double = 5, readable: () -> Bool = { true }, by counts: (String) -> Bool
+    ) async -> Bool {
+        // Apart, so that a call finding the stream read (nearly every one) sets up none of the wait's clock values.
+        if !isCaughtUp { await catchUp(wait: wait, readable: readable) }
         let senders = state.withLock { $0.senders[id] } ?? [:]
         return senders.contains { user, at in at >= submittedAt - 1 && counts(user) }
     }

@@ -720,13 +720,15 @@ public final class WorkerService: Service {
                 eventAddress.topology.statusMessage(for: started)
             }
 
+        // The closures below capture the id and type, not the whole envelope (a copy of each of its fields).
+        let (intentID, intentType) = (envelope.id, envelope.type)
         var context = IntentContext(
-            intentID: envelope.id, intentType: envelope.type, attempt: attempt, submittedAt: envelope.submittedAt,
+            intentID: intentID, intentType: intentType, attempt: attempt, submittedAt: envelope.submittedAt,
             logger: job.logger,
             progress: { [eventAddress] progress in
                 startedEvent?.publish()
                 let event = StatusEvent(
-                    id: envelope.id, type: envelope.type, state: .inProgress, attempt: attempt, progress: progress,
+                    id: intentID, type: intentType, state: .inProgress, attempt: attempt, progress: progress,
                     worker: eventAddress.workerName, turn: turn, owner: owner)
                 loop.send(.publish([eventAddress.topology.statusMessage(for: event)], thenAck: nil))
             })
@@ -736,7 +738,7 @@ public final class WorkerService: Service {
         let counts = mayCancel(job)
         let submittedAt = envelope.submittedAt
         context.isCanceled = {
-            await cancellations.isCanceled(envelope.id, submittedAt: submittedAt, readable: { loop.isConnected }, by: counts)
+            await cancellations.isCanceled(intentID, submittedAt: submittedAt, readable: { loop.isConnected }, by: counts)
         }
         let received = ContinuousClock.now
         let timedOut = Atomic<Bool>(false)

@@ -57,6 +57,20 @@ import Testing
             if IntentEnvelope.isControl(scalar) != (scalar.properties.generalCategory == .control) { differing.append(value) }
         }
         #expect(differing.isEmpty, "differ at \(differing.prefix(10).map { String($0, radix: 16) })")
+        // And the test on an id's bytes agrees with the value test, for a scalar alone and between others (after a
+        // lead byte 0xC2 of another character, and before one).
+        var differingInIDs: [UInt32] = []
+        for value in Array(UInt32(0)...0xFFFF) + stride(from: UInt32(0x10000), through: 0x10FFFF, by: 0x101) {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            for id in [String(Character(scalar)), "a\u{A0}\(Character(scalar))\u{A0}b"] {
+                let expected = id.unicodeScalars.contains(where: IntentEnvelope.isControl)
+                if IntentEnvelope.containsControl(id.utf8) != expected || IntentEnvelope.containsControl(Array(id.utf8)) != expected {
+                    differingInIDs.append(value)
+                }
+                if expected, IntentEnvelope.problem(withID: id) != "the id contains a control character" { differingInIDs.append(value) }
+            }
+        }
+        #expect(differingInIDs.isEmpty, "differ at \(differingInIDs.prefix(10).map { String($0, radix: 16) })")
         #expect(IntentEnvelope.problem(withType: "SendMessage_2-b") == nil)
         for bad in ["Send.Message", "Send*", "#", "Send\r\nMessage", "Sénd", "", String(repeating: "T", count: 101)] {
             #expect(IntentEnvelope.problem(withType: bad) != nil, "\(bad.escapingControlCharacters)")

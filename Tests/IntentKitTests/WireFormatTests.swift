@@ -319,6 +319,13 @@ import Testing
         for owner in owners {
             #expect(StatusEvent.routingWord(for: owner) == defined(owner), "\(owner)")
             #expect(StatusEvent.routingWord(for: owner).utf8.count <= 100)
+            // The key is the word, the type and the state, a dot between each, whatever their lengths and bytes.
+            for type in ["T", "SendMessage", String(repeating: "LongType", count: 12)] {
+                for state in [IntentState.success, .needsInput] {
+                    let event = StatusEvent(id: "k", type: type, state: state, attempt: 1, owner: owner)
+                    #expect(event.routingKey == "\(defined(owner)).\(type).\(state.rawValue)", "\(owner) \(type)")
+                }
+            }
         }
         #expect(StatusEvent.routingWord(for: nil) == "-")
         #expect(StatusEvent.routingWord(for: "") == "-")
