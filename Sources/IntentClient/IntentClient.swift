@@ -329,7 +329,18 @@ public final class IntentClient: Sendable {
     /// intents and expires questions from: `cancel` is the way to end one). Says how many went, and how many of those
     /// chosen were kept because they have not finished (always 0 from a recorder that deletes them all).
     public func delete(ids: [String]? = nil, group: String? = nil, unfinished: Bool) throws(IntentClientError) -> StatusStore.Deletion {
-        guard case .deleted(let deletion) = try ask(.delete(ids: ids, group: group, unfinished: unfinished)) else {
+        let answer: StatusQuery.Answer
+        do {
+            answer = try ask(.delete(ids: ids, group: group, unfinished: unfinished))
+        } catch  where !unfinished && error.kind == .invalid && error.message.contains("unknown query '\(StatusQuery.deleteFinished)'") {
+            // A recorder from before unfinished intents were kept: it refused the query that keeps them, and deleted
+            // nothing. Its `delete` would remove them too.
+            throw IntentClientError(
+                .invalid,
+                "the recorder is of an older version, which cannot keep unfinished intents: nothing was deleted; upgrade the recorder, or delete unfinished intents too (--unfinished)"
+            )
+        }
+        guard case .deleted(let deletion) = answer else {
             throw .unexpectedAnswer("a count")
         }
         return deletion

@@ -5,8 +5,9 @@ import IntentKit
 /// asks the recorder (over RabbitMQ's direct reply-to), and the answer.
 ///
 /// Request: `{"query":"show","id":"…"}` (with `"refusedSince":t`, a submission's: see `submission`), `{"query":"list","state":…,"type":…,"limit":…}`,
-/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"delete","ids":[…]|"group":"…"|"all":true}` (with
-/// `"unfinished":true` to remove unfinished intents too), or
+/// `{"query":"dead","limit":…}`, `{"query":"tally"}`, `{"query":"deleteFinished","ids":[…]|"group":"…"|"all":true}` (the
+/// finished intents chosen; `"query":"delete"` with `"unfinished":true` removes unfinished ones too, and without it,
+/// as older clients send it, is `deleteFinished`), or
 /// `{"query":"dedupe","type":…,"key":…,"id":…,"seconds":…}`, `{"query":"schedules"}`,
 /// `{"query":"schedule","schedule":{…}}`, `{"query":"pause"|"resume"|"unschedule","name":…}`.
 /// Answer: `{"status":{…}|null}`, `{"statuses":[…]}`, `{"tally":[{"type","state","count"}…]}`, `{"deleted":n}` (with
@@ -119,7 +120,10 @@ public enum StatusQuery: Sendable, Hashable {
         case .tally:
             object = ["query": "tally"]
         case .delete(let ids, let group, let unfinished):
-            object = ["query": "delete"]
+            // Finished intents only under a name of its own: a recorder from before unfinished intents were kept knows
+            // only `delete`, and would take a `delete` (whatever else it says) to remove unfinished intents too. Under
+            // this name it refuses the request instead, and nothing is deleted (`IntentClient.delete`).
+            object = ["query": unfinished ? "delete" : .string(Self.deleteFinished)]
             if let ids { object["ids"] = .array(ids.map(JSONValue.string)) }
             if let group { object["group"] = .string(group) }
             if ids == nil, group == nil { object["all"] = true }
@@ -153,6 +157,9 @@ public enum StatusQuery: Sendable, Hashable {
         public init(description: String) { self.description = description }
     }
 
+    /// The query of a delete that keeps unfinished intents (`delete` with `unfinished` removes them too).
+    public static let deleteFinished = "deleteFinished"
+
     /// Reads a request body; throws `Invalid` with the reason when it is malformed. A missing `limit` means 50.
     public static func decode(_ bytes: [UInt8]) throws(Invalid) -> StatusQuery {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue else { throw Invalid(description: "the request is not a JSON object") }
@@ -185,7 +192,7 @@ public enum StatusQuery: Sendable, Hashable {
             return .dead(limit: try limit())
         case "tally":
             return .tally
-        case "delete":
+        case "delete", deleteFinished:
             let group = try string("group")
             var ids: [String]?
             if let value = object["ids"], value != .null {
@@ -204,7 +211,11 @@ public enum StatusQuery: Sendable, Hashable {
             guard object["unfinished"].map({ $0 == .null || $0.boolValue != nil }) ?? true else {
                 throw Invalid(description: "unfinished must be true or false")
             }
-            return .delete(ids: ids, group: group, unfinished: object["unfinished"]?.boolValue == true)
+            let unfinished = object["unfinished"]?.boolValue == true
+            if unfinished, object["query"]?.stringValue == deleteFinished {
+                throw Invalid(description: "\(deleteFinished) keeps unfinished intents: delete with unfinished removes them")
+            }
+            return .delete(ids: ids, group: group, unfinished: unfinished)
         case "dedupe":
             guard let type = try string("type"), IntentEnvelope.problem(withType: type) == nil else {
                 throw Invalid(description: "dedupe needs an intent type")
@@ -237,7 +248,7 @@ public enum StatusQuery: Sendable, Hashable {
         case let other:
             throw Invalid(
                 description:
-                    "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, dedupe, schedules, schedule, pause, resume, unschedule"
+                    "unknown query '\(other ?? "")'; queries are show, list, dead, tally, delete, \(deleteFinished), dedupe, schedules, schedule, pause, resume, unschedule"
             )
         }
     }

@@ -1,6 +1,8 @@
 import Foundation
+import IntentAMQP
 import IntentKit
 import IntentStore
+import Synchronization
 import Testing
 
 /// A producer on a machine without the status store (INTENT_STATUS_DB points
@@ -64,6 +66,61 @@ struct RemoteClientTests {
         #expect(everything.exitCode == 0 && everything.stdout.contains(#"{"deleted":2}"#), "\(everything)")
         #expect(try store.list().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: nowhere), "no tool made a store where INTENT_STATUS_DB pointed")
+    }
+
+    /// A recorder of the version before deletes kept unfinished intents knew only the query `delete`, and removed them
+    /// with it whatever else the request said. A client's delete that keeps them is refused by such a recorder, and
+    /// says so: nothing is deleted. With `--unfinished` it asks for what that recorder does, and gets it.
+    @Test func aDeleteThatKeepsUnfinishedIntentsIsRefusedByAnOlderRecorderAndDeletesNothing() async throws {
+        let sandbox = try await Sandbox("older-recorder")
+        defer { Task { await sandbox.tearDown() } }
+        let topology = Topology()
+        let url = try BrokerURL(sandbox.brokerURL)
+        let declaring = try AMQPConnection(url: url)
+        try topology.declareStatusRequests(on: declaring)
+        declaring.close()
+        // The older recorder: every request it reads is answered as it answered it, `deleteFinished` as unknown.
+        let asked = Mutex<[String]>([])
+        let stop = Atomic<Bool>(false)
+        let answering = Thread {
+            guard let connection = try? AMQPConnection(url: url) else { return }
+            defer { connection.close() }
+            while !stop.load(ordering: .relaxed) {
+                guard let request = try? connection.get(topology.statusRequestQueue) else {
+                    Thread.sleep(forTimeInterval: 0.01)
+                    continue
+                }
+                let query = (try? JSONValue.parse(request.body))?["query"]?.stringValue ?? ""
+                asked.withLock { $0.append(query) }
+                let reply: JSONValue =
+                    query == "delete"
+                    ? ["deleted": 1]
+                    : [
+                        "error": .string(
+                            "unknown query '\(query)'; queries are show, list, dead, tally, delete, dedupe, schedules, schedule, pause, resume, unschedule"
+                        ),
+                        "invalid": true,
+                    ]
+                _ = try? connection.publish(
+                    OutgoingMessage(
+                        exchange: "", routingKey: request.replyTo ?? "", body: Array(reply.serialized()), persistent: false,
+                        correlationID: request.correlationID))
+            }
+        }
+        answering.start()
+        defer {
+            stop.store(true, ordering: .relaxed)
+        }
+        var environment = sandbox.environment
+        environment["INTENT_STATUS_DB"] = sandbox.directory.appendingPathComponent("no-such-dir/status.sqlite").path
+
+        let kept = try await run(Paths.tool("intent-status"), ["delete", "d1", "d2"], environment: environment, timeout: 40)
+        #expect(kept.exitCode == 64, "\(kept)")
+        #expect(kept.stderr.contains("older version") && kept.stderr.contains("nothing was deleted"), "\(kept)")
+        #expect(!kept.stdout.contains("deleted"), "\(kept)")
+        let all = try await run(Paths.tool("intent-status"), ["delete", "d1", "--unfinished"], environment: environment, timeout: 40)
+        #expect(all.exitCode == 0 && all.stdout.contains("deleted 1 intent"), "\(all)")
+        #expect(asked.withLock { $0 } == ["deleteFinished", "delete"], "the query each delete sent")
     }
 
     /// An id reused under another type, waited for without the store file: the recorder used to answer with the

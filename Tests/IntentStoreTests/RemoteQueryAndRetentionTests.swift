@@ -85,6 +85,22 @@ import Testing
         #expect(
             try StatusQuery.decode(Array(#"{"query":"delete","all":true,"unfinished":null}"#.utf8))
                 == .delete(ids: nil, group: nil, unfinished: false))
+        // A delete that keeps unfinished intents goes under a query of its own, which a recorder from before kept
+        // intents refuses (it knew only `delete`, and would remove them all): the refusal is what its clients see.
+        let finished = StatusQuery.delete(ids: ["done", "asking"], group: nil, unfinished: false)
+        #expect(String(decoding: finished.encoded, as: UTF8.self).contains(#""query":"deleteFinished""#))
+        #expect(!String(decoding: all.encoded, as: UTF8.self).contains("deleteFinished"))
+        #expect(try StatusQuery.decode(finished.encoded) == finished)
+        #expect(
+            try StatusQuery.decode(StatusQuery.delete(ids: nil, group: "g", unfinished: false).encoded)
+                == .delete(ids: nil, group: "g", unfinished: false))
+        #expect(
+            try StatusQuery.decode(StatusQuery.delete(ids: nil, group: nil, unfinished: false).encoded)
+                == .delete(ids: nil, group: nil, unfinished: false))
+        #expect(throws: StatusQuery.Invalid.self, "deleteFinished never removes unfinished intents") {
+            try StatusQuery.decode(Array(#"{"query":"deleteFinished","all":true,"unfinished":true}"#.utf8))
+        }
+        #expect(throws: StatusQuery.Invalid.self) { try StatusQuery.decode(Array(#"{"query":"deleteFinished"}"#.utf8)) }
     }
 
     @Test func aDeduplicationKeyStandsForTheFirstIntentOfItsOwnerAndTypeWithinItsWindow() throws {
