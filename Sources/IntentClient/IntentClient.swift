@@ -327,17 +327,20 @@ public final class IntentClient: Sendable {
 
     /// `delete`, of unfinished intents too when `unfinished` (their rows are what the recorder releases scheduled
     /// intents and expires questions from: `cancel` is the way to end one). Says how many went, and how many of those
-    /// chosen were kept because they have not finished (always 0 from a recorder that deletes them all).
+    /// chosen were kept because they have not finished. A recorder older than this client, which does not know the
+    /// query that keeps them (`StatusQuery.deleteFinished`), refuses a delete without `unfinished`: `.invalid`, and
+    /// nothing is deleted.
     public func delete(ids: [String]? = nil, group: String? = nil, unfinished: Bool) throws(IntentClientError) -> StatusStore.Deletion {
         let answer: StatusQuery.Answer
         do {
             answer = try ask(.delete(ids: ids, group: group, unfinished: unfinished))
-        } catch  where !unfinished && error.kind == .invalid && error.message.contains("unknown query '\(StatusQuery.deleteFinished)'") {
-            // A recorder from before unfinished intents were kept: it refused the query that keeps them, and deleted
-            // nothing. Its `delete` would remove them too.
+        } catch  where !unfinished && error.message.contains("unknown query '\(StatusQuery.deleteFinished)'") {
+            // A recorder older than this client refused the query that keeps unfinished intents, and deleted nothing
+            // (whatever kind the refusal came as: recorders older still did not mark a refusal as the request's
+            // fault). Some such recorders would remove unfinished intents with a plain `delete`, so that is not tried.
             throw IntentClientError(
                 .invalid,
-                "the recorder is of an older version, which cannot keep unfinished intents: nothing was deleted; upgrade the recorder, or delete unfinished intents too (--unfinished)"
+                "the recorder is older than this client and does not know the delete that keeps unfinished intents: nothing was deleted; upgrade the recorder (--unfinished deletes unfinished intents as well)"
             )
         }
         guard case .deleted(let deletion) = answer else {

@@ -205,7 +205,7 @@ public enum StatusQuery: Sendable, Hashable {
             }
             let all = object["all"]?.boolValue == true
             guard [ids != nil, group != nil, all].filter({ $0 }).count == 1 else {
-                throw Invalid(description: "delete takes ids, a group, or all (one of them)")
+                throw Invalid(description: "\(object["query"]?.stringValue ?? "delete") takes ids, a group, or all (one of them)")
             }
             // Without the field (a client before it), finished intents only: an unfinished one is kept.
             guard object["unfinished"].map({ $0 == .null || $0.boolValue != nil }) ?? true else {

@@ -91,8 +91,11 @@ struct RemoteClientTests {
                     continue
                 }
                 let query = (try? JSONValue.parse(request.body))?["query"]?.stringValue ?? ""
-                asked.withLock { $0.append(query) }
-                let reply: JSONValue =
+                let count = asked.withLock {
+                    $0.append(query)
+                    return $0.count
+                }
+                var reply: JSONValue =
                     query == "delete"
                     ? ["deleted": 1]
                     : [
@@ -101,6 +104,11 @@ struct RemoteClientTests {
                         ),
                         "invalid": true,
                     ]
+                // Recorders older still did not say a refusal was the request's fault: the second request is answered so.
+                if count == 2, case .object(var fields) = reply {
+                    fields["invalid"] = nil
+                    reply = .object(fields)
+                }
                 _ = try? connection.publish(
                     OutgoingMessage(
                         exchange: "", routingKey: request.replyTo ?? "", body: Array(reply.serialized()), persistent: false,
@@ -114,13 +122,15 @@ struct RemoteClientTests {
         var environment = sandbox.environment
         environment["INTENT_STATUS_DB"] = sandbox.directory.appendingPathComponent("no-such-dir/status.sqlite").path
 
-        let kept = try await run(Paths.tool("intent-status"), ["delete", "d1", "d2"], environment: environment, timeout: 40)
-        #expect(kept.exitCode == 64, "\(kept)")
-        #expect(kept.stderr.contains("older version") && kept.stderr.contains("nothing was deleted"), "\(kept)")
-        #expect(!kept.stdout.contains("deleted"), "\(kept)")
+        for _ in 0..<2 {
+            let kept = try await run(Paths.tool("intent-status"), ["delete", "d1", "d2"], environment: environment, timeout: 40)
+            #expect(kept.exitCode == 64, "\(kept)")
+            #expect(kept.stderr.contains("older than this client") && kept.stderr.contains("nothing was deleted"), "\(kept)")
+            #expect(!kept.stdout.contains("deleted"), "\(kept)")
+        }
         let all = try await run(Paths.tool("intent-status"), ["delete", "d1", "--unfinished"], environment: environment, timeout: 40)
         #expect(all.exitCode == 0 && all.stdout.contains("deleted 1 intent"), "\(all)")
-        #expect(asked.withLock { $0 } == ["deleteFinished", "delete"], "the query each delete sent")
+        #expect(asked.withLock { $0 } == ["deleteFinished", "deleteFinished", "delete"], "the query each delete sent")
     }
 
     /// An id reused under another type, waited for without the store file: the recorder used to answer with the
