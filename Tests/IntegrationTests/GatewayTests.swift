@@ -483,9 +483,12 @@ struct GatewayTests {
         #expect(jeff.state == "needsInput", "\(jeff)")
         async let followed = world.stream("/v1/intents/gw-s1/events", token: world.aliceToken, timeout: 60)
         async let live = world.stream("/v1/events?type=SendMessage", token: world.bobToken, timeout: 20)
-        try await eventually(timeout: 30, "both streams to be open") {
-            let metrics = try Data(contentsOf: URL(string: world.base + "/metrics")!)
-            return String(decoding: metrics, as: UTF8.self).contains("intent_gateway_open_streams 2")
+        // Open, and the followed one started: a stream is counted as answered once its snapshot is read (the stream is
+        // open, and subscribed, a moment before that; an answer in between is in the snapshot, not after it).
+        try await eventually(timeout: 30, "both streams to be open, the followed one past its snapshot") {
+            let metrics = String(decoding: try Data(contentsOf: URL(string: world.base + "/metrics")!), as: UTF8.self)
+            return metrics.contains("intent_gateway_open_streams 2")
+                && metrics.contains(#"intent_gateway_requests_total{code="200",route="/v1/intents/{}/events"} 1"#)
         }
         let answered = try await world.request(
             "POST", "/v1/intents/gw-s1/answer?wait=30", token: world.aliceToken, json: #"{"parameters":{"recipients":["Jeff Chen"]}}"#)
