@@ -83,13 +83,12 @@ struct RemoteClientTests {
         let asked = Mutex<[String]>([])
         let stop = Atomic<Bool>(false)
         let answering = Thread {
-            guard let connection = try? AMQPConnection(url: url) else { return }
+            guard let connection = try? AMQPConnection(url: url), (try? connection.consume(topology.statusRequestQueue, noAck: true)) != nil
+            else { return }
             defer { connection.close() }
             while !stop.load(ordering: .relaxed) {
-                guard let request = try? connection.get(topology.statusRequestQueue) else {
-                    Thread.sleep(forTimeInterval: 0.01)
-                    continue
-                }
+                // Each request as it is delivered; the wait ends early only to look at `stop`.
+                guard case .delivery(let request)? = try? connection.nextEvent(timeout: 0.2) else { continue }
                 let query = (try? JSONValue.parse(request.body))?["query"]?.stringValue ?? ""
                 let count = asked.withLock {
                     $0.append(query)
