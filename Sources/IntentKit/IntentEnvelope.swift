@@ -205,25 +205,17 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         guard bytes[bytes.index(bytes.endIndex, offsetBy: -form.count)] == UInt8(ascii: "@") else { return false }
         let name = bytes.dropLast(form.count)
         let tail = bytes.suffix(form.count)
-        let named = name.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
-        }
+        let named = name.allSatisfy(isNameByte)
         return named
             && zip(tail, form).allSatisfy { byte, expected in
                 expected == UInt8(ascii: "0") ? (0x30...0x39).contains(byte) : byte == expected
             }
     }
 
-    /// Whether `scalar` is a control character (Unicode's general category Cc: U+0000–U+001F and
-    /// U+007F–U+009F), told by its value: asking its properties looks it up in Unicode's tables, which
-    /// every envelope the worker and the recorder read paid for, per character of its id.
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-    }
-
-    /// Whether `bytes` (well-formed UTF-8) encode a control character (`isControl`), told from the bytes themselves:
-    /// U+0000–U+001F and U+007F are one byte each, U+0080–U+009F the two bytes 0xC2 0x80–0x9F. Walking the id's
-    /// Unicode scalars decoded each one, which every envelope the worker and the recorder read paid for.
+    /// Whether `bytes` (well-formed UTF-8) encode a control character (Unicode's general category Cc: U+0000–U+001F
+    /// and U+007F–U+009F), told from the bytes themselves: U+0000–U+001F and U+007F are one byte each, U+0080–U+009F
+    /// the two bytes 0xC2 0x80–0x9F. Asking each scalar's properties looked it up in Unicode's tables, and decoding
+    /// the scalars cost more than this, on every envelope the worker and the recorder read.
     static func containsControl(_ bytes: some Sequence<UInt8>) -> Bool {
         var afterC2 = false
         for byte in bytes {
@@ -239,14 +231,14 @@ public struct IntentEnvelope: Decodable, Sendable, Hashable {
         if type.isEmpty { return "the type is empty" }
         if type.utf8.count > maximumTypeLength { return "the type is \(type.utf8.count) bytes long, over the limit of \(maximumTypeLength)" }
         // Over the bytes in place: walking a short (inline) string's UTF-8 view took about 47 instructions a byte.
-        if !(type.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isTypeByte) }) ?? type.utf8.allSatisfy(isTypeByte)) {
+        if !(type.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isNameByte) }) ?? type.utf8.allSatisfy(isNameByte)) {
             return "the type '\(type.escapingControlCharacters)' is not made of ASCII letters, digits, '_' and '-'"
         }
         return nil
     }
 
-    /// Whether `byte` may be in an intent type: an ASCII letter or digit, `_` or `-`.
-    static func isTypeByte(_ byte: UInt8) -> Bool {
+    /// Whether `byte` may be in an intent type or a schedule's name: an ASCII letter or digit, `_` or `-`.
+    static func isNameByte(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F || byte == 0x2D
     }
 
