@@ -172,6 +172,11 @@ public final class StatusStore {
         ALTER TABLE intent_status ADD COLUMN abandon_requested_at REAL;
         CREATE INDEX intent_status_abandoned ON intent_status(abandon_turn) WHERE abandon_turn IS NOT NULL;
         """,
+        // Retention finds finished intents in the time index (`deleteFinished`): an intent's outcome is its last update.
+        // The index of finish times, which each outcome wrote an entry into and nothing else read, went.
+        """
+        DROP INDEX IF EXISTS intent_status_by_finished;
+        """,
     ]
 
     /// The questions unanswered for long enough (`questionsToExpire`), looked up in the state index.
@@ -983,15 +988,35 @@ public final class StatusStore {
         }
     }
 
+    /// Where retention's next look into the time index starts (`deleteFinished`): every intent updated before it
+    /// that had finished was removed, and what is left there has not finished. An intent that finishes later is
+    /// updated then, at a time past it, so it is found from here; the unfinished ones left behind (questions
+    /// waiting, intents scheduled far ahead) are not read again each round.
+    private var retentionSeenTo = -Double.greatestFiniteMagnitude
+
+    /// The finished intents updated in `[?1, ?2)`, outcomes before `?2`, oldest first: looked up in the time index,
+    /// whose entries hold the state, so an unfinished intent's row is not read.
+    static let retentionQuery = """
+        SELECT id, updated_at FROM intent_status
+        WHERE updated_at >= ?1 AND updated_at < ?2 AND state IN ('success', 'failure', 'canceled') AND finished_at < ?2
+        ORDER BY updated_at LIMIT ?3
+        """
+
     /// Retention: removes up to `limit` intents that ended before `cutoff`
     /// (seconds since 1970), oldest first, with their history; returns how many.
     /// Small batches keep each transaction, and the recorder's pause, short.
+    /// An intent's outcome is its last update (nothing updates a finished intent
+    /// but an outcome that replaces a dead letter), so those ended before the
+    /// cutoff are those updated before it with a terminal state.
     public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
-        let ids = try database.query(
-            "SELECT id FROM intent_status WHERE finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?",
-            [.real(cutoff), .int(limit)]
-        ) { $0.string(0) }
-        let removed = ids.isEmpty ? 0 : try delete(ids: ids)
+        let from = min(retentionSeenTo, cutoff)
+        let found = try database.query(Self.retentionQuery, [.real(from), .real(cutoff), .int(limit)]) { row in
+            (id: row.string(0), updatedAt: row.double(1))
+        }
+        let removed = found.isEmpty ? 0 : try delete(ids: found.map(\.id))
+        // Fewer than asked for: every finished intent updated before the cutoff was found. As many: every one updated
+        // before the last one found (others updated at that same time may be left: the next round starts at it).
+        retentionSeenTo = found.count < limit ? cutoff : found[found.count - 1].updatedAt
         // Every round, at most `limit` of each (under a steady load there are always finished intents to remove, and
         // these were once pruned only by a round that found none).
         try database.transaction { db in

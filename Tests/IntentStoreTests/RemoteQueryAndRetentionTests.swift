@@ -398,6 +398,36 @@ import Testing
         #expect(left == ["waiting", "running", "new"])
     }
 
+    /// Retention reads the time index from where its last round left off: an intent unfinished when a round passed
+    /// it is updated when it finishes, and a later round finds it; a round that found its limit goes on from the last
+    /// time it found, those of the same time included.
+    @Test func retentionFindsIntentsThatFinishAfterARoundPassedThemInTheTimeIndex() throws {
+        let store = try StatusStore(path: path)
+        try store.record([Self.event("waiting", .needsInput), Self.event("done", .success, code: "success")], now: 1_000)
+        try store.record((0..<3).map { Self.event("tied-\($0)", .canceled, code: "canceled") }, now: 1_500)
+        try store.record([Self.event("scheduled", .scheduled)], now: 1_600)
+        #expect(try store.deleteFinished(before: 2_000, limit: 2) == 2)
+        #expect(try store.deleteFinished(before: 2_000, limit: 2) == 2)
+        #expect(try store.deleteFinished(before: 2_000, limit: 2) == 0)
+        #expect(Set(try store.reader.list(limit: 100).map(\.id)) == ["waiting", "scheduled"])
+
+        try store.record([Self.event("waiting", .failure, code: FailureCode.expired)], now: 3_000)
+        #expect(try store.deleteFinished(before: 2_500) == 0, "it finished after this cutoff")
+        #expect(try store.reader.status(id: "waiting")?.state == .failure)
+        #expect(try store.deleteFinished(before: 3_500) == 1)
+        #expect(try store.reader.list(limit: 100).map(\.id) == ["scheduled"])
+
+        let plan = try store.database.query(
+            "EXPLAIN QUERY PLAN " + StatusStore.retentionQuery, [.real(0), .real(2_000), .int(500)]
+        ) { $0.string(3) }.joined(separator: "; ")
+        #expect(plan.contains("USING INDEX intent_status_by_time (updated_at>? AND updated_at<?)"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "in the index's order: \(plan)")
+        let indexes = try store.database.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'intent_status'") {
+            $0.string(0)
+        }
+        #expect(!indexes.contains("intent_status_by_finished"), "an index each outcome wrote and nothing reads")
+    }
+
     /// Refusals and conflicts were pruned only by a round that found no finished intent to remove: under a steady
     /// load there always is one, and the two tables grew for ever.
     @Test func retentionPrunesRefusalsAndConflictsInRoundsThatRemoveIntentsToo() throws {
