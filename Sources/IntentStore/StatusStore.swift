@@ -1005,10 +1005,14 @@ public final class StatusStore {
     /// Retention: removes up to `limit` intents that ended before `cutoff`
     /// (seconds since 1970), oldest first, with their history; returns how many.
     /// Small batches keep each transaction, and the recorder's pause, short.
-    /// An intent's outcome is its last update (nothing updates a finished intent
-    /// but an outcome that replaces a dead letter), so those ended before the
-    /// cutoff are those updated before it with a terminal state.
+    /// An intent's outcome is its last update (a finished intent is updated
+    /// again only by an outcome that replaces a dead letter, or a requeue of
+    /// one, and then at that time), so those ended before the cutoff are those
+    /// updated before it with a terminal state. The rounds of one store take
+    /// the writes' clock: every write after a round is at or past its cutoff
+    /// (the recorder's cutoff is its clock less the retention).
     public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
+        guard limit > 0 else { return 0 }
         let from = min(retentionSeenTo, cutoff)
         let found = try database.query(Self.retentionQuery, [.real(from), .real(cutoff), .int(limit)]) { row in
             (id: row.string(0), updatedAt: row.double(1))

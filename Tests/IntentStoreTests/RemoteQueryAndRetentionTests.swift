@@ -409,6 +409,7 @@ import Testing
         #expect(try store.deleteFinished(before: 2_000, limit: 2) == 2)
         #expect(try store.deleteFinished(before: 2_000, limit: 2) == 2)
         #expect(try store.deleteFinished(before: 2_000, limit: 2) == 0)
+        #expect(try store.deleteFinished(before: 5_000, limit: 0) == 0, "a round asked for none removes none")
         #expect(Set(try store.reader.list(limit: 100).map(\.id)) == ["waiting", "scheduled"])
 
         try store.record([Self.event("waiting", .failure, code: FailureCode.expired)], now: 3_000)
