@@ -8,6 +8,7 @@
 #   deploy/store-cost.sh [B ...]   (default: 1 5 25); STORE_COST_SOURCES=DIR counts another checkout's Sources
 #   COST_IDS=random deploy/store-cost.sh   with version 4 ids instead of the version 7 ones clients make
 #   STORE_COST_WRITES=alone|held deploy/store-cost.sh 1   a light load without, then with, the hold on submissions
+#   STORE_COST_METRICS=1 deploy/store-cost.sh   with the state changes counted, as a recorder with --metrics-file counts them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in valgrind strace; do

@@ -367,6 +367,68 @@ import Testing
         #expect(try store.record([.cancelRequested(id: "a")]).isEmpty, "a finished intent shows no cancel request")
     }
 
+    /// The transitions `record` reports (what metrics count): each must be the row as it was before its update and as
+    /// the update left it, read apart, over every kind of update, those that change nothing included.
+    @Test func everyTransitionReportedIsTheRowBeforeAndAfterItsUpdate() throws {
+        let store = try StatusStore(path: path)
+        let alice = StatusStore.Submitter(user: "alice")
+        let bob = StatusStore.Submitter(user: "bob")
+        func envelope(_ id: String, type: String = "SendMessage", turn: Int = 0, request: IntentRequest? = nil, dueAt: Double? = nil)
+            -> IntentEnvelope
+        {
+            IntentEnvelope(
+                id: id, type: type, parameters: ["content": .string("hi \(turn)")], submittedAt: 1, turn: turn,
+                answers: turn > 0 ? ["content": "yes"] : nil, request: request, dueAt: dueAt)
+        }
+        func event(
+            _ id: String, _ state: IntentState, type: String = "SendMessage", code: String? = nil, turn: Int = 0, owner: String? = "alice",
+            refused: Bool = false
+        ) -> StatusStore.Update {
+            let event = StatusEvent(
+                id: id, type: type, state: state, attempt: 1, response: code.map { IntentResponse(code: $0, message: "said \($0)") }, turn: turn,
+                owner: owner, refused: refused)
+            return refused ? .refusal(event) : .event(event)
+        }
+        let updates: [StatusStore.Update] = [
+            .queued(envelope("a"), by: alice), .queued(envelope("a"), by: alice), .queued(envelope("a"), by: bob),
+            event("a", .inProgress), event("a", .inProgress), event("a", .needsInput),
+            .queued(envelope("a", turn: 1), by: bob), .queued(envelope("a", turn: 1), by: alice), .queued(envelope("a", turn: 1), by: alice),
+            event("a", .needsInput, turn: 1), .queued(envelope("a", turn: 2, request: .deny), by: alice),
+            event("a", .success, code: "success", turn: 2), event("a", .failure, code: "late", turn: 2), event("a", .inProgress, turn: 3),
+            event("b", .failure, code: FailureCode.deadLettered, owner: nil), .requeued(envelope("b"), by: nil),
+            event("b", .failure, code: FailureCode.deadLettered, owner: nil), event("b", .success, code: "success", owner: nil),
+            .queued(envelope("c", type: "OrderSoup"), by: alice), event("c", .success, code: "success"),
+            .cancelRequested(id: "c", type: "OrderSoup", by: bob), .cancelRequested(id: "c", type: "OrderSoup", by: alice),
+            event("c", .canceled, type: "OrderSoup", code: "canceled"),
+            event("d", .failure, code: FailureCode.idInUse, owner: "bob", refused: true),
+            .queued(envelope("e", dueAt: 50), by: alice), event("e", .scheduled), event("f", .success, code: "success", owner: nil),
+        ]
+        struct Row { var state: IntentState?, code: String?, type: String, message: String?, owner: String? }
+        func row(_ id: String) throws -> Row? {
+            try store.database.queryFirst("SELECT state, response_code, type, response_message, owner FROM intent_status WHERE id = ?", [.text(id)]) {
+                Row(state: IntentState(rawValue: $0.string(0)), code: $0.text(1), type: $0.string(2), message: $0.text(3), owner: $0.text(4))
+            }
+        }
+        var changed: [Int] = []
+        for (position, update) in updates.enumerated() {
+            let before = try row(update.intentID)
+            let reported = try store.record([update], now: Double(10 + position))
+            let after = try row(update.intentID)
+            var expected: [StatusStore.Transition] = []
+            if let after, let state = after.state, before == nil || before?.state != state || before?.code != after.code {
+                expected.append(
+                    StatusStore.Transition(
+                        id: update.intentID, type: after.type, from: before?.state ?? nil, to: state, code: after.code, message: after.message,
+                        owner: after.owner))
+                changed.append(position)
+            }
+            #expect(reported == expected, "update \(position)")
+        }
+        // Those that change nothing: a copy, another owner's, a second answer, a conflict, a late event, another type,
+        // another owner's cancel, a refusal, a scheduled intent said scheduled again.
+        #expect(changed == [0, 3, 5, 7, 9, 10, 11, 14, 15, 16, 17, 18, 21, 22, 24, 26])
+    }
+
     @Test func expiryNamesEachOldQuestionOnceUntilItIsDueToBeAskedAgain() throws {
         let store = try StatusStore(path: path)
         try store.record([Self.event("q1", .needsInput), Self.event("q2", .needsInput)], now: 100)

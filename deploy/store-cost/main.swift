@@ -1,7 +1,8 @@
 import Foundation
 
 // The harness of deploy/store-cost.sh: what the recorder writes for each intent, in its batches (without metrics,
-// so without the transitions they count). Each batch records the submissions of `batch` new intents and the
+// so without the transitions they count; STORE_COST_METRICS=1 counts them, as a recorder with `--metrics-file`
+// does). Each batch records the submissions of `batch` new intents and the
 // outcomes of the previous `batch` (as the recorder's batches mix them at a steady load), into a real SQLite
 // file, committed as the recorder commits them. STORE_COST_WRITES picks another pattern:
 //   alone   every update committed by itself: a light load, where each delivery comes alone, without the hold
@@ -34,6 +35,7 @@ func id() -> String {
     let milliseconds = "0" + String(1_796_000_000_000 + made, radix: 16)
     return milliseconds.prefix(8) + "-" + milliseconds.suffix(4) + "-7" + uuid.dropFirst(15)
 }
+let transitions = ProcessInfo.processInfo.environment["STORE_COST_METRICS"] == "1"
 var previous: [String] = []
 let writes = ProcessInfo.processInfo.environment["STORE_COST_WRITES"] ?? "mixed"
 guard ["mixed", "alone", "held"].contains(writes) else { fatalError("STORE_COST_WRITES: mixed, alone or held, not \(writes)") }
@@ -54,15 +56,15 @@ for _ in 0..<(rounds * 1000 / batch) {
     switch writes {
     case "alone":
         for update in updates + previous.map(outcome) {
-            _ = try! store.record([update], now: now, reportingTransitions: false, durable: false)
+            _ = try! store.record([update], now: now, reportingTransitions: transitions, durable: false)
         }
         previous = fresh
     case "held":
         updates = zip(updates, fresh.map(outcome)).flatMap { [$0, $1] }
-        _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
+        _ = try! store.record(updates, now: now, reportingTransitions: transitions, durable: false)
     default:
         updates += previous.map(outcome)
-        _ = try! store.record(updates, now: now, reportingTransitions: false, durable: false)
+        _ = try! store.record(updates, now: now, reportingTransitions: transitions, durable: false)
         previous = fresh
     }
     now += 0.005
