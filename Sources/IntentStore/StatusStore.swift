@@ -301,7 +301,8 @@ public final class StatusStore {
     }
 
     /// Applies updates in one transaction and returns the state changes it made
-    /// (only when `reportingTransitions`: finding them costs two lookups per update).
+    /// (only when `reportingTransitions`: finding them costs a lookup before each
+    /// update, and one after it unless the update itself says what it left).
     /// States never move backwards: an event ranked below the stored state is
     /// ignored, and a terminal state is final. A terminal event applies to any
     /// unfinished intent whatever its turn, since workers decide each outcome
@@ -359,9 +360,11 @@ public final class StatusStore {
                     ) { row in
                         (state: IntentState(rawValue: row.string(0)), code: row.text(1))
                     }
+                // Whether the update's write changed the row (a submission's or an event's).
+                var changed = false
                 switch update {
-                case .queued(let envelope, let submitter): try recordQueued(envelope, by: submitter, now: now, in: db)
-                case .event(let event): try recordEvent(event, now: now, in: db)
+                case .queued(let envelope, let submitter): changed = try recordQueued(envelope, by: submitter, now: now, in: db)
+                case .event(let event): changed = try recordEvent(event, now: now, in: db)
                 case .refusal: break
                 case .requeued(let envelope, let submitter):
                     try db.run(
@@ -389,10 +392,29 @@ public final class StatusStore {
                         """, [.text(id), .text(type)] + Self.ownership(submitter) + [.int(turn), .real(now)])
                 }
                 guard reportingTransitions else { continue }
-                let after = try db.queryFirst(
-                    "SELECT state, response_code, type, response_message, owner FROM intent_status WHERE id = ?", [.text(id)]
-                ) { row in
-                    (state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3), owner: row.text(4))
+                let after: Stored?
+                switch update {
+                case .event(let event) where event.owner != nil:
+                    // Applied, the upsert set these from the event (its type is the row's, and an owner it names is the
+                    // row's owner whoever submitted); not applied, the row is as it was: nothing changed.
+                    let response = event.response
+                    after =
+                        changed
+                        ? Stored(state: event.state, code: response?.code, type: event.type, message: response?.message, owner: event.owner) : nil
+                case .queued(let envelope, let submitter) where envelope.turn == 0:
+                    // A first submission inserts its row, or fills in what a row lacks without changing its state or code.
+                    after =
+                        changed && before == nil
+                        ? Stored(state: Self.submissionState(envelope), code: nil, type: envelope.type, message: nil, owner: submitter?.user)
+                        : nil
+                default:
+                    after = try db.queryFirst(
+                        "SELECT state, response_code, type, response_message, owner FROM intent_status WHERE id = ?", [.text(id)]
+                    ) { row in
+                        Stored(
+                            state: IntentState(rawValue: row.string(0)), code: row.text(1), type: row.string(2), message: row.text(3),
+                            owner: row.text(4))
+                    }
                 }
                 if let after, let state = after.state, before == nil || before!.state != state || before!.code != after.code {
                     transitions.append(
@@ -404,6 +426,20 @@ public final class StatusStore {
             // In the order of the updates that made them, as when each is written by itself.
             return merged ? transitions.sorted { $0.update < $1.update } : transitions
         }
+    }
+
+    /// An intent's row as a transition reports it (`record`).
+    struct Stored {
+        var state: IntentState?
+        var code: String?
+        var type: String
+        var message: String?
+        var owner: String?
+    }
+
+    /// The state a first submission is recorded in: `scheduled` when it is due later and not a request.
+    static func submissionState(_ envelope: IntentEnvelope) -> IntentState {
+        envelope.request == nil && envelope.dueAt != nil ? .scheduled : .queued
     }
 
     /// In `outcomePartners`: an outcome written with its submission, not by itself.
@@ -537,7 +573,9 @@ public final class StatusStore {
           AND coalesce(intent_status.owner, '') = coalesce(excluded.owner, '')
         """
 
-    private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws {
+    /// Records a submission (or an answer, or a denial); returns whether its write changed the intent's row.
+    @discardableResult
+    private func recordQueued(_ envelope: IntentEnvelope, by submitter: Submitter?, now: Double, in db: Database) throws -> Bool {
         let owner = submitter?.user
         let confirmed = Self.storedConfirmed(envelope)
         let denial = envelope.request == .deny
@@ -566,12 +604,12 @@ public final class StatusStore {
                         .text(envelope.type),
                     ])
             // Not waiting, not this sender's to answer, or an answer under another type (which no worker would take).
-            guard db.changes > 0 else { return }
+            guard db.changes > 0 else { return false }
             let answer = denial ? JSONValue.string("denied").jsonString : JSONValue.object(envelope.answers ?? [:]).jsonString
             try db.run(
                 "UPDATE intent_turn SET answer = ?3, answered_at = ?4 WHERE id = ?1 AND turn = ?2 AND answer IS NULL",
                 [.text(envelope.id), .int(envelope.turn - 1), .text(answer), .real(now)])
-            return
+            return true
         }
         // Kept as it was submitted, for the recorder to release to the workers when it is due — even when
         // recorded after that (the recorder lagged): the worker that saw it early acked it, so the release is its run.
@@ -579,7 +617,7 @@ public final class StatusStore {
         // takes it, at once: released, like one a worker keeps, only if it has not begun a grace after it was
         // recorded (its worker's events, read after it, would come too late to stop a release made now, and it
         // would run twice).
-        let scheduled = envelope.request == nil && envelope.dueAt != nil
+        let scheduled = Self.submissionState(envelope) == .scheduled
         let release = envelope.dueAt.map { due in due <= envelope.submittedAt && due <= now ? now + Self.keptReleaseGrace : due }
         try db.run(
             Self.queuedUpsert,
@@ -589,6 +627,7 @@ public final class StatusStore {
                 scheduled ? .real(envelope.dueAt!) : .null, scheduled ? .text(String(decoding: envelope.encoded(), as: UTF8.self)) : .null,
                 scheduled ? .optional(release) : .null,
             ])
+        return db.changes > 0
     }
 
     /// A scheduled intent that is due: what the recorder publishes to release it.
@@ -848,7 +887,9 @@ public final class StatusStore {
                AND coalesce(excluded.response_code, '') != 'deadLettered'))
         """
 
-    private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws {
+    /// Records a status event; returns whether it changed the intent's row.
+    @discardableResult
+    private func recordEvent(_ event: StatusEvent, now: Double, in db: Database) throws -> Bool {
         let resolutions = Self.storedResolutions(event)
         try db.run(
             Self.eventUpsert,
@@ -880,6 +921,7 @@ public final class StatusStore {
         if let answered = event.answered, let turn = event.turn, turn > 0, event.refused != true, applied || event.state.isTerminal {
             try recordAnswered(answered, of: event, turn: turn, now: now, in: db)
         }
+        return applied
     }
 
     /// The answer that reached the event's outcome, over the one recorded for its turn: two answers to one question

@@ -367,8 +367,9 @@ import Testing
         #expect(try store.record([.cancelRequested(id: "a")]).isEmpty, "a finished intent shows no cancel request")
     }
 
-    /// The transitions `record` reports (what metrics count): each must be the row as it was before its update and as
-    /// the update left it, read apart, over every kind of update, those that change nothing included.
+    /// The transitions `record` reports (what metrics count; most of them told from the update itself, without reading
+    /// the row again): each must be the row as it was before its update and as the update left it, read apart, over
+    /// every kind of update, those that change nothing included.
     @Test func everyTransitionReportedIsTheRowBeforeAndAfterItsUpdate() throws {
         let store = try StatusStore(path: path)
         let alice = StatusStore.Submitter(user: "alice")
@@ -402,6 +403,15 @@ import Testing
             event("c", .canceled, type: "OrderSoup", code: "canceled"),
             event("d", .failure, code: FailureCode.idInUse, owner: "bob", refused: true),
             .queued(envelope("e", dueAt: 50), by: alice), event("e", .scheduled), event("f", .success, code: "success", owner: nil),
+            // The ledger gave the id to another submitter than the one the store recorded: the outcome is theirs.
+            .queued(envelope("g"), by: alice), event("g", .success, code: "success", owner: "bob"),
+            // A submission read after its outcome fills in what the row lacks, and changes no state.
+            event("h", .success, code: "success"), .queued(envelope("h"), by: alice),
+            // Dead letters naming an owner: another owner's is not applied, an outcome replaces the owner's own.
+            .queued(envelope("i"), by: alice), event("i", .failure, code: FailureCode.deadLettered, owner: "bob"),
+            event("i", .failure, code: FailureCode.deadLettered), event("i", .success, code: "success", owner: "carol"),
+            // No submitter, and an owner that is empty.
+            .queued(envelope("j"), by: nil), event("j", .inProgress, owner: ""), event("j", .success, code: "success", owner: ""),
         ]
         struct Row { var state: IntentState?, code: String?, type: String, message: String?, owner: String? }
         func row(_ id: String) throws -> Row? {
@@ -426,7 +436,10 @@ import Testing
         }
         // Those that change nothing: a copy, another owner's, a second answer, a conflict, a late event, another type,
         // another owner's cancel, a refusal, a scheduled intent said scheduled again.
-        #expect(changed == [0, 3, 5, 7, 9, 10, 11, 14, 15, 16, 17, 18, 21, 22, 24, 26])
+        #expect(changed == [0, 3, 5, 7, 9, 10, 11, 14, 15, 16, 17, 18, 21, 22, 24, 26, 27, 28, 29, 31, 33, 34, 35, 36, 37])
+        #expect(try row("i")?.owner == "carol")
+        #expect(try row("g")?.owner == "bob")
+        #expect(try store.database.queryFirst("SELECT parameters FROM intent_status WHERE id = 'h'") { $0.text(0) } != nil)
     }
 
     @Test func expiryNamesEachOldQuestionOnceUntilItIsDueToBeAskedAgain() throws {
