@@ -439,7 +439,12 @@ public final class StatusStore {
 
     /// The state a first submission is recorded in: `scheduled` when it is due later and not a request.
     static func submissionState(_ envelope: IntentEnvelope) -> IntentState {
-        envelope.request == nil && envelope.dueAt != nil ? .scheduled : .queued
+        isScheduled(envelope) ? .scheduled : .queued
+    }
+
+    /// Whether a first submission is recorded `scheduled` (`submissionState`).
+    static func isScheduled(_ envelope: IntentEnvelope) -> Bool {
+        envelope.request == nil && envelope.dueAt != nil
     }
 
     /// In `outcomePartners`: an outcome written with its submission, not by itself.
@@ -617,7 +622,7 @@ public final class StatusStore {
         // takes it, at once: released, like one a worker keeps, only if it has not begun a grace after it was
         // recorded (its worker's events, read after it, would come too late to stop a release made now, and it
         // would run twice).
-        let scheduled = Self.submissionState(envelope) == .scheduled
+        let scheduled = Self.isScheduled(envelope)
         let release = envelope.dueAt.map { due in due <= envelope.submittedAt && due <= now ? now + Self.keptReleaseGrace : due }
         try db.run(
             Self.queuedUpsert,
