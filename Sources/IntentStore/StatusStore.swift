@@ -403,10 +403,9 @@ public final class StatusStore {
                         ? Stored(state: event.state, code: response?.code, type: event.type, message: response?.message, owner: event.owner) : nil
                 case .queued(let envelope, let submitter) where envelope.turn == 0:
                     // A first submission inserts its row, or fills in what a row lacks without changing its state or code.
-                    after =
-                        changed && before == nil
-                        ? Stored(state: Self.submissionState(envelope), code: nil, type: envelope.type, message: nil, owner: submitter?.user)
-                        : nil
+                    let state: IntentState = Self.isScheduled(envelope) ? .scheduled : .queued
+                    let owner = submitter?.user
+                    after = changed && before == nil ? Stored(state: state, code: nil, type: envelope.type, message: nil, owner: owner) : nil
                 default:
                     after = try db.queryFirst(
                         "SELECT state, response_code, type, response_message, owner FROM intent_status WHERE id = ?", [.text(id)]
@@ -437,12 +436,7 @@ public final class StatusStore {
         var owner: String?
     }
 
-    /// The state a first submission is recorded in: `scheduled` when it is due later and not a request.
-    static func submissionState(_ envelope: IntentEnvelope) -> IntentState {
-        isScheduled(envelope) ? .scheduled : .queued
-    }
-
-    /// Whether a first submission is recorded `scheduled` (`submissionState`).
+    /// Whether a submission (or an answer) is recorded `scheduled`, not `queued`: it is due later, and not a request.
     static func isScheduled(_ envelope: IntentEnvelope) -> Bool {
         envelope.request == nil && envelope.dueAt != nil
     }
@@ -591,7 +585,7 @@ public final class StatusStore {
             // with the merged parameters; a worker decides what comes of it.
             // An answer to a question asked ahead of the due time (its type resolves
             // at submission) is scheduled again, to be released as this turn.
-            let ahead = envelope.request == nil && envelope.dueAt != nil
+            let ahead = Self.isScheduled(envelope)
             try db.run(
                 """
                 UPDATE intent_status SET state = ?8, rank = \(Self.queuedRank), turn = ?2, parameters = coalesce(?3, parameters),
@@ -1060,8 +1054,7 @@ public final class StatusStore {
     /// (the recorder's cutoff is its clock less the retention).
     public func deleteFinished(before cutoff: Double, limit: Int = 500) throws -> Int {
         guard limit > 0 else { return 0 }
-        let from = min(retentionSeenTo, cutoff)
-        let found = try database.query(Self.retentionQuery, [.real(from), .real(cutoff), .int(limit)]) { row in
+        let found = try database.query(Self.retentionQuery, [.real(retentionSeenTo), .real(cutoff), .int(limit)]) { row in
             (id: row.string(0), updatedAt: row.double(1))
         }
         let removed = found.isEmpty ? 0 : try delete(ids: found.map(\.id))
