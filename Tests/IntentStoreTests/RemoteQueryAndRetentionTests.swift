@@ -504,6 +504,20 @@ import Testing
         #expect(!indexes.contains("intent_status_by_finished"), "an index each outcome wrote and nothing reads")
     }
 
+    /// Where retention left off is the process's own: a recorder that starts again (its store opened anew) reads the
+    /// time index from its start, so an intent finished at a time a round had already passed (the clock stepped back)
+    /// is removed by the next process, not kept for ever.
+    @Test func aStoreOpenedAgainLooksForFinishedIntentsFromTheStart() throws {
+        let first = try StatusStore(path: path)
+        try first.record([Self.event("done", .success, code: "success")], now: 1_000)
+        #expect(try first.deleteFinished(before: 5_000) == 1)
+        try first.record([Self.event("late", .success, code: "success")], now: 2_000)
+        #expect(try first.deleteFinished(before: 6_000) == 0, "updated before where this process's rounds left off")
+        let again = try StatusStore(path: path)
+        #expect(try again.deleteFinished(before: 6_000) == 1)
+        #expect(try again.reader.status(id: "late") == nil)
+    }
+
     /// Refusals and conflicts were pruned only by a round that found no finished intent to remove: under a steady
     /// load there always is one, and the two tables grew for ever.
     @Test func retentionPrunesRefusalsAndConflictsInRoundsThatRemoveIntentsToo() throws {
